@@ -1,0 +1,88 @@
+# The course's runner. Two commands matter (see README.md):
+#   make lab    create .venv if missing, install the course, open JupyterLab on it
+#   make test   create .venv if missing, then run every check CI runs
+# Variables:
+#   PYTHON=python3        interpreter that creates the environment
+#   VENV=.venv            where the environment lives
+#   CUDA_EXTRA=cuda12     CuPy wheel to install (cuda12, cuda13, or empty when the Python
+#                         given by PYTHON already has CuPy: its packages are then reused)
+#   WHEELHOUSE=dir [dir]  install offline from these wheel folders (see `make wheelhouse`)
+PYTHON ?= python3
+VENV ?= .venv
+CUDA_EXTRA ?= cuda12
+WHEELHOUSE ?=
+LAB_FLAGS ?=
+PORT ?= 8888
+
+comma := ,
+EXTRAS := lab,test,book$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.course-installed
+PIP_FROM := $(if $(strip $(WHEELHOUSE)),--no-index $(addprefix --find-links ,$(WHEELHOUSE)))
+INHERIT := $(if $(CUDA_EXTRA),,--inherit)
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
+
+.PHONY: lab test venv test-unit test-lint test-notebooks test-lab book book-static bwcheck wheelhouse clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) tools/mkvenv.py $(VENV) $(INHERIT)
+	$(if $(PIP_FROM),,$(BIN)/python -m pip install -q --upgrade pip)
+	$(BIN)/python -m pip install -q $(PIP_FROM) -e ".[$(EXTRAS)]"
+	touch $@
+
+venv: $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir="$(CURDIR)" --port=$(PORT) $(ROOT_FLAG) $(LAB_FLAGS) notebooks/00_your_machine.ipynb
+
+# Everything CI runs. Each step prints its own summary; the first failure stops the run.
+test: $(STAMP)
+	$(MAKE) --no-print-directory test-lint test-unit test-notebooks test-lab book
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+test-lint: $(STAMP)
+	$(BIN)/ruff check helpers tests tools notebooks labs book
+	$(BIN)/python tools/nbhygiene.py $(NOTEBOOKS)
+
+# Every notebook top to bottom on a fresh kernel (nbval-lax: errors fail, outputs are not
+# compared). Without a GPU the notebooks choose replay and numba's CUDA simulator themselves.
+test-notebooks: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=600 \
+		--rootdir=. -o testpaths= $(NOTEBOOKS)
+
+# `make lab`'s own command, headless: its REST API must answer on localhost.
+test-lab: $(STAMP)
+	$(BIN)/python tools/labcheck.py --port 0 -- $(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser"
+
+book-static: $(STAMP)
+	mkdir -p book/_static
+	cp "$$($(BIN)/python -c 'import plotly, os; print(os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js"))')" book/_static/plotly.min.js
+
+# The HTML site (book/_build/html); warnings are errors, notebooks run through the cache.
+book: book-static
+	$(BIN)/jupyter-book build . --config book/_config.yml --toc book/_toc.yml \
+		--path-output book -W -n --keep-going
+	@echo "site: book/_build/html/index.html"
+
+# Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU).
+bwcheck: tools/bwcheck/bwcheck
+	tools/bwcheck/bwcheck
+tools/bwcheck/bwcheck: tools/bwcheck/bwcheck.cu
+	nvcc -O2 -o $@ $<
+
+# Offline wheels for a GPU node: `make wheelhouse WH_PYTHON=3.12 WH_PLATFORM=manylinux_2_28_x86_64
+# WH_INSTALLED=tools/nodes/cuda-image.txt` then, on the node,
+# `make test WHEELHOUSE=wheelhouse CUDA_EXTRA= PYTHON=<node python>`.
+WH_PYTHON ?= 3.12
+WH_PLATFORM ?= manylinux_2_28_x86_64
+WH_EXTRAS ?= lab,test,book
+WH_INSTALLED ?= tools/nodes/cuda-image.txt
+wheelhouse:
+	$(PYTHON) tools/wheelhouse.py --out wheelhouse --python-version $(WH_PYTHON) \
+		--platform $(WH_PLATFORM) --extras $(WH_EXTRAS) $(if $(WH_INSTALLED),--installed $(WH_INSTALLED))
+
+clean:
+	rm -rf book/_build book/_static/plotly.min.js .pytest_cache

@@ -1,0 +1,66 @@
+"""Cross-checking the course's measurements against an independent C/CUDA program.
+
+tools/bwcheck/bwcheck.cu times pinned 256 MiB copies with the CUDA runtime directly. The
+recorder runs it right after the course's own measurement (same process tree, same
+minute), stores both, and tests/test_reference_data.py checks that they agree within
+TOLERANCE — a check on the course's timing method that real data can fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from .experiments import experiment
+from .transfers import DIRECTIONS, measure_copy
+
+TOLERANCE = 0.02  # relative; the Foundation issue's bar for large-copy bandwidth
+SOURCE = Path(__file__).resolve().parent.parent / "tools" / "bwcheck" / "bwcheck.cu"
+
+
+def binary() -> Path:
+    """Path to the compiled bwcheck, building it with nvcc if needed (BWCHECK overrides)."""
+    from .record import SkipExperiment
+
+    env = os.environ.get("BWCHECK")
+    if env:
+        return Path(env)
+    out = SOURCE.with_suffix("")
+    if out.exists() and out.stat().st_mtime >= SOURCE.stat().st_mtime:
+        return out
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        raise SkipExperiment("nvcc not found and tools/bwcheck/bwcheck not built (run `make bwcheck`)")
+    subprocess.run([nvcc, "-O2", "-o", str(out), str(SOURCE)], check=True, timeout=300)
+    return out
+
+
+def run_bwcheck(nbytes: int = 256 << 20, reps: int = 30, timeout_s: float = 120) -> dict:
+    """Run the C program and return its JSON; a clear error if it fails."""
+    proc = subprocess.run([str(binary()), str(nbytes), str(reps)], capture_output=True, text=True,
+                          timeout=timeout_s)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bwcheck exited {proc.returncode}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def agreement(course_gbps: float, c_gbps: float) -> float:
+    """Relative difference |course - C| / C."""
+    if c_gbps <= 0:
+        raise ValueError(f"C bandwidth must be positive, got {c_gbps}")
+    return abs(course_gbps - c_gbps) / c_gbps
+
+
+@experiment("crosscheck.bwcheck", chapter=0,
+            title="Pinned 256 MiB bandwidth: course (CuPy events) vs tools/bwcheck (C/CUDA), same run")
+def record_crosscheck(quick: bool) -> dict:
+    n, reps = ((16 << 20), 5) if quick else ((256 << 20), 30)
+    course = {d: measure_copy(n, d, "pinned", reps=reps).bandwidth_gbps for d in DIRECTIONS}
+    c = run_bwcheck(n, reps)
+    return {"nbytes": n, "reps": reps, "course_gbps": course,
+            "c_gbps": {d: c[d]["gbps"] for d in DIRECTIONS},
+            "relative_difference": {d: agreement(course[d], c[d]["gbps"]) for d in DIRECTIONS},
+            "tolerance": TOLERANCE, "c_program": c}

@@ -1,0 +1,195 @@
+"""Timing host<->device copies with CUDA events: the course's basic measurement.
+
+A copy is timed on the GPU's own clock: an event is recorded on a stream before the copy
+and another after it, and their difference is the time the device saw. Every measurement
+warms up first (the first copy pays for lazy driver setup), repeats, and reports the median
+and the minimum. Bandwidth is bytes / median time, in GB/s (1 GB = 1e9 bytes), the unit
+NVIDIA's tools use, so the figures can be checked against an independent C program.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from . import gpu
+from .errors import DeviceTimeoutError
+from .experiments import experiment
+from .host_memory import HOST_KINDS, HostBuffer, check_nbytes
+from .progress import Progress
+
+DIRECTIONS = ("h2d", "d2h")
+MAX_REPS = 10_000
+_KIND = {"h2d": 1, "d2h": 2}  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
+
+
+@dataclass
+class TransferResult:
+    """Repeated timings of one copy, with what was copied, how, and where."""
+
+    direction: str
+    host_kind: str
+    nbytes: int
+    times_s: list[float]
+    warmup: int
+    timer: str = "cuda-event"
+    mode: str = "live"
+    source: str = "this machine"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def median_s(self) -> float:
+        return float(np.median(self.times_s))
+
+    @property
+    def min_s(self) -> float:
+        return float(np.min(self.times_s))
+
+    @property
+    def bandwidth_gbps(self) -> float:
+        """Bytes over the median time, in GB/s (1e9 bytes per second)."""
+        return self.nbytes / self.median_s / 1e9
+
+    @property
+    def peak_gbps(self) -> float:
+        """Bytes over the fastest repetition, in GB/s."""
+        return self.nbytes / self.min_s / 1e9
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(median_s=self.median_s, min_s=self.min_s, bandwidth_gbps=self.bandwidth_gbps)
+        return d
+
+    def __repr__(self) -> str:
+        return (f"<{self.direction} {self.host_kind} {self.nbytes} B: median {self.median_s * 1e6:.1f} us, "
+                f"{self.bandwidth_gbps:.2f} GB/s over {len(self.times_s)} reps, {self.mode}>")
+
+
+def _check_choice(value: str, allowed: Iterable[str], what: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"{what} must be one of {tuple(allowed)}, got {value!r}")
+    return value
+
+
+def _check_reps(reps: int, warmup: int) -> None:
+    for name, v, lo in (("reps", reps, 1), ("warmup", warmup, 0)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= MAX_REPS:
+            raise ValueError(f"{name} must be a whole number from {lo} to {MAX_REPS}, got {v!r}")
+
+
+def wait_event(event, timeout_s: float, what: str = "GPU work") -> None:
+    """Poll a CUDA event until it completes, raising DeviceTimeoutError after timeout_s.
+
+    Polling (with a short sleep once it is clearly not instant) keeps the wait interruptible
+    and bounded, where cudaEventSynchronize could block a notebook forever.
+    """
+    deadline = time.monotonic() + timeout_s
+    spins = 0
+    while not event.done:
+        if time.monotonic() > deadline:
+            raise DeviceTimeoutError(f"{what} did not finish within {timeout_s:.1f} s")
+        spins += 1
+        if spins > 1000:
+            time.sleep(0.0002)
+
+
+def measure_copy(nbytes: int, direction: str = "h2d", host_kind: str = "pinned", *,
+                 reps: int = 20, warmup: int = 3, timeout_s: float = 30.0) -> TransferResult:
+    """Time `reps` copies of `nbytes` between a host buffer of `host_kind` and the GPU.
+
+    Each repetition is bracketed by two events on a private non-blocking stream and waited
+    for before the next starts, so every time is one whole copy as the device saw it.
+    """
+    _check_choice(direction, DIRECTIONS, "direction")
+    _check_choice(host_kind, HOST_KINDS, "host_kind")
+    _check_reps(reps, warmup)
+    n = check_nbytes(nbytes, f"{direction} copy", host=True, device=True)
+    cp = gpu.cupy()
+    stream = cp.cuda.Stream(non_blocking=True)
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    dev = cp.cuda.memory.Memory(n)  # unpooled: freed as soon as this function returns
+    times: list[float] = []
+    try:
+        with HostBuffer(n, host_kind) as host:
+            src, dst = (host.ptr, dev.ptr) if direction == "h2d" else (dev.ptr, host.ptr)
+            for i in range(warmup + reps):
+                start.record(stream)
+                cp.cuda.runtime.memcpyAsync(dst, src, n, _KIND[direction], stream.ptr)
+                end.record(stream)
+                wait_event(end, timeout_s, f"a {n}-byte {direction} copy")
+                if i >= warmup:
+                    times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+    finally:
+        stream.synchronize()
+        del dev
+    return TransferResult(direction, host_kind, n, times, warmup)
+
+
+def sweep(sizes: Iterable[int], directions: Iterable[str] = DIRECTIONS,
+          host_kinds: Iterable[str] = ("pageable", "pinned"), *, reps: int | None = None,
+          warmup: int = 3, progress: bool = True) -> list[TransferResult]:
+    """Measure every (size, direction, host kind) combination; shows progress.
+
+    With reps=None the repetition count adapts to the size (more for small, fast copies).
+    """
+    sizes, directions, host_kinds = list(sizes), list(directions), list(host_kinds)
+    if not sizes:
+        raise ValueError("sweep needs at least one size")
+    bar = Progress(len(sizes) * len(directions) * len(host_kinds), "copies") if progress else None
+    out = []
+    for kind in host_kinds:
+        for d in directions:
+            for n in sizes:
+                r = reps if reps is not None else adaptive_reps(n)
+                out.append(measure_copy(n, d, kind, reps=r, warmup=warmup))
+                if bar:
+                    bar.step(f"{kind} {d} {n} B")
+    return out
+
+
+def adaptive_reps(nbytes: int) -> int:
+    """Repetitions for a size: 50 for small copies down to 10 for the largest."""
+    return int(np.clip(50 * (1 << 20) / max(nbytes, 1), 10, 50))
+
+
+def sweep_sizes(lo: int = 4, hi: int = 256 << 20) -> list[int]:
+    """Powers of two from lo to hi bytes inclusive."""
+    if lo <= 0 or hi < lo:
+        raise ValueError(f"need 0 < lo <= hi, got lo={lo}, hi={hi}")
+    return [1 << k for k in range(int(np.log2(lo)), int(np.log2(hi)) + 1)]
+
+
+def results_to_series(results: list[TransferResult]) -> dict:
+    """Group sweep results into JSON-friendly series keyed by (host kind, direction)."""
+    series: dict[str, dict] = {}
+    for r in results:
+        s = series.setdefault(f"{r.host_kind}/{r.direction}", {
+            "host_kind": r.host_kind, "direction": r.direction, "nbytes": [], "median_s": [],
+            "min_s": [], "reps": []})
+        s["nbytes"].append(r.nbytes)
+        s["median_s"].append(r.median_s)
+        s["min_s"].append(r.min_s)
+        s["reps"].append(len(r.times_s))
+    return {"timer": "cuda-event", "series": list(series.values())}
+
+
+@experiment("transfers.pinned_vs_pageable", chapter=0,
+            title="Host<->device copy time vs size, pageable and pinned, 4 B to 256 MiB")
+def record_pinned_vs_pageable(quick: bool) -> dict:
+    sizes = sweep_sizes(4, (16 << 20) if quick else (256 << 20))
+    return results_to_series(sweep(sizes, reps=5 if quick else None))
+
+
+@experiment("transfers.large_copy", chapter=0,
+            title="256 MiB pinned copies, many repetitions (cross-checked against tools/bwcheck)")
+def record_large_copy(quick: bool) -> dict:
+    n = (16 << 20) if quick else (256 << 20)
+    out = {}
+    for kind in ("pinned", "pageable"):
+        for d in DIRECTIONS:
+            r = measure_copy(n, d, kind, reps=5 if quick else 30, warmup=3)
+            out[f"{kind}/{d}"] = {"nbytes": n, "times_s": r.times_s, "bandwidth_gbps": r.bandwidth_gbps}
+    return out
