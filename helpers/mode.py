@@ -16,21 +16,18 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from . import gpu
 from .errors import NoGPUError
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     """How an experiment's numbers come to be."""
 
     LIVE = "live"
     REPLAY = "replay"
     SIMULATED = "simulated"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 _VALID = ("auto", "live", "replay")

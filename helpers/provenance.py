@@ -50,7 +50,7 @@ def live_provenance(command_line: list[str] | None = None) -> dict:
         "host": {"kernel": platform.release(), "machine": platform.machine(),
                  "cpu": _cpu_model()},
         "packages": package_versions(),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "recorder_version": __version__,
         "command_line": list(command_line if command_line is not None else sys.argv),
     }

@@ -79,7 +79,7 @@ def parse_resource(text: str) -> list[Bar]:
             start, end, flags = (int(p, 16) for p in parts)
         except ValueError:
             raise ValueError(f"resource line {i} is not three hex numbers: {line!r}") from None
-        if i <= PCI_ROM_RESOURCE and (start or end) and end >= start:
+        if i <= PCI_ROM_RESOURCE and end >= start and (flags or end > start):
             bars.append(Bar(i, start, end, flags))
     return bars
 
@@ -176,9 +176,9 @@ class SystemReport:
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        for g, gd in zip(self.gpus, d["gpus"]):
+        for g, gd in zip(self.gpus, d["gpus"], strict=True):
             gd["pci_id"] = g.pci_id
-            for b, bd in zip(g.bars, gd["bars"]):
+            for b, bd in zip(g.bars, gd["bars"], strict=True):
                 bd.update(size=b.size, is_64bit=b.is_64bit, prefetchable=b.prefetchable, kind=b.kind)
         return d
 

@@ -1,0 +1,74 @@
+"""Shared fixtures: a fake sysfs tree with an H100-like GPU, and a probe that pretends."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import gpu
+
+# The first lines of a real H100's sysfs `resource` file (BAR0, BAR2, BAR4), as on the
+# course's GPU machine; the fake tree below is shaped like /sys/bus/pci/devices/<addr>.
+H100_RESOURCE = """\
+0x0000102002000000 0x0000102002ffffff 0x000000000014220c
+0x0000000000000000 0x0000000000000000 0x0000000000000000
+0x0000100000000000 0x0000101fffffffff 0x000000000014220c
+0x0000000000000000 0x0000000000000000 0x0000000000000000
+0x0000102000000000 0x0000102001ffffff 0x000000000014220c
+0x0000000000000000 0x0000000000000000 0x0000000000000000
+0x0000000000000000 0x0000000000000000 0x0000000000000000
+"""
+
+
+@pytest.fixture
+def fake_sysfs(tmp_path: Path) -> Path:
+    """A /sys with one NVIDIA 3D controller, one network card and no IOMMU."""
+    root = tmp_path / "sys"
+    devs = root / "bus" / "pci" / "devices"
+    gpu_dev = devs / "0000:00:06.0"
+    gpu_dev.mkdir(parents=True)
+    files = {"class": "0x030200", "vendor": "0x10de", "device": "0x2330", "resource": H100_RESOURCE,
+             "current_link_speed": "32.0 GT/s PCIe", "current_link_width": "16",
+             "max_link_speed": "32.0 GT/s PCIe", "max_link_width": "16", "numa_node": "-1"}
+    for name, text in files.items():
+        (gpu_dev / name).write_text(text + "\n")
+    for i in (0, 2, 4):
+        (gpu_dev / f"resource{i}_wc").write_text("")
+    drivers = root / "bus" / "pci" / "drivers" / "nvidia"
+    drivers.mkdir(parents=True)
+    os.symlink(drivers, gpu_dev / "driver")
+    nic = devs / "0000:00:03.0"
+    nic.mkdir()
+    (nic / "class").write_text("0x020000\n")
+    (root / "module" / "nvidia").mkdir(parents=True)
+    (root / "module" / "nvidia" / "version").write_text("580.159.04\n")
+    return root
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """Make the helpers believe no GPU is usable, whatever the machine has."""
+    fake = gpu.GPUProbe(False, "hidden by the test")
+    monkeypatch.setattr(gpu, "probe", lambda: fake)
+    monkeypatch.delenv("COURSE_MODE", raising=False)
+    before = os.environ.get("NUMBA_ENABLE_CUDASIM")
+    yield fake
+    # mode.banner() switches numba to its simulator in replay; undo that for later tests
+    if before is None:
+        os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+    else:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = before
+
+
+def has_gpu() -> bool:
+    return gpu.probe().usable
+
+
+needs_gpu = pytest.mark.skipif("not config.getoption('--run-gpu') and not __import__('helpers.gpu').gpu.probe().usable",
+                               reason="needs a usable CUDA GPU; runs live on the GPU machine")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-gpu", action="store_true", help="fail instead of skip when no GPU")

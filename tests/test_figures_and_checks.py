@@ -1,0 +1,78 @@
+"""Figures carry their mode and render without a CDN; exercise checks can say 'wrong'."""
+
+import plotly.graph_objects as go
+import pytest
+
+from helpers import checks, figures, first_copy, reference
+from helpers.mode import Mode
+
+
+def _fig(parts):
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
+    fig.update_layout(title="Bandwidth")
+    return figures.CourseFigure(fig, parts)
+
+
+@pytest.mark.parametrize("mode,word", [(Mode.LIVE, "LIVE"), (Mode.REPLAY, "REPLAY"), (Mode.SIMULATED, "SIMULATED")])
+def test_title_names_mode(mode, word):
+    f = _fig([(mode, "somewhere")])
+    assert word in f.fig.layout.title.text and "somewhere" in f.fig.layout.title.text
+    assert word in repr(f)
+
+
+def test_simulated_is_never_called_measured():
+    text = _fig([(Mode.SIMULATED, "toy")]).fig.layout.title.text
+    assert "not a measurement" in text and "measured" not in text.replace("not a measurement", "")
+
+
+def test_figure_needs_provenance():
+    with pytest.raises(ValueError, match="provenance"):
+        figures.CourseFigure(go.Figure(), [])
+
+
+def test_mimebundle_offline():
+    bundle = _fig([(Mode.REPLAY, "ref")])._repr_mimebundle_()
+    assert set(bundle) >= {"application/vnd.plotly.v1+json", "text/html", "text/plain"}
+    html = bundle["text/html"]
+    assert "Plotly.newPlot" in html
+    assert "cdn" not in html.lower() and "<script src" not in html.lower(), "no network fetch at view time"
+    assert bundle["application/vnd.plotly.v1+json"]["data"][0]["y"] == [3, 4]
+
+
+def test_table_text_and_html():
+    t = figures.Table([("a", 1), ("<b>", 2)], ("k", "v"), caption="cap")
+    assert "&lt;b&gt;" in t._repr_html_() and repr(t).splitlines() == ["cap", "k    v", "a    1", "<b>  2"]
+
+
+@pytest.mark.parametrize("answer,expected", [(None, None), (63.0, True), (60, False), ("x", False),
+                                             (float("nan"), False)])
+def test_checks_close(answer, expected, capsys):
+    assert checks.close("ex", answer, 63.015, rel_tol=0.01) is expected
+    out = capsys.readouterr().out
+    assert {None: "not answered", True: "✔", False: "✘"}[expected] in out
+
+
+def test_checks_equal(capsys):
+    assert checks.equal("ex", 4096, 4096) is True
+    assert checks.equal("ex", 4095, 4096, hint="a page is 4 KiB") is False
+    assert "a page is 4 KiB" in capsys.readouterr().out
+
+
+def test_first_copy_from_reference_picks_nearest_size():
+    ref = reference.load("h100-pcie")
+    used, bw = first_copy.from_reference(ref, 60 << 20)
+    assert used == 64 << 20
+    assert set(bw) == {(k, d) for k in ("pageable", "pinned") for d in ("h2d", "d2h")}
+    fig = first_copy.figure(ref, bw, used)
+    assert fig.modes == [Mode.REPLAY]
+    live = first_copy.figure(ref, bw, used, live_bw=bw, live_size=used, gpu_name="X")
+    assert live.modes == [Mode.LIVE, Mode.REPLAY]
+
+
+def test_claim_vs_measurement_follows_the_numbers():
+    slow = {("pinned", "h2d"): 3.0, ("pageable", "h2d"): 2.9}
+    fast = {("pinned", "h2d"): 50.0, ("pageable", "h2d"): 10.0}
+    assert "pays less" in first_copy.claim_vs_measurement(slow, "a")
+    assert "more than it did" in first_copy.claim_vs_measurement(fast, "b")
+    rows = first_copy.ratio_rows({(k, d): 2.0 for k in ("pageable", "pinned") for d in ("h2d", "d2h")}, None)
+    assert len(rows) == 2 and rows[0][-1] == "1.00x"

@@ -1,0 +1,47 @@
+"""Mode detection: live only with a usable GPU, replay forced by COURSE_MODE, loud failures."""
+
+import pytest
+
+from helpers import gpu, mode
+from helpers.errors import NoGPUError
+
+
+def test_no_gpu_means_replay(no_gpu):
+    info = mode.detect()
+    assert info.mode is mode.Mode.REPLAY and "hidden by the test" in info.reason
+
+
+def test_forced_replay_does_not_probe(monkeypatch):
+    monkeypatch.setenv("COURSE_MODE", "replay")
+    monkeypatch.setattr(gpu, "probe", lambda: pytest.fail("replay must not touch the GPU"))
+    assert mode.current() is mode.Mode.REPLAY
+
+
+def test_live_demanded_without_gpu(no_gpu, monkeypatch):
+    monkeypatch.setenv("COURSE_MODE", "live")
+    with pytest.raises(NoGPUError, match="COURSE_MODE=live"):
+        mode.detect()
+
+
+def test_live_with_gpu(monkeypatch):
+    monkeypatch.delenv("COURSE_MODE", raising=False)
+    monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Fake GPU", 1, "Fake GPU"))
+    assert mode.is_live()
+
+
+@pytest.mark.parametrize("bad", ["LIVEE", "sim", "1"])
+def test_unknown_mode_rejected(monkeypatch, bad):
+    monkeypatch.setenv("COURSE_MODE", bad)
+    with pytest.raises(ValueError, match="COURSE_MODE"):
+        mode.requested()
+
+
+def test_banner_says_replay_and_reference(no_gpu):
+    text = mode.banner("Chapter X")
+    assert "Chapter X" in text and "REPLAY" in text and "no GPU" in text
+    assert "h100-pcie" in text
+
+
+def test_cupy_without_gpu_explains(no_gpu):
+    with pytest.raises(NoGPUError, match="hidden by the test"):
+        gpu.cupy()

@@ -1,0 +1,62 @@
+"""The recorder refuses to run without a GPU, and what it writes validates (checked with a
+stand-in experiment and a faked provenance, since CI has no GPU)."""
+
+import json
+
+import pytest
+
+from helpers import experiments, gpu, provenance, record, reference, sysinfo
+
+
+def test_refuses_without_gpu(no_gpu, tmp_path, capsys):
+    assert record.main(["--out", str(tmp_path / "x.json")]) == 2
+    assert "refusing to record without a live GPU" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_refuses_under_forced_replay(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("COURSE_MODE", "replay")
+    assert record.main(["--out", str(tmp_path / "x.json")]) == 2
+
+
+def test_lists_experiments(capsys):
+    assert record.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    for eid in ("transfers.pinned_vs_pageable", "transfers.large_copy", "crosscheck.bwcheck"):
+        assert eid in out
+
+
+def test_writes_a_valid_file(monkeypatch, tmp_path):
+    monkeypatch.delenv("COURSE_MODE", raising=False)
+    monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Stand-in GPU", 1, "Stand-in GPU"))
+    monkeypatch.setattr(gpu, "release_pools", lambda: None)
+    fake_prov = json.loads((reference.data_dir() / "h100-pcie.json").read_text())["provenance"]
+    monkeypatch.setattr(provenance, "live_provenance", lambda argv: dict(fake_prov, command_line=argv))
+    monkeypatch.setattr(sysinfo, "collect", lambda: sysinfo.SystemReport("k", None, [], {}, "none", None,
+                                                                          None, [], [], []))
+
+    def skipper(quick):
+        raise record.SkipExperiment("needs two GPUs")
+
+    monkeypatch.setattr(experiments, "_REGISTRY", {
+        "demo.one": experiments.Experiment("demo.one", 0, "demo", lambda quick: {"quick": quick, "x": [1, 2]}),
+        "demo.skip": experiments.Experiment("demo.skip", 0, "skip", skipper)})
+    monkeypatch.setattr(experiments, "discover", lambda: dict(experiments._REGISTRY))
+    out = tmp_path / "stand-in.json"
+    assert record.main(["--out", str(out), "--quick"]) == 0
+    ref = reference.load(out)
+    assert ref.experiment("demo.one") == {"quick": True, "x": [1, 2]}
+    assert not ref.has("demo.skip") and ref.doc["system"]["skipped_experiments"]["demo.skip"] == "needs two GPUs"
+
+
+def test_duplicate_registration_rejected():
+    with pytest.raises(ValueError, match="registered twice"):
+        @experiments.experiment("transfers.pinned_vs_pageable", chapter=0, title="again")
+        def other(quick):
+            return {}
+
+
+@pytest.mark.parametrize("bad", ["", "has space", "semi;colon"])
+def test_bad_experiment_ids(bad):
+    with pytest.raises(ValueError, match="dotted words"):
+        experiments.experiment(bad, chapter=0, title="t")

@@ -1,0 +1,106 @@
+"""Reference data: committed files validate; edits, truncation and malformed files are refused
+with an error naming the file."""
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers import crosscheck, reference
+from helpers.errors import ReferenceDataError
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "reference"
+FILES = sorted(DATA.glob("*.json"))
+
+
+def test_there_is_reference_data():
+    assert FILES, "data/reference must hold at least one recorded file for replay mode"
+    assert reference.DEFAULT_REFERENCE in [f.stem for f in FILES]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_every_file_validates(path):
+    ref = reference.load(path)
+    assert ref.name == path.stem, "a reference file's name field must match its file name"
+    assert ref.provenance["command_line"][:3] == ["python", "-m", "helpers.record"], \
+        "reference files are written only by the recorder"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_crosscheck_agrees_within_tolerance(path):
+    """The course's event-timed 256 MiB bandwidth agrees with the C program from the same run."""
+    ref = reference.load(path)
+    if not ref.has("crosscheck.bwcheck"):
+        pytest.fail(f"{path.name} has no crosscheck.bwcheck recording")
+    data = ref.experiment("crosscheck.bwcheck")
+    assert data["nbytes"] == 256 << 20, "the cross-check must be recorded at full size, not --quick"
+    for d in ("h2d", "d2h"):
+        diff = crosscheck.agreement(data["course_gbps"][d], data["c_gbps"][d])
+        assert diff <= crosscheck.TOLERANCE, f"{d}: course {data['course_gbps'][d]:.2f} vs C {data['c_gbps'][d]:.2f} GB/s"
+
+
+@pytest.fixture
+def valid_doc():
+    return json.loads(FILES[0].read_text())
+
+
+def test_hand_edit_is_detected(tmp_path, valid_doc):
+    series = valid_doc["experiments"]["transfers.pinned_vs_pageable"]["data"]["series"][0]
+    series["median_s"][-1] *= 0.9  # "improve" one number by hand
+    p = tmp_path / "edited.json"
+    p.write_text(json.dumps(valid_doc))
+    with pytest.raises(ReferenceDataError, match=r"edited\.json: checksum mismatch"):
+        reference.load(p)
+
+
+def test_truncated_file_names_itself(tmp_path):
+    p = tmp_path / "cut.json"
+    p.write_text(FILES[0].read_text()[:500])
+    with pytest.raises(ReferenceDataError, match=r"cut\.json: not valid JSON.*truncated"):
+        reference.load(p)
+
+
+def test_missing_file_lists_available(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_DATA_DIR", str(DATA))
+    with pytest.raises(ReferenceDataError, match="no such reference file.*available: .*h100-pcie"):
+        reference.load("no-such-machine")
+
+
+def test_not_an_object(tmp_path):
+    p = tmp_path / "list.json"
+    p.write_text("[1, 2]")
+    with pytest.raises(ReferenceDataError, match="top level must be an object"):
+        reference.load(p)
+
+
+def test_missing_experiment_is_clear(valid_doc, tmp_path):
+    p = tmp_path / "ok.json"
+    p.write_text(json.dumps(valid_doc))
+    with pytest.raises(ReferenceDataError, match="no recording of experiment 'nope'"):
+        reference.load(p).experiment("nope")
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(["schema_version", "name", "provenance", "system", "experiments"]),
+       junk=st.one_of(st.none(), st.integers(), st.text(max_size=3), st.lists(st.integers(), max_size=2)))
+def test_schema_rejects_broken_fields(valid_doc, key, junk):
+    doc = copy.deepcopy(valid_doc)
+    doc[key] = junk
+    doc["checksum"] = reference.checksum(doc)  # a well-formed checksum: only the schema can object
+    if key == "system" and isinstance(junk, dict):
+        return
+    with pytest.raises(ReferenceDataError, match="schema violation"):
+        reference.validate(doc, "mutated")
+
+
+def test_default_reference_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    assert reference.default_reference_name() is None
+    shutil.copy(FILES[0], tmp_path / "other-gpu.json")
+    assert reference.default_reference_name() == "other-gpu"
+    monkeypatch.setenv("COURSE_REFERENCE", "chosen")
+    assert reference.default_reference_name() == "chosen"
