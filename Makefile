@@ -44,7 +44,7 @@ test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
 test-lint: $(STAMP)
-	$(BIN)/ruff check helpers tests tools notebooks labs book
+	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book)
 	$(BIN)/python tools/nbhygiene.py $(NOTEBOOKS)
 
 # Every notebook top to bottom on a fresh kernel (nbval-lax: errors fail, outputs are not

@@ -43,6 +43,11 @@ def requirements(extras: list[str]) -> list[str]:
     return list(dict.fromkeys(reqs))
 
 
+def build_requirements() -> list[str]:
+    """The course's PEP 517 build requirements (setuptools, wheel)."""
+    return list(tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"])
+
+
 def installed(freeze_file: Path | None) -> set[tuple[str, str]]:
     """(name, version) pairs from a `pip list --format=freeze` file (comments allowed)."""
     if freeze_file is None:
@@ -133,9 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     print("wheelhouse: downloading", len(reqs), "requirements and their dependencies", flush=True)
     have = installed(args.installed)
     download(cmd, reqs, have, args.out)
+    # pip builds the course in an isolated environment that cannot see the node's packages,
+    # so the build requirements always travel, even where the node has them installed.
+    build = {normalize(re.split(r"[<>=!~\[;]", r, maxsplit=1)[0]) for r in build_requirements()}
     kept, dropped, size = [], [], 0
     for whl in sorted(args.out.glob("*.whl")):
-        if wheel_key(whl) in have:
+        if wheel_key(whl) in have and wheel_key(whl)[0] not in build:
             whl.unlink()
             dropped.append(whl.name)
         else:
