@@ -65,6 +65,7 @@ book-static: $(STAMP)
 book: book-static
 	$(BIN)/jupyter-book build . --config book/_config.yml --toc book/_toc.yml \
 		--path-output book -W -n --keep-going
+	$(BIN)/python tools/bookcheck.py book/_build/html
 	@echo "site: book/_build/html/index.html"
 
 # Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU).

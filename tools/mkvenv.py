@@ -35,7 +35,15 @@ def main(argv: list[str] | None = None) -> int:
     py = args.path / "bin" / "python"
     if not py.exists():
         print(f"creating virtual environment {args.path} with {sys.executable}")
-        venv.create(args.path, with_pip=True)
+        try:
+            venv.create(args.path, with_pip=True)
+        except subprocess.CalledProcessError:
+            # Debian/Ubuntu Pythons without python3-venv have no ensurepip. With --inherit
+            # the parent's pip serves (it installs into the running interpreter's prefix).
+            if not args.inherit:
+                raise SystemExit("mkvenv: this Python cannot create environments with pip "
+                                 "(on Debian/Ubuntu: apt install python3-venv)") from None
+            venv.create(args.path, with_pip=False, clear=True)
     if args.inherit:
         purelib = subprocess.check_output(
             [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip()
