@@ -28,7 +28,8 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 $(STAMP): pyproject.toml
 	$(PYTHON) tools/mkvenv.py $(VENV) $(INHERIT)
 	$(if $(PIP_FROM),,$(BIN)/python -m pip install -q --upgrade pip)
-	$(BIN)/python -m pip install -q $(PIP_FROM) -e ".[$(EXTRAS)]"
+	$(if $(PIP_FROM),$(BIN)/python -m pip install -q $(PIP_FROM) "setuptools>=77" wheel)
+	$(BIN)/python -m pip install -q $(PIP_FROM) $(if $(PIP_FROM),--no-build-isolation) -e ".[$(EXTRAS)]"
 	touch $@
 
 venv: $(STAMP)
