@@ -31,10 +31,19 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def requirement_name(req: str) -> str:
+    """The normalised project name of a requirement string ('numpy==2.4.6' -> 'numpy')."""
+    return normalize(re.split(r"[<>=!~\[;]", req, maxsplit=1)[0])
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
 def requirements(extras: list[str]) -> list[str]:
     """The course's requirements for the chosen extras, plus its build requirements."""
-    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    reqs = list(meta["project"]["dependencies"]) + list(meta["build-system"]["requires"])
+    meta = _pyproject()
+    reqs = list(meta["project"]["dependencies"]) + build_requirements()
     optional = meta["project"]["optional-dependencies"]
     for e in extras:
         if e not in optional:
@@ -45,7 +54,7 @@ def requirements(extras: list[str]) -> list[str]:
 
 def build_requirements() -> list[str]:
     """The course's PEP 517 build requirements (setuptools, wheel)."""
-    return list(tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"])
+    return list(_pyproject()["build-system"]["requires"])
 
 
 def installed(freeze_file: Path | None) -> set[tuple[str, str]]:
@@ -93,7 +102,7 @@ def node_constraints(have: set[tuple[str, str]], reqs: list[str], out: Path,
     """
     if not have:
         return None
-    pinned = {normalize(re.split(r"[<>=!~\[;]", r, maxsplit=1)[0]) for r in reqs}
+    pinned = {requirement_name(r) for r in reqs}
     lines = [f"{n}=={v}" for n, v in sorted(have) if n not in pinned and n not in dropped]
     path = out / ".node-constraints.txt"
     path.write_text("\n".join(lines) + "\n")
@@ -138,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     print("wheelhouse: downloading", len(reqs), "requirements and their dependencies", flush=True)
     have = installed(args.installed)
     download(cmd, reqs, have, args.out)
-    # pip builds the course in an isolated environment that cannot see the node's packages,
-    # so the build requirements always travel, even where the node has them installed.
-    build = {normalize(re.split(r"[<>=!~\[;]", r, maxsplit=1)[0]) for r in build_requirements()}
+    # The build requirements always travel, even where the node has them: `make test
+    # WHEELHOUSE=...` installs them from the wheelhouse before building the course.
+    build = {requirement_name(r) for r in build_requirements()}
     kept, dropped, size = [], [], 0
     for whl in sorted(args.out.glob("*.whl")):
         if wheel_key(whl) in have and wheel_key(whl)[0] not in build:
