@@ -195,20 +195,17 @@ def pointer_attributes(ptr: int) -> dict:
 
 
 def signature_names(fn) -> list[str]:
-    """Parameter names of a bindings function, from its signature or its docstring's first line.
+    """Parameter names of a bindings function: from its docstring's first line, else its signature.
 
-    Cython functions often hide their signature from inspect; their docstring starts with
-    'name(arg, arg: Type, ...)' instead.
+    cuda.bindings documents each call as 'name(arg, arg: Type, ...)' on its docstring's first
+    line, which is the reliable source for Cython functions; inspect is the fallback.
     """
-    with contextlib.suppress(TypeError, ValueError):
-        return list(inspect.signature(fn).parameters)
     first = (getattr(fn, "__doc__", "") or "").strip().splitlines()[:1]
-    if not first or "(" not in first[0]:
-        return []
-    inner = first[0].split("(", 1)[1].rsplit(")", 1)[0]
-    names = []
-    for part in inner.split(","):
-        part = part.split(":")[0].split("=")[0].strip().split(" ")[-1]
-        if part:
-            names.append(part)
-    return names
+    name = getattr(fn, "__name__", "")
+    if first and name and first[0].startswith(name + "(") and ")" in first[0]:
+        inner = first[0].split("(", 1)[1].rsplit(")", 1)[0]
+        names = [p.split(":")[0].split("=")[0].strip().split(" ")[-1] for p in inner.split(",")]
+        return [n for n in names if n]
+    with contextlib.suppress(TypeError, ValueError):
+        return [p for p in inspect.signature(fn).parameters]
+    return []

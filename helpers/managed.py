@@ -400,3 +400,23 @@ def compare(data: dict) -> list[str]:
         lines.append(f"{fmt_bytes(n):>9}: prefetch {p['to_gpu_gbps']:6.2f} GB/s, fault-driven "
                      f"{f['to_gpu_gbps']:6.2f} GB/s -> prefetch is {max(ratio, 1 / ratio):.1f}x {verdict}")
     return lines
+
+
+def advice_lines(data: dict) -> list[str]:
+    """What the advice modes cost at the largest size measured, computed from the runs."""
+    runs = check_runs(data)
+    n = max(r["nbytes"] for r in runs)
+    by = {r["mode"]: r for r in runs if r["nbytes"] == n}
+    lines = []
+    if "remote" in by and "prefetch" in by:
+        rem, res = by["remote"]["kernel_second_s"], by["prefetch"]["kernel_second_s"]
+        once = by["remote"]["kernel_first_s"] / (by["prefetch"]["prefetch_s"] + by["prefetch"]["kernel_first_s"])
+        lines.append(f"{fmt_bytes(n)}, remote (no migration): every pass reads across the link, "
+                     f"{rem * 1e3:.2f} ms per pass vs {res * 1e3:.2f} ms once resident ({rem / res:.0f}x); "
+                     f"for a single pass it takes {once:.2f}x the time of prefetch + read.")
+    if "read_mostly" in by and "fault" in by:
+        rm, fa = by["read_mostly"], by["fault"]
+        lines.append(f"{fmt_bytes(n)}, read-mostly: first read {rm['kernel_first_s'] * 1e3:.1f} ms vs "
+                     f"{fa['kernel_first_s'] * 1e3:.1f} ms for plain faults; the CPU's read-back afterwards "
+                     f"{rm['host_read_s'] * 1e3:.1f} ms vs {fa['host_read_s'] * 1e3:.1f} ms (its copy never left).")
+    return lines

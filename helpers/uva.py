@@ -228,13 +228,93 @@ def uvm_hmm_parameter(path: str = UVM_HMM_PARAM) -> str | None:
         return None
 
 
+HMM_KERNEL_OPTIONS = ("CONFIG_HMM_MIRROR", "CONFIG_DEVICE_PRIVATE", "CONFIG_ZONE_DEVICE")
+
+
+def kernel_hmm_config(release: str | None = None) -> dict | None:
+    """The kernel build options HMM needs, from /boot/config-<release> or /proc/config.gz.
+
+    {option: 'y' | 'm' | 'not set'}, or None when neither file is readable (common in containers).
+    """
+    import gzip
+    import platform
+
+    release = release or platform.release()
+    text = None
+    for path, opener in ((f"/boot/config-{release}", open), ("/proc/config.gz", gzip.open)):
+        try:
+            with opener(path, "rt") as f:
+                text = f.read()
+            break
+        except OSError:
+            continue
+    if text is None:
+        return None
+    return parse_kernel_config(text)
+
+
+def parse_kernel_config(text: str) -> dict:
+    """{option: value} for HMM_KERNEL_OPTIONS from a kernel .config text."""
+    out = {o: "not set" for o in HMM_KERNEL_OPTIONS}
+    for line in text.splitlines():
+        key, _, val = line.partition("=")
+        if key in out and val:
+            out[key] = val.strip()
+    return out
+
+
+def addressing_mode() -> str | None:
+    """'Addressing Mode' from `nvidia-smi -q` (HMM, ATS or None on recent drivers), if it says."""
+    import subprocess
+
+    try:
+        text = subprocess.run(["nvidia-smi", "-q"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in text.splitlines():
+        if line.strip().lower().startswith("addressing mode"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
 @experiment("um.device_attributes", chapter=5,
             title="Device attributes for managed memory, HMM and pageable memory access")
 def record_device_attributes(quick: bool) -> dict:
     import platform
 
     return {"attributes": device_attributes(0), "uvm_disable_hmm": uvm_hmm_parameter(),
-            "kernel": platform.release()}
+            "kernel": platform.release(), "kernel_hmm_config": kernel_hmm_config(),
+            "nvidia_smi_addressing_mode": addressing_mode()}
+
+
+def why_no_hmm(attrs: dict, uvm_disable_hmm: str | None, kernel_config: dict | None) -> list[str]:
+    """When the GPU cannot read pageable memory: the conditions nvidia-uvm checks, and what is known here.
+
+    uvm_hmm_is_enabled_system_wide() (kernel-open/nvidia-uvm/uvm_hmm.c) needs the module parameter
+    uvm_disable_hmm off, ATS and confidential computing off; UVM_IS_CONFIG_HMM()
+    (kernel-open/nvidia-uvm/uvm_linux.h) needs the kernel built with CONFIG_HMM_MIRROR and
+    CONFIG_DEVICE_PRIVATE.
+    """
+    if attrs.get("pageableMemoryAccess"):
+        return []
+    out = []
+    if uvm_disable_hmm in ("Y", "1"):
+        out.append("nvidia_uvm was loaded with uvm_disable_hmm=Y: HMM is switched off by module parameter.")
+    elif uvm_disable_hmm in ("N", "0"):
+        out.append("nvidia_uvm does not switch HMM off (uvm_disable_hmm=N), so another condition failed: "
+                   "the kernel must be built with CONFIG_HMM_MIRROR and CONFIG_DEVICE_PRIVATE, the driver "
+                   "build must have detected them, and ATS and confidential computing must be off.")
+    else:
+        out.append("nvidia_uvm's uvm_disable_hmm parameter could not be read here.")
+    if kernel_config:
+        missing = [k for k in ("CONFIG_HMM_MIRROR", "CONFIG_DEVICE_PRIVATE") if kernel_config.get(k) not in ("y", "m")]
+        out.append("kernel config: " + ", ".join(f"{k}={v}" for k, v in kernel_config.items())
+                   + (f" — missing {', '.join(missing)}: no HMM possible with this kernel." if missing else
+                      " — the kernel supports HMM; the driver build or its ATS/confidential-computing "
+                      "state is what rules it out."))
+    else:
+        out.append("the kernel's build configuration is not readable here (/boot/config-*, /proc/config.gz).")
+    return out
 
 
 def explain_attributes(attrs: dict) -> list[str]:
