@@ -388,3 +388,72 @@ def record_bidirectional(quick: bool) -> dict:
             title="Wall and process CPU time of 256 MiB pageable vs pinned copies")
 def record_cpu_cost(quick: bool) -> dict:
     return cpu_cost_of_copies((16 << 20) if quick else (256 << 20), reps=3 if quick else 5)
+
+
+def gated_rows(data: dict) -> list[tuple]:
+    """Table rows per recorded size and direction: enqueue, device (gated), synchronous wall (us)."""
+    return [(r["direction"], r["nbytes"], f"{r['enqueue_median_s'] * 1e6:.2f}", f"{r['device_median_s'] * 1e6:.2f}",
+             f"{r['device_per_copy_s'] * 1e6:.2f}", f"{r['sync_wall_median_s'] * 1e6:.2f}",
+             "yes" if r["gate_held"] else "NO") for r in data["runs"]]
+
+
+def gated_figure(data: dict, parts: list):
+    """Grouped bars per size: host enqueue, device time per copy, and a synchronous copy's wall time."""
+    import plotly.graph_objects as go
+
+    from .figures import CourseFigure, _size_label
+
+    fig = go.Figure()
+    runs = data["runs"]
+    cats = [f"{r['direction']} {_size_label(r['nbytes'])}" for r in runs]
+    for key, name, color in (("enqueue_median_s", "host: enqueue (cudaMemcpyAsync call from Python)", "#b2182b"),
+                             ("device_median_s", "device: copy time per copy (gated, events)", "#2166ac"),
+                             ("sync_wall_median_s", "wall: copy + wait, one at a time", "#878787")):
+        fig.add_bar(x=cats, y=[r[key] * 1e6 for r in runs], name=name, marker_color=color)
+    fig.update_layout(title="Small pinned copies: what the host pays vs what the device spends", barmode="group",
+                      yaxis_title="time per copy (us, median)", legend={"orientation": "h", "y": -0.25})
+    return CourseFigure(fig, parts)
+
+
+def bidirectional_figure(data: dict, parts: list):
+    """Aggregate GB/s of h2d alone, d2h alone and both at once (each trial a point, bar = median)."""
+    import plotly.graph_objects as go
+
+    from .figures import CourseFigure
+
+    fig = go.Figure()
+    names = {"h2d": "h2d alone", "d2h": "d2h alone", "both": "h2d + d2h at once"}
+    fig.add_bar(x=list(names.values()), y=[data[k]["median_gbps"] for k in names], name="median of trials",
+                marker_color=["#1b7837", "#5aae61", "#762a83"])
+    for k, label in names.items():
+        fig.add_scatter(x=[label] * len(data[k]["aggregate_gbps"]), y=data[k]["aggregate_gbps"], mode="markers",
+                        marker={"color": "black", "size": 7}, showlegend=False, name="trials")
+    one = max(data["h2d"]["median_gbps"], data["d2h"]["median_gbps"])
+    fig.add_hline(y=2 * one, line_dash="dot", annotation_text="2x one direction")
+    fig.update_layout(title=f"Copies in both directions at once ({data['nbytes'] >> 20} MiB x {data['copies']} "
+                            f"per stream; asyncEngineCount = {data['async_engine_count']})",
+                      yaxis_title="aggregate bandwidth (GB/s)", showlegend=False)
+    return CourseFigure(fig, parts)
+
+
+def cpu_cost_figure(data: dict, parts: list):
+    """Per kind and direction: bandwidth, and the share of the copy's wall time the process spent on CPU."""
+    from plotly.subplots import make_subplots
+
+    from .figures import CourseFigure
+
+    res = data["results"]
+    keys = [f"{k}/{d}" for k in ("pageable", "pinned") for d in DIRECTIONS]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("bandwidth (GB/s)", "process CPU time / wall time"))
+    colors = ["#2166ac", "#92c5de", "#1b7837", "#5aae61"]
+    fig.add_bar(x=keys, y=[res[k]["gbps"] for k in keys], marker_color=colors, row=1, col=1, showlegend=False)
+    fig.add_bar(x=keys, y=[res[k]["cpu_share"] for k in keys], marker_color=colors, row=1, col=2, showlegend=False)
+    fig.update_yaxes(title_text="GB/s", row=1, col=1)
+    fig.update_yaxes(title_text="CPU s per wall s", row=1, col=2)
+    fig.update_layout(title=f"What a {data['nbytes'] >> 20} MiB copy costs the CPU (median of {data['reps']})")
+    return CourseFigure(fig, parts)
+
+
+def cpu_cost_rows(data: dict) -> list[tuple]:
+    return [(k, f"{v['gbps']:.1f}", f"{v['wall_s'] * 1e3:.2f}", f"{v['cpu_s'] * 1e3:.2f}", f"{v['user_s'] * 1e3:.2f}",
+             f"{v['sys_s'] * 1e3:.2f}", f"{v['cpu_share']:.2f}") for k, v in data["results"].items()]

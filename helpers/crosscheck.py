@@ -79,10 +79,14 @@ def run_bwcheck_small(reps: int = 200, timeout_s: float = 120) -> dict:
 
 
 def small_copy_comparison(course: dict, c: dict, tolerance: float = SMALL_TOLERANCE) -> dict:
-    """Per direction and size, the relative difference of each device-side figure, and whether
-    every one is within `tolerance`.
+    """Per direction and size, how far the course's small-copy times are from the C program's.
 
-    `course` and `c` both map direction -> str(size) -> {"isolated_median_s", "gated_median_s"}.
+    `course` and `c` both map direction -> str(size) -> {"gated_median_s", "isolated_median_s"}.
+    The figure the course reports as *device-side* is the gated one (copies queued behind a
+    gate, so the host's submission is not inside the events); that one must agree within
+    `tolerance` ("ok"). The isolated (ungated) difference is returned too: there the first
+    event can fire before the host has finished submitting the copy, so a slower host
+    (Python) shows a longer time — the course reports that as enqueue cost, not device time.
     """
     diffs: dict = {}
     for d in DIRECTIONS:
@@ -91,10 +95,13 @@ def small_copy_comparison(course: dict, c: dict, tolerance: float = SMALL_TOLERA
         for size, fig in course[d].items():
             if size not in c[d]:
                 raise ValueError(f"the C program has no {d} figure for {size} bytes")
-            for key in ("isolated_median_s", "gated_median_s"):
-                diffs.setdefault(d, {}).setdefault(size, {})[key] = agreement(fig[key], c[d][size][key])
-    worst = max(v for dd in diffs.values() for s in dd.values() for v in s.values())
-    return {"relative_difference": diffs, "worst": worst, "tolerance": tolerance, "ok": worst <= tolerance}
+            for key in ("gated_median_s", "isolated_median_s"):
+                diffs.setdefault(key, {}).setdefault(d, {})[size] = agreement(fig[key], c[d][size][key])
+    worst = max(v for dd in diffs["gated_median_s"].values() for v in dd.values())
+    worst_iso = max(v for dd in diffs["isolated_median_s"].values() for v in dd.values())
+    return {"relative_difference": diffs["gated_median_s"], "worst": worst, "tolerance": tolerance,
+            "ok": worst <= tolerance, "ungated_relative_difference": diffs["isolated_median_s"],
+            "ungated_worst": worst_iso}
 
 
 @experiment("crosscheck.small_copy", chapter=3,

@@ -142,3 +142,45 @@ def seed_verdict(f: LinearFit, claim_bytes: float = SEED_002_OVERHEAD_BYTES) -> 
     else:
         verdict = f"verdict: the overhead is now worth fewer bytes than claimed ({ratio:.2f}x)."
     return head + "\n" + verdict
+
+
+_COLORS = {("pinned", "h2d"): "#1b7837", ("pinned", "d2h"): "#5aae61",
+           ("pageable", "h2d"): "#2166ac", ("pageable", "d2h"): "#92c5de"}
+
+
+def bandwidth_figure(data: dict, fits: dict, parts: list, *, highlight: tuple | None = None):
+    """Effective bandwidth vs size: measured medians (markers) and each fitted model (line).
+
+    `highlight` = (nbytes, GB/s, label) adds one large marker, e.g. the explorer's chosen copy.
+    """
+    import plotly.graph_objects as go
+
+    from .figures import CourseFigure, log_size_axis
+
+    fig = go.Figure()
+    grid = np.logspace(2, np.log2(256 << 20) * np.log10(2), 200)
+    for (kind, d), f in fits.items():
+        s = series_for(data, kind, d)
+        n = np.asarray(s["nbytes"], dtype=float)
+        color = _COLORS[(kind, d)]
+        fig.add_scatter(x=n, y=n / np.asarray(s["median_s"]) / 1e9, mode="markers", marker={"color": color},
+                        name=f"{kind} {d} (measured median)", legendgroup=f"{kind}{d}")
+        fig.add_scatter(x=grid, y=f.predict_gbps(grid), mode="lines", line={"color": color, "dash": "dot"},
+                        name=f"{kind} {d} model: t0={f.t0_s * 1e6:.1f} us, B={f.bandwidth_gbps:.1f} GB/s",
+                        legendgroup=f"{kind}{d}")
+    if highlight is not None:
+        n, gbps, label = highlight
+        fig.add_scatter(x=[n], y=[gbps], mode="markers", name=label,
+                        marker={"size": 16, "symbol": "star", "color": "#d6604d", "line": {"width": 1}})
+    fig.update_layout(title="Effective bandwidth n / t(n) vs copy size, with t(n) = t0 + n/B",
+                      yaxis_title="bandwidth (GB/s, 1 GB = 1e9 B)", legend={"orientation": "h", "y": -0.3},
+                      height=560)
+    fig.update_yaxes(type="log")
+    log_size_axis(fig, "copy size")
+    return CourseFigure(fig, parts)
+
+
+def fit_rows(fits: dict) -> list[tuple]:
+    """Table rows: kind, direction, t0 (us), B (GB/s), n½ (kB), worst relative residual."""
+    return [(k, d, f"{f.t0_s * 1e6:.2f}", f"{f.bandwidth_gbps:.1f}", f"{f.n_half / 1e3:.1f}",
+             f"{f.max_relative_residual():.0%}") for (k, d), f in fits.items()]

@@ -74,7 +74,7 @@ def fake_sweep(kinds=("pageable", "pinned")):
         for d in ("h2d", "d2h"):
             b = B if kind == "pinned" else B / 4
             n, t = synthetic(b=b, noise=0.01, seed=3)
-            for ni, ti in zip(n.astype(int), t):
+            for ni, ti in zip(n.astype(int), t, strict=True):
                 out.append(TransferResult(d, kind, int(ni), [ti * 0.99, ti, ti * 1.02], warmup=1))
     return results_to_series(out)
 
