@@ -457,3 +457,18 @@ def cpu_cost_figure(data: dict, parts: list):
 def cpu_cost_rows(data: dict) -> list[tuple]:
     return [(k, f"{v['gbps']:.1f}", f"{v['wall_s'] * 1e3:.2f}", f"{v['cpu_s'] * 1e3:.2f}", f"{v['user_s'] * 1e3:.2f}",
              f"{v['sys_s'] * 1e3:.2f}", f"{v['cpu_share']:.2f}") for k, v in data["results"].items()]
+
+
+def cpu_cost_verdict(data: dict, busy: float = 0.8) -> str:
+    """Which copies keep a CPU core busy, and whether that time is user or system time."""
+    lines = []
+    for key, v in data["results"].items():
+        where = "user" if v["user_s"] >= v["sys_s"] else "system"
+        state = "keeps a core busy" if v["cpu_share"] >= busy else "leaves the CPU mostly idle"
+        lines.append(f"{key}: {state} (CPU/wall = {v['cpu_share']:.2f}, mostly {where} time)")
+    pg = min(data["results"][f"pageable/{d}"]["cpu_share"] for d in DIRECTIONS)
+    pn = max(data["results"][f"pinned/{d}"]["cpu_share"] for d in DIRECTIONS)
+    lines.append("verdict: " + ("the pageable copies cost CPU time for their whole duration; the pinned ones do not."
+                                if pg >= busy > pn else
+                                "the CPU cost does not separate pageable from pinned here as expected; look at the rows."))
+    return "\n".join(lines)

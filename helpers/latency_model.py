@@ -136,9 +136,12 @@ def seed_verdict(f: LinearFit, claim_bytes: float = SEED_002_OVERHEAD_BYTES) -> 
     if 0.5 <= ratio <= 2:
         verdict = "verdict: the ~10 kB rule of thumb still holds on this machine."
     elif ratio > 2:
+        faster = f.bandwidth_Bps / 3.2e9
+        change = (f"the fixed cost shrank {t0_then / f.t0_s:.1f}x" if f.t0_s < t0_then
+                  else f"the fixed cost did not shrink ({f.t0_s / t0_then:.1f}x)")
         verdict = (f"verdict: the claim is dated — the overhead is now worth {ratio:.0f}x more bytes. "
                    f"In time it is {f.t0_s * 1e6:.1f} us against the ~{t0_then * 1e6:.1f} us that 10 kB cost "
-                   "at 2009's 3.2 GB/s: the link got faster far more than the fixed cost shrank.")
+                   f"at 2009's 3.2 GB/s: {change}, while the link got {faster:.0f}x faster.")
     else:
         verdict = f"verdict: the overhead is now worth fewer bytes than claimed ({ratio:.2f}x)."
     return head + "\n" + verdict

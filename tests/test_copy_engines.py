@@ -158,3 +158,14 @@ def test_nothing_pinned_or_allocated_is_left_behind():
     assert stats["locked_host_bytes"] == 0
     assert abs(gpu.cupy().cuda.runtime.memGetInfo()[0] - before) < (8 << 20)
     assert np.isfinite(before)
+
+
+def fake_cpu(pageable_share, pinned_share):
+    return {"results": {f"{k}/{d}": {"cpu_share": s, "user_s": 0.02, "sys_s": 0.0}
+                        for k, s in (("pageable", pageable_share), ("pinned", pinned_share)) for d in ("h2d", "d2h")}}
+
+
+def test_cpu_cost_verdict_follows_the_numbers():
+    assert "the pageable copies cost CPU time" in ce.cpu_cost_verdict(fake_cpu(1.0, 0.1))
+    assert "does not separate" in ce.cpu_cost_verdict(fake_cpu(0.3, 0.1))
+    assert "mostly user time" in ce.cpu_cost_verdict(fake_cpu(1.0, 0.1))

@@ -107,3 +107,10 @@ def test_seed_verdict_follows_the_numbers(n_half, word):
     text = lm.seed_verdict(f)
     assert word in text
     assert f"{n_half / 1e3:.1f} kB" in text
+
+
+def test_seed_verdict_says_whether_the_fixed_cost_shrank():
+    slower = lm.seed_verdict(lm.LinearFit(4.5e-6, 53e9, (1, 2), (1.0, 2.0)))
+    assert "did not shrink (1.4x)" in slower and "17x faster" in slower
+    quicker = lm.seed_verdict(lm.LinearFit(1.0e-6, 53e9, (1, 2), (1.0, 2.0)))
+    assert "shrank 3.1x" in quicker
