@@ -123,7 +123,10 @@ class Gate:
                                    "and let the stream run; the gated timings are not valid")
 
     def close(self) -> None:
+        """Open the gate (so a still-spinning kernel exits at once), then free the flag."""
         if self._ptr:
+            self.flag[0] = 1
+            self._cp.cuda.runtime.deviceSynchronize()  # the kernel must stop reading the flag first
             self.flag = None
             self._cp.cuda.runtime.freeHost(self._ptr)
             self._ptr = 0
