@@ -107,7 +107,9 @@ def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -
         "Hypothesis 2: the library mmaps device registers once and then drives the GPU from user space.",
         f"{dev_maps} device-node mapping(s) appear at CUDA start-up ({len(before)} before); "
         f"driver syscalls that grow with N: {', '.join(drives) or 'none'}",
-        ("supported: register/doorbell windows are mapped at start-up and copies need no syscall"
+        ("supported, with a correction: register and doorbell windows are mapped once at start-up and "
+         "copies need no syscall, but the library does not program DMA registers itself; it writes "
+         "commands to shared memory and rings a doorbell, and the GPU fetches and runs them"
          if dev_maps and not drives else
          "not supported by these numbers: " + ("no device-node mapping" if not dev_maps else
                                               f"{', '.join(drives)} grow with the copies"))))
@@ -138,8 +140,8 @@ def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -
         "Answer: normal operation makes a single kernel call to start the command queue.",
         f"ioctl per round trip: {g['ioctl'].per_round:+.3f}; all syscalls per round trip: "
         f"{syscalls.total_per_round(census):+.3f}",
-        ("dated for CUDA on this driver: work is started without any system call, by a store to "
-         "the usermode doorbell page" if not g["ioctl"].grows else
+        ("does not hold for CUDA on this driver: work is started without any system call, by a "
+         "store to the usermode doorbell page" if not g["ioctl"].grows else
          "confirmed: ioctl calls grow with the submissions")))
 
     dri = "none" if not dev_dri else ", ".join(dev_dri)
@@ -164,3 +166,36 @@ def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -
         "not measured in this chapter",
         "untested here: Chapter 5 (unified memory and the GPU MMU) takes it up"))
     return out
+
+
+@dataclass(frozen=True)
+class Obtained:
+    """One experiment's data, with the mode it came from and the machine to name on figures."""
+
+    data: dict
+    mode: Mode
+    source: str
+
+
+def obtain(ctx, experiment_id: str, live=None, *, needs_gpu: bool = True) -> Obtained:
+    """Measure now when possible (`live()`), else replay the reference machine's recording.
+
+    `live` runs when the notebook is live, or always when needs_gpu is False (a CPU-only
+    experiment). A missing tool (strace) is reported with how to install it, then the
+    recording is replayed; a reference file without this experiment raises a clear
+    ReferenceDataError naming it.
+    """
+    from .errors import CourseError
+
+    if live is not None and (ctx.live or not needs_gpu):
+        try:
+            where = ctx.gpu_name if ctx.live else "this machine's CPU (no GPU needed)"
+            return Obtained(live(), Mode.LIVE, f"{where}, now")
+        except (syscalls.StraceMissingError, syscalls.StraceFailedError) as exc:
+            print(f"cannot measure this live: {exc}\n→ replaying the reference recording instead")
+        except CourseError as exc:
+            if ctx.live:
+                raise
+            print(f"cannot measure this live here ({exc}); replaying the recording")
+    ref = ctx.reference()
+    return Obtained(ref.experiment(experiment_id), Mode.REPLAY, ref.label)

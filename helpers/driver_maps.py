@@ -201,3 +201,16 @@ def record_driver_maps(quick: bool) -> dict:
     for st in data["stages"]:
         st["summary"] = summary(nvidia_mappings(st["lines"]))
     return data
+
+
+def stage_changes(stages: list[dict]) -> list[str]:
+    """One sentence per step: new /dev/nvidia* mappings, and how the address space grew."""
+    out = []
+    for before, after in zip(stages, stages[1:], strict=False):
+        new = new_mappings(before["lines"], after["lines"])
+        grew = after["mapped_bytes"] - before["mapped_bytes"]
+        noacc = after["reserved_noaccess_bytes"] - before["reserved_noaccess_bytes"]
+        out.append(f"{after['stage']}:\n   {len(new)} new /dev/nvidia* mapping(s) "
+                   f"({fmt_size(sum(m.size for m in new))}); address space grew by {fmt_size(grew)}, "
+                   f"of which {fmt_size(noacc)} reserved with no access")
+    return out
