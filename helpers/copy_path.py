@@ -190,7 +190,7 @@ def obtain(ctx, experiment_id: str, live=None, *, needs_gpu: bool = True) -> Obt
     if live is not None and (ctx.live or not needs_gpu):
         try:
             where = ctx.gpu_name if ctx.live else "this machine's CPU (no GPU needed)"
-            return Obtained(live(), Mode.LIVE, f"{where}, now")
+            return Obtained(live(), Mode.LIVE, where)
         except (syscalls.StraceMissingError, syscalls.StraceFailedError) as exc:
             print(f"cannot measure this live: {exc}\n→ replaying the reference recording instead")
         except CourseError as exc:

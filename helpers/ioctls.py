@@ -62,6 +62,7 @@ _IOCTL = re.compile(r"\bioctl\((?P<fd>\d+)(?:<(?P<path>[^>]*)>)?,\s*(?P<req>_IOC
 _IOC = re.compile(r"_IOC\((?P<dir>[^,]+),\s*(?P<type>0x[0-9a-fA-F]+|\d+),\s*(?P<nr>0x[0-9a-fA-F]+|\d+),"
                   r"\s*(?P<size>0x[0-9a-fA-F]+|\d+)\)")
 _MARK = re.compile(r"\bgetppid\(\)")
+_PID = re.compile(r"^(?:\[pid\s+)?(?P<pid>\d+)\]?\s")
 
 
 def request_name(path: str, req: str) -> str:
@@ -87,15 +88,24 @@ def request_name(path: str, req: str) -> str:
 def parse_trace(text: str) -> dict:
     """Count ioctls per (node, request) before, between and after the two getppid markers.
 
-    Returns {'phases': {phase: [[node, name, count], ...]}, 'markers': k}; with fewer than two
+    Only the traced program's own markers count: with -f every line starts with a pid, and
+    the first line's pid is the program itself (a helper process it spawns, such as the
+    shell behind ctypes.util.find_library, may call getppid too). Returns
+    {'phases': {phase: [[node, name, count], ...]}, 'markers': k}; with fewer than two
     markers every ioctl counts as 'start-up'.
     """
     phase_names = ("start-up", "during the loop", "after the loop")
     counts = {p: Counter() for p in phase_names}
     marks = 0
+    main_pid = None
     for line in text.splitlines():
+        pid_m = _PID.match(line)
+        pid = pid_m["pid"] if pid_m else None
+        if main_pid is None and line.strip():
+            main_pid = pid
         if _MARK.search(line) and "ioctl(" not in line:
-            marks += 1
+            if pid == main_pid:
+                marks += 1
             continue
         m = _IOCTL.search(line)
         if not m or "resumed>" in line:
@@ -103,8 +113,7 @@ def parse_trace(text: str) -> dict:
         node = (m["path"] or "(no path)").split(" ")[0]
         if not node.startswith("/dev"):
             node = "other files"
-        phase = phase_names[min(marks, 2)] if marks < 3 else phase_names[2]
-        counts[phase][(node, request_name(m["path"] or "", m["req"]))] += 1
+        counts[phase_names[min(marks, 2)]][(node, request_name(m["path"] or "", m["req"]))] += 1
     return {"markers": marks,
             "phases": {p: [[n, r, c] for (n, r), c in c_.most_common()] for p, c_ in counts.items()}}
 
@@ -141,6 +150,19 @@ def trace_census(n: int = 10, timeout_s: float = 120.0) -> dict:
         raise StraceFailedError(f"ioctl trace exited {proc.returncode}: {(proc.stderr or '').strip()[-300:]}")
     data = parse_trace(text)
     data["rounds"] = n
+    data["raw"] = "\n".join(ln for ln in text.splitlines() if "ioctl(" in ln or "getppid(" in ln)
+    return data
+
+
+def from_data(data: dict) -> dict:
+    """Recorded or live trace data, re-parsed from its raw lines when it carries them.
+
+    Recordings keep the raw ioctl and marker lines, so a replay always reflects the current
+    parser and a learner can read the lines themselves.
+    """
+    if data.get("raw"):
+        parsed = parse_trace(data["raw"])
+        return dict(data, **parsed)
     return data
 
 
@@ -155,3 +177,16 @@ def record_ioctl_trace(quick: bool) -> dict:
     except StraceMissingError as exc:
         raise SkipExperiment(str(exc)) from None
     return trace_census(10 if quick else 100)
+
+
+def loop_summary(data: dict) -> str:
+    """One computed sentence: how many ioctls reached the driver's nodes during the copy loop."""
+    if data.get("markers", 0) < 2:
+        return "the loop markers were not found, so start-up and loop cannot be told apart in this trace"
+    loop = [r for r in data["phases"].get("during the loop", []) if r[0].startswith("/dev/nvidia")]
+    n = sum(r[2] for r in loop)
+    rounds = data.get("rounds", "?")
+    if n == 0:
+        return f"during {rounds} round trips the driver's nodes received no ioctl at all"
+    what = ", ".join(f"{r[1]} x{r[2]}" for r in loop[:5])
+    return f"during {rounds} round trips the driver's nodes received {n} ioctl calls ({what})"

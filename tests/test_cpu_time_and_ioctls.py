@@ -73,3 +73,36 @@ def test_markers_split_the_phases():
     assert data["phases"]["start-up"] == [["/dev/nvidiactl", "NV_ESC_RM_ALLOC", 1]]
     assert data["phases"]["during the loop"] == [["/dev/nvidiactl", "NV_ESC_RM_CONTROL", 1]]
     assert data["phases"]["after the loop"] == [["/dev/nvidia-uvm", "UVM_FREE", 1]]
+
+
+def test_h100_trace_with_paths_and_markers():
+    """A real `strace -f -y -e trace=ioctl,getppid` of the census workload (N=10) on the H100.
+    A helper process spawned at import also calls getppid: only the program's own count."""
+    text = (DATA / "strace_h100_ioctl_y_n10.txt").read_text()
+    data = ioctls.parse_trace(text)
+    assert data["markers"] == 2
+    assert sum(1 for ln in text.splitlines() if "getppid()" in ln) == 3
+    calls = [ln for ln in text.splitlines() if "ioctl(" in ln and "resumed>" not in ln]
+    assert sum(ioctls.phase_total(data, p) for p in data["phases"]) == len(calls)
+    loop = data["phases"]["during the loop"]
+    assert not [r for r in loop if r[0].startswith("/dev/nvidia")]
+    names = {r[1] for r in data["phases"]["start-up"] if r[0] == "/dev/nvidiactl"}
+    assert {"NV_ESC_RM_ALLOC", "NV_ESC_RM_CONTROL", "NV_ESC_RM_MAP_MEMORY"} <= names
+    assert all(not n.startswith(("type ", "NV escape")) for n in names)  # every request was named
+
+
+def test_from_data_reparses_raw_lines():
+    raw = (DATA / "strace_h100_ioctl_y_n10.txt").read_text()
+    stale = {"rounds": 10, "markers": 3, "phases": {"during the loop": [["x", "y", 5]]}, "raw": raw}
+    fresh = ioctls.from_data(stale)
+    assert fresh["markers"] == 2 and fresh["rounds"] == 10
+    assert ioctls.phase_total(fresh, "during the loop") == 0
+    assert ioctls.from_data({"phases": {}, "markers": 0}) == {"phases": {}, "markers": 0}
+
+
+def test_loop_summary_is_computed():
+    data = ioctls.parse_trace((DATA / "strace_h100_ioctl_y_n10.txt").read_text())
+    assert "no ioctl at all" in ioctls.loop_summary(data)
+    busy = dict(data, phases=dict(data["phases"], **{"during the loop": [["/dev/nvidiactl", "NV_ESC_RM_CONTROL", 7]]}))
+    assert "received 7 ioctl calls" in ioctls.loop_summary(busy)
+    assert "not found" in ioctls.loop_summary(dict(data, markers=1))

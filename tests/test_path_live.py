@@ -22,7 +22,7 @@ def test_cuda_start_up_maps_the_driver_nodes():
 
 
 def test_pinned_and_managed_allocations_grow_the_address_space():
-    n = 8 << 20
+    n = 64 << 20  # the size the recorded experiment uses
     data = driver_maps.record(n)
     init, pinned, managed = data["stages"][1:4]
     assert pinned["mapped_bytes"] - init["mapped_bytes"] >= n
