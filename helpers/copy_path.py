@@ -35,30 +35,33 @@ def diagram(census: dict | None = None, mode: Mode | str | None = None, source: 
     fig = go.Figure()
     colours = {0: "#d9ecd0", 1: "#f6d8c6", 2: "#d4e1f4"}
     for y, label, detail, side in _LAYERS:
-        x0, x1 = (0.05, 0.65) if side != 1 else (0.55, 0.98)
+        x0, x1 = (0.02, 0.57) if side != 1 else (0.60, 0.98)
         fig.add_shape(type="rect", x0=x0, x1=x1, y0=y - 0.4, y1=y + 0.4, fillcolor=colours[side],
                       line={"color": "#555"})
         fig.add_annotation(x=(x0 + x1) / 2, y=y + 0.12, text=f"<b>{label}</b>", showarrow=False)
         fig.add_annotation(x=(x0 + x1) / 2, y=y - 0.18, text=detail, showarrow=False, font={"size": 10})
     for y0, y1 in ((8.6, 8.4), (7.6, 7.4), (6.6, 6.4), (5.6, 5.4), (4.6, 2.4), (1.6, 1.4)):
-        fig.add_annotation(x=0.35, y=y1, ax=0.35, ay=y0, xref="x", yref="y", axref="x", ayref="y",
+        fig.add_annotation(x=0.295, y=y1, ax=0.295, ay=y0, xref="x", yref="y", axref="x", ayref="y",
                            showarrow=True, arrowhead=2, text="")
-    fig.add_annotation(x=0.76, y=3.9, ax=0.6, ay=7.8, xref="x", yref="y", axref="x", ayref="y",
+    fig.add_annotation(x=0.79, y=3.9, ax=0.57, ay=7.8, xref="x", yref="y", axref="x", ayref="y",
                        showarrow=True, arrowhead=2, arrowcolor="#b35806", text="")
     fig.add_shape(type="line", x0=0, x1=1, y0=4.3, y1=4.3, line={"dash": "dash", "color": "#b35806"})
-    fig.add_annotation(x=0.02, y=4.45, xanchor="left", text="user space ↑   kernel ↓ (system calls cross here)",
+    fig.add_annotation(x=0.6, y=4.3, yshift=10, xanchor="left",
+                       text="user space ↑   kernel ↓ (system calls cross here)",
                        showarrow=False, font={"color": "#b35806"})
+    fig.add_annotation(x=0.31, y=3.5, xanchor="left", text="the doorbell store goes straight to the bus:<br>"
+                       "an MMIO write, no system call", showarrow=False, font={"size": 10, "color": "#333"})
     fig.add_shape(type="line", x0=0, x1=1, y0=2.75, y1=2.75, line={"dash": "dot", "color": "#2166ac"})
-    fig.add_annotation(x=0.02, y=2.9, xanchor="left", text="CPU ↑   bus and GPU ↓", showarrow=False,
+    fig.add_annotation(x=0.6, y=2.75, yshift=10, xanchor="left", text="CPU ↑   bus and GPU ↓", showarrow=False,
                        font={"color": "#2166ac"})
     parts: list[tuple] = [(Mode.SIMULATED, "a schematic of the driver stack (boxes are not measurements)")]
     if census is not None and mode is not None:
         ioctl = syscalls.growth(census, "ioctl")
         total = syscalls.total_per_round(census)
-        fig.add_annotation(x=0.8, y=6.2, text=(f"measured: {total:+.2f} syscalls per round trip<br>"
+        fig.add_annotation(x=0.79, y=6.6, width=230, text=(f"measured: {syscalls.signed(total, 2)} syscalls per round trip<br>"
                                                f"ioctl at start-up: {ioctl.baseline:.0f}, "
-                                               f"per round trip: {ioctl.per_round:+.3f}"),
-                           showarrow=False, bordercolor="#1b7837", font={"size": 11})
+                                               f"per round trip: {syscalls.signed(ioctl.per_round, 3)}"),
+                           showarrow=False, bordercolor="#1b7837", bgcolor="#eef7ea", font={"size": 11})
         parts.append((mode, source))
     fig.update_xaxes(visible=False, range=[0, 1])
     fig.update_yaxes(visible=False, range=[0.4, 9.6])
@@ -97,7 +100,7 @@ def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -
 
     out.append(Verdict(
         "Hypothesis 1: the library calls read(2)/write(2) for every transfer.",
-        f"read + write per round trip: {rw:+.3f} (3 transfers per round trip)",
+        f"read + write per round trip: {syscalls.signed(rw, 3)} (3 transfers per round trip)",
         "refuted: no read or write per transfer" if rw < NEGLIGIBLE_PER_ROUND else
         "supported: read/write calls grow with the transfers"))
 
@@ -131,15 +134,15 @@ def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -
     out.append(Verdict(
         "Answer: buffers are mmapped once at start-up, a privileged step.",
         f"/dev/nvidia* mappings: {len(before)} before CUDA, {len(after)} after; "
-        f"mmap per round trip {g['mmap'].per_round:+.3f}",
+        f"mmap per round trip {syscalls.signed(g['mmap'].per_round, 3)}",
         "confirmed: the mappings are made at start-up (through the driver's ioctl-validated mmap) "
         "and not per copy" if len(after) > len(before) and not g["mmap"].grows else
         "not confirmed by these numbers"))
 
     out.append(Verdict(
         "Answer: normal operation makes a single kernel call to start the command queue.",
-        f"ioctl per round trip: {g['ioctl'].per_round:+.3f}; all syscalls per round trip: "
-        f"{syscalls.total_per_round(census):+.3f}",
+        f"ioctl per round trip: {syscalls.signed(g['ioctl'].per_round, 3)}; all syscalls per round trip: "
+        f"{syscalls.signed(syscalls.total_per_round(census), 3)}",
         ("does not hold for CUDA on this driver: work is started without any system call, by a "
          "store to the usermode doorbell page" if not g["ioctl"].grows else
          "confirmed: ioctl calls grow with the submissions")))

@@ -23,6 +23,7 @@ from .errors import CourseError
 from .experiments import experiment
 
 SCHEDS = ("auto", "blocking")
+WAIT_LABEL = {"auto": "default (spins)", "blocking": "blocking (sleeps)"}
 NBYTES = 256 << 20
 QUICK_NBYTES = 64 << 20
 REPS = 5
@@ -62,7 +63,7 @@ def rows(data: dict) -> list[tuple]:
     for block in data["scheds"]:
         for r in block["runs"]:
             g = per_gb(r)
-            out.append((block["sched"], r["host_kind"], r["direction"], f"{g['gbps']:.1f}",
+            out.append((WAIT_LABEL.get(block["sched"], block["sched"]), r["host_kind"], r["direction"], f"{g['gbps']:.1f}",
                         f"{g['user_s_per_gb'] * 1e3:.1f}", f"{g['sys_s_per_gb'] * 1e3:.1f}",
                         f"{g['cpu_share']:.0%}"))
     return out
@@ -93,7 +94,7 @@ def figure(data: dict, mode, source: str):
     for block in data["scheds"]:
         for r in block["runs"]:
             g = per_gb(r)
-            cats.append(f"{block['sched']}<br>{r['host_kind']} {r['direction']}")
+            cats.append(f"{WAIT_LABEL.get(block['sched'], block['sched'])}<br>{r['host_kind']} {r['direction']}")
             user.append(g["user_s_per_gb"] * 1e3)
             sys_.append(g["sys_s_per_gb"] * 1e3)
     fig = go.Figure()

@@ -336,13 +336,18 @@ def growers(data: dict) -> list[Growth]:
     return sorted((g for g in gs if g.grows), key=lambda g: -g.per_round)
 
 
+def signed(x: float, digits: int = 3) -> str:
+    """+0.001 / -0.250 / +0.000 (never '-0.000' for a slope that rounds to zero)."""
+    return f"{round(x, digits) + 0.0:+.{digits}f}"
+
+
 def table_rows(data: dict, names=FOCUS) -> list[tuple]:
     """Rows: syscall, count at each N (baseline first), per round trip, verdict."""
     rows = []
     for name in names:
         g = growth(data, name)
         cells = [" / ".join(str(c) for c in g.counts[n]) for n in sorted(g.counts)]
-        rows.append((name, *cells, f"{g.per_round:+.3f}", g.describe()))
+        rows.append((name, *cells, signed(g.per_round), g.describe()))
     return rows
 
 
@@ -371,8 +376,10 @@ def figure(data: dict, mode, source: str, names=FOCUS):
         by = counts_by_n(data, name)
         fig.add_scatter(x=[max(n, 1) for n in ns], y=[max(np.mean(by[n]), 0.5) for n in ns],
                         mode="lines+markers", name=name)
-    fig.add_scatter(x=[max(n, 1) for n in ns], y=[max(n, 1) * 3 for n in ns], mode="lines",
-                    line={"dash": "dot", "color": "gray"}, name="3 per round trip (one per copy/launch)")
+    base = growth(data, "ioctl").baseline
+    fig.add_scatter(x=[max(n, 1) for n in ns], y=[base + 3 * n for n in ns], mode="lines",
+                    line={"dash": "dot", "color": "gray"},
+                    name="ioctl if every copy and launch entered the driver<br>(start-up + 3 per round trip)")
     fig.update_xaxes(type="log", title="round trips N (copy in, kernel, copy out); N=0 drawn at 1",
                      tickvals=[max(n, 1) for n in ns], ticktext=[str(n) for n in ns])
     fig.update_yaxes(type="log", title="system calls in the whole run (count)")
