@@ -187,3 +187,19 @@ def test_prime_flags_and_pattern_validation():
         drm.pattern(-1)
     with pytest.raises(ValueError):
         drm.dma_buf_sync(0, 0)
+
+
+def test_cuda_dmabuf_rows_and_input_checks():
+    """The NVIDIA export itself needs a GPU (never run on this machine); here only the
+    argument checks and the table built from a result dict are tested."""
+    from helpers import cuda_dmabuf
+
+    with pytest.raises(ValueError):
+        cuda_dmabuf.export_device_memory(1000)
+    rows = dict(cuda_dmabuf.summary_rows({"dma_buf_supported": 0, "dma_buf_mmap_supported": None,
+                                          "dma_buf_mmap_supported_error": "CUDA_ERROR_INVALID_VALUE",
+                                          "export": "not attempted"}))
+    assert rows["CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED"] == "0"
+    assert "CUDA_ERROR_INVALID_VALUE" in rows["CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED"]
+    with pytest.raises(TypeError):
+        cuda_dmabuf.summary_rows([])
