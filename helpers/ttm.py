@@ -571,8 +571,9 @@ def _provenance(run: Run) -> list[tuple]:
     parts = [(Mode.SIMULATED, f"TTM + drm_buddy model, workload '{run.workload}', policy '{run.policy}', "
                               f"seed {run.seed}; moves are simulated")]
     if run.link.source.startswith("pinned-copy fit of"):
-        parts.append((Mode.REPLAY, f"move-cost parameters only ({run.link.h2d_bytes_per_s / 1e9:.1f} GB/s h2d, "
-                                   f"{run.link.latency_s * 1e6:.1f} us) from {run.link.source.removeprefix('pinned-copy fit of ')}"))
+        parts.append((Mode.REPLAY, f"{run.link.source.removeprefix('pinned-copy fit of ')} — used only for the "
+                                   f"move-cost parameters ({run.link.h2d_bytes_per_s / 1e9:.1f} GB/s h2d, "
+                                   f"{run.link.latency_s * 1e6:.1f} us latency)"))
     return parts
 
 
