@@ -647,13 +647,24 @@ def compare(workload_name: str, vram_bytes: int, policies: Sequence[str | Policy
     return [simulate(workload_name, vram_bytes, policy=p, seed=seed, steps=steps, link=link) for p in policies]
 
 
+def _display_output(obj) -> dict:
+    """One nbformat ``display_data`` output for ``obj`` (its ``_repr_mimebundle_``)."""
+    return {"output_type": "display_data", "data": obj._repr_mimebundle_(), "metadata": {}}
+
+
 def panel(link: LinkModel | None = None):
     """An ipywidgets panel: VRAM size, workload, policy and seed; both figures redraw.
 
     Optional: the chapter runs top to bottom without it (and without ipywidgets).
+
+    The figures are written into the Output widget's ``outputs`` state from the kernel side,
+    never captured with ``with out:``. Capturing makes a headless executor (nbclient, which
+    Jupyter Book uses) mimic the output widget by sending comm messages to the kernel on the
+    shell socket while it waits on that same socket for the cell's reply; the reply's wake-up
+    is then missed and the cell sits until the execution timeout (jupyter/nbclient#312).
+    Setting the state directly needs no frontend and renders the same in JupyterLab.
     """
     import ipywidgets as w
-    from IPython.display import display
 
     vram = w.Dropdown(options=[("64 MiB", 64 * MiB), ("256 MiB", 256 * MiB), ("1 GiB", GiB)], value=256 * MiB,
                       description="VRAM")
@@ -664,13 +675,11 @@ def panel(link: LinkModel | None = None):
 
     def redraw(*_):
         run = simulate(wl.value, vram.value, policy=pol.value, seed=seed.value, link=link)
-        out.clear_output(wait=True)
-        with out:
-            t = run.totals
-            print(f"{t['evictions']} evictions, {t['link_bytes'] / MiB:.0f} MiB over the link, "
-                  f"{t['seconds'] * 1e3:.2f} ms modelled copy time, {run.failures} failed operations")
-            display(figure_occupancy(run))
-            display(figure_moves(run))
+        t = run.totals
+        line = (f"{t['evictions']} evictions, {t['link_bytes'] / MiB:.0f} MiB over the link, "
+                f"{t['seconds'] * 1e3:.2f} ms modelled copy time, {run.failures} failed operations\n")
+        out.outputs = ({"output_type": "stream", "name": "stdout", "text": line},
+                       _display_output(figure_occupancy(run)), _display_output(figure_moves(run)))
 
     for c in (vram, wl, pol, seed):
         c.observe(redraw, names="value")

@@ -201,3 +201,22 @@ def test_invariants_under_random_operations(seq, policy):
             assert (b.domain is Domain.VRAM) == bool(b.blocks)
         for n, dom in pinned_before.items():
             assert m.bos[n].domain is dom, "a pinned BO moved"
+
+
+def test_panel_renders_into_widget_state_and_redraws():
+    """The panel's figures live in the Output widget's state (no frontend needed, so a
+    headless executor never has to mimic output capture; see ttm.panel), and a control
+    change replaces them with the new run's numbers."""
+    pytest.importorskip("ipywidgets")
+    box = ttm.panel(None)
+    (vram, wl), (pol, seed) = (h.children for h in box.children[:2])
+    out = box.children[2]
+    kinds = [o["output_type"] for o in out.outputs]
+    assert kinds == ["stream", "display_data", "display_data"]
+    assert all("application/vnd.plotly.v1+json" in o["data"] for o in out.outputs[1:])
+    expected = ttm.simulate("hot-cold", 256 * MiB, policy="lru", seed=1)
+    assert out.outputs[0]["text"].startswith(f"{expected.totals['evictions']} evictions")
+    wl.value, vram.value = "cyclic", 64 * MiB
+    changed = ttm.simulate("cyclic", 64 * MiB, policy="lru", seed=1)
+    assert out.outputs[0]["text"].startswith(f"{changed.totals['evictions']} evictions")
+    assert len(out.outputs) == 3
