@@ -7,8 +7,12 @@ CUDA *does* offer to the rest of the kernel is dma-buf: ``cuMemGetHandleForAddre
 with ``CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD`` returns a file descriptor another driver (an
 RDMA NIC, an NVMe driver, a second GPU) can import with ``dma_buf_attach``. The exporter is
 kernel-open/nvidia/nv-dmabuf.c in NVIDIA/open-gpu-kernel-modules; its ``nv_dma_buf_mmap``
-refuses a CPU mapping unless the GPU allows it (``map_attrs.can_mmap``, set only where the
-GPU has no dedicated framebuffer; older releases refuse unconditionally).
+returns -ENOTSUPP unless ``priv->map_attrs.can_mmap`` is set. From the 580 releases on,
+``rm_dma_buf_dup_mem_handle`` (src/nvidia/arch/nvalloc/unix/src/osapi.c) sets it only on
+GPUs without dedicated framebuffer memory (``PDB_PROP_GPU_ZERO_FB``), and ``nv_dma_buf_create``
+clears it unless the exporting client asked for mmap (``bAllowMmap``); releases up to 575
+return -ENOTSUPP unconditionally. ENOTSUPP (524) is a kernel-internal errno
+(include/linux/errno.h) that leaks to user space with no name there.
 
 ``export_device_memory`` runs live and is registered as experiment ``dmabuf.cuda_export``
 so the course's recorder captures it on a GPU; ``recorded`` returns that recording for
@@ -27,8 +31,18 @@ from .experiments import experiment
 EXPERIMENT_ID = "dmabuf.cuda_export"
 
 
+# Kernel-internal errnos (include/linux/errno.h, "should never be seen by user programs");
+# user-space libc has no name or message for them.
+KERNEL_ERRNOS = {512: "ERESTARTSYS", 513: "ERESTARTNOINTR", 514: "ERESTARTNOHAND", 515: "ENOIOCTLCMD",
+                 516: "ERESTART_RESTARTBLOCK", 521: "EBADHANDLE", 522: "ENOTSYNC", 523: "EBADCOOKIE",
+                 524: "ENOTSUPP", 525: "ETOOSMALL", 526: "ESERVERFAULT", 527: "EBADTYPE"}
+
+
 def _errname(code: int | None) -> str:
-    return errno.errorcode.get(code or 0, f"errno {code}")
+    """errno's symbolic name, including the kernel-internal ones libc does not know."""
+    if code in errno.errorcode:
+        return errno.errorcode[code]
+    return KERNEL_ERRNOS.get(code, f"errno {code}")
 
 
 def export_device_memory(nbytes: int = 2 << 20, fill: int = 0x5A) -> dict:
@@ -125,8 +139,8 @@ def summary_rows(result: dict) -> list[tuple[str, str]]:
         raise TypeError(f"result must be a dict, got {type(result).__name__}")
     rows = [("CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED", str(result.get("dma_buf_supported"))),
             ("CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED",
-             str(result.get("dma_buf_mmap_supported")) + (f" ({result['dma_buf_mmap_supported_error']})"
-                                                          if result.get("dma_buf_mmap_supported_error") else "")),
+             f"not answered: {result['dma_buf_mmap_supported_error']} (this driver does not accept the attribute)"
+             if result.get("dma_buf_mmap_supported_error") else str(result.get("dma_buf_mmap_supported"))),
             ("cuMemGetHandleForAddressRange(DMA_BUF_FD)", str(result.get("export")))]
     if "lseek_end" in result:
         rows.append(("lseek(fd, 0, SEEK_END)", f"{result['lseek_end']} bytes"))
@@ -138,5 +152,31 @@ def summary_rows(result: dict) -> list[tuple[str, str]]:
     if mm:
         rows.append(("mmap(fd)", "mapped; bytes match the fill" if mm.get("ok") and mm.get("matches_fill")
                      else "mapped; bytes differ" if mm.get("ok")
-                     else f"refused: {mm.get('errname')} {mm.get('errno')} ({mm.get('message')})"))
+                     else f"refused: {_errname(mm.get('errno'))} (errno {mm.get('errno')}; strerror: {mm.get('message')})"))
     return rows
+
+
+def explain(result: dict) -> str:
+    """What the export's outcome means, decided from the result (live or recorded)."""
+    if not isinstance(result, dict):
+        raise TypeError(f"result must be a dict, got {type(result).__name__}")
+    if not result.get("dma_buf_supported"):
+        return ("The device reports no dma-buf support (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = "
+                f"{result.get('dma_buf_supported')}), so no export was attempted.")
+    if result.get("export") != "ok":
+        return f"The device reports dma-buf support, but the export failed: {result.get('export')}."
+    fdinfo = result.get("fdinfo") or {}
+    name = fdinfo.get("exp_name", "?")
+    text = (f"The export worked: a {result.get('lseek_end')}-byte dma-buf whose exporter is '{name}'"
+            + (" (the name nv_dma_buf_create in nv-dmabuf.c gives it). " if name == "nv_dmabuf" else ". "))
+    mm = result.get("mmap") or {}
+    if mm.get("ok"):
+        same = "hold" if mm.get("matches_fill") else "do NOT hold"
+        return text + f"mmap of the fd succeeded, and the mapped bytes {same} the pattern written by the GPU."
+    code = mm.get("errno")
+    if code == 524:
+        return text + ("mmap of the fd was refused with errno 524, the kernel-internal ENOTSUPP that "
+                       "nv_dma_buf_mmap returns when the export does not allow CPU mapping (can_mmap is "
+                       "false): the GPU has dedicated framebuffer memory, or the exporter did not ask for "
+                       "mmap. The fd is for other devices to import, not for the CPU to read.")
+    return text + f"mmap of the fd was refused with {_errname(code)} (errno {code}): {mm.get('message')}."

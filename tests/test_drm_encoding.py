@@ -203,3 +203,23 @@ def test_cuda_dmabuf_rows_and_input_checks():
     assert "CUDA_ERROR_INVALID_VALUE" in rows["CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED"]
     with pytest.raises(TypeError):
         cuda_dmabuf.summary_rows([])
+
+
+def test_cuda_dmabuf_explains_outcomes_from_the_data():
+    """The verdict text follows the result: a refused mmap with the kernel-internal errno
+    524 is named ENOTSUPP (libc has no name for it), other outcomes read differently."""
+    from helpers import cuda_dmabuf
+
+    base = {"dma_buf_supported": 1, "export": "ok", "lseek_end": 4096,
+            "fdinfo": {"exp_name": "nv_dmabuf", "size": "4096"}}
+    refused = dict(base, mmap={"ok": False, "errno": 524, "message": "Unknown error 524"})
+    text = cuda_dmabuf.explain(refused)
+    assert "ENOTSUPP" in text and "nv_dma_buf_mmap" in text and "4096-byte" in text
+    assert "ENOTSUPP" in dict(cuda_dmabuf.summary_rows(refused))["mmap(fd)"]
+    other = dict(base, mmap={"ok": False, "errno": 1, "message": "Operation not permitted"})
+    assert "EPERM" in cuda_dmabuf.explain(other) and "ENOTSUPP" not in cuda_dmabuf.explain(other)
+    mapped = dict(base, mmap={"ok": True, "matches_fill": False})
+    assert "do NOT hold" in cuda_dmabuf.explain(mapped)
+    assert "no export was attempted" in cuda_dmabuf.explain({"dma_buf_supported": 0})
+    failed = dict(base, export="cuMemGetHandleForAddressRange failed: CUDA_ERROR_NOT_SUPPORTED")
+    assert "CUDA_ERROR_NOT_SUPPORTED" in cuda_dmabuf.explain(failed)
