@@ -1,7 +1,13 @@
 """A software model of the kernel's drm_buddy allocator (drivers/gpu/drm/drm_buddy.c).
 
-drm_buddy manages a device's VRAM for amdgpu (amdgpu_vram_mgr.c), i915/xe and nouveau's
-successors: VRAM is a forest of power-of-two blocks; allocation takes a free block of the
+Where the source is: Linux 6.x (the course's GPU machine runs 6.18) has it in
+drivers/gpu/drm/drm_buddy.c with include/drm/drm_buddy.h. In 2026 mainline moved it one level
+up, to drivers/gpu/buddy.c and include/linux/gpu_buddy.h, renamed ``gpu_buddy_*``
+(``gpu_buddy_alloc_blocks`` ...), and it keeps free blocks in per-order red-black trees, one
+set for cleared and one for dirty blocks, where 6.x kept sorted lists. The names below are
+the 6.x ones.
+
+drm_buddy manages a device's VRAM for amdgpu (amdgpu_vram_mgr.c), i915 and xe: VRAM is a forest of power-of-two blocks; allocation takes a free block of the
 smallest sufficient order and splits it in halves until it has the order it needs; freeing
 merges a block with its *buddy* (the other half of its parent) while the buddy is free.
 The model follows the kernel's functions one for one, so its behaviour can be read next to

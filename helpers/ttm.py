@@ -15,16 +15,21 @@ model                            kernel
                                  per priority, ``man->lru[]`` (include/drm/ttm/ttm_resource.h)
 ``TTMModel.touch``               ``ttm_bo_move_to_lru_tail`` (ttm_bo.c) / ``ttm_resource_move_to_lru_tail``
 ``TTMModel.validate``            ``ttm_bo_validate`` -> ``ttm_bo_alloc_resource`` (ttm_bo.c)
-``TTMModel._evict_for``          ``ttm_bo_evict_alloc`` -> ``ttm_lru_walk_for_evict`` -> ``ttm_bo_evict_cb``
-                                 (skips ``bo->pin_count``) -> ``ttm_bo_evict`` (ttm_bo.c,
-                                 ttm_bo_util.c); in kernels before 6.10, ``ttm_mem_evict_first``
-``TTMModel.pin`` / ``unpin``     ``ttm_bo_pin`` / ``ttm_bo_unpin``: pinned BOs leave the LRU
-VRAM allocation                  ``amdgpu_vram_mgr_new`` -> ``drm_buddy_alloc_blocks``
+``TTMModel._evict_one``          ``ttm_bo_evict_alloc`` -> ``ttm_lru_walk_for_evict`` -> ``ttm_bo_evict_cb``
+                                 -> ``ttm_bo_evict`` (ttm_bo.c, ttm_bo_util.c); before the 2024
+                                 LRU-walker rework (commit 3756310e9fe1), ``ttm_mem_evict_first``
+``TTMModel.pin`` / ``unpin``     ``ttm_bo_pin`` / ``ttm_bo_unpin``: a BO with ``bo->pin_count`` > 0
+                                 leaves the LRU; ``ttm_resource_move_to_lru_tail`` (ttm_resource.c)
+                                 parks it on the device's ``unevictable`` list, out of the walk
+VRAM allocation                  ``amdgpu_vram_mgr_new`` -> ``drm_buddy_alloc_blocks`` (mainline
+                                 since 2026: ``gpu_buddy_alloc_blocks``, drivers/gpu/buddy.c)
                                  (see :mod:`helpers.buddy`)
-GTT <-> SYSTEM moves cost 0      both are system pages; TT<->SYSTEM only binds/unbinds the
-                                 GART (``ttm_tt_bind``/``ttm_bo_move_null``), no copy
+GTT <-> SYSTEM moves cost 0      both are system pages; ``amdgpu_bo_move`` (amdgpu_ttm.c) only
+                                 binds/unbinds them in the GART (``amdgpu_ttm_backend_bind``,
+                                 then ``ttm_bo_move_null``), no copy
 VRAM <-> GTT/SYSTEM moves        a copy over the link by the GPU's copy engine
-                                 (``amdgpu_move_blit``); cost from :class:`LinkModel`
+                                 (``amdgpu_move_blit``); cost from :class:`LinkModel`. amdgpu
+                                 bounces VRAM<->SYSTEM through GTT (-EMULTIHOP): same one copy
 ===============================  ===========================================================
 
 Simplifications, all stated on figures as "a software model": one desired placement per BO
