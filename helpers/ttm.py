@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from . import widgets
 from .buddy import BuddyAllocator, OutOfSpace
 
 MiB = 1 << 20
@@ -652,22 +653,13 @@ def compare(workload_name: str, vram_bytes: int, policies: Sequence[str | Policy
     return [simulate(workload_name, vram_bytes, policy=p, seed=seed, steps=steps, link=link) for p in policies]
 
 
-def _display_output(obj) -> dict:
-    """One nbformat ``display_data`` output for ``obj`` (its ``_repr_mimebundle_``)."""
-    return {"output_type": "display_data", "data": obj._repr_mimebundle_(), "metadata": {}}
-
-
 def panel(link: LinkModel | None = None):
     """An ipywidgets panel: VRAM size, workload, policy and seed; both figures redraw.
 
     Optional: the chapter runs top to bottom without it (and without ipywidgets).
 
-    The figures are written into the Output widget's ``outputs`` state from the kernel side,
-    never captured with ``with out:``. Capturing makes a headless executor (nbclient, which
-    Jupyter Book uses) mimic the output widget by sending comm messages to the kernel on the
-    shell socket while it waits on that same socket for the cell's reply; the reply's wake-up
-    is then missed and the cell sits until the execution timeout (jupyter/nbclient#312).
-    Setting the state directly needs no frontend and renders the same in JupyterLab.
+    The figures are written into the Output widget's state (helpers.widgets.show), never
+    captured with ``with out:``, which can stall a headless executor (see helpers.widgets).
     """
     import ipywidgets as w
 
@@ -683,8 +675,7 @@ def panel(link: LinkModel | None = None):
         t = run.totals
         line = (f"{t['evictions']} evictions, {t['link_bytes'] / MiB:.0f} MiB over the link, "
                 f"{t['seconds'] * 1e3:.2f} ms modelled copy time, {run.failures} failed operations\n")
-        out.outputs = ({"output_type": "stream", "name": "stdout", "text": line},
-                       _display_output(figure_occupancy(run)), _display_output(figure_moves(run)))
+        widgets.show(out, line, figure_occupancy(run), figure_moves(run))
 
     for c in (vram, wl, pol, seed):
         c.observe(redraw, names="value")
