@@ -34,7 +34,8 @@ def test_numba_kernels_on_the_simulator():
     """Both ways (mapped_array and a device copy) give the exact sums on Numba's simulator."""
     code = ("from helpers import zero_copy as z; r = z.numba_check(); "
             "assert set(r) == set(z.PATTERNS), r; print('OK', r)")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.getcwd())
+    path = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=path)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("OK")
@@ -68,11 +69,14 @@ def test_verdict_follows_the_numbers():
     summ = zero_copy.pattern_summary(data)
     assert summ["stream"]["wins"] == 4 and summ["stream_x8"]["loses"] == 4 and summ["gather_dense"]["ties"] == 4
     text = zero_copy.verdict(data)
-    assert "single-pass streaming: supported" in text and "scattered access: supported" in text
-    assert "the hypothesis fails" in text
+    assert "single pass, in order: supported: zero-copy is faster (median speed-up 1.20x)" in text
+    assert "sparse scattered access: supported" in text
+    assert "dense scattered access: a draw" in text
+    assert "data re-read by the kernel: refuted" in text
     flipped = zero_copy.verdict(_zc_data(copy, zero))
-    assert "single-pass streaming: not supported" in flipped and "scattered access: not supported" in flipped
-    assert "no loss measured" in flipped
+    assert "single pass, in order: refuted" in flipped and "sparse scattered access: refuted" in flipped
+    assert "data re-read by the kernel: supported" in flipped
+    assert zero_copy.median_speedup(data, "gather_sparse") == pytest.approx(11.0)
 
 
 def test_zero_copy_figure_and_table():
@@ -97,6 +101,16 @@ def test_cpu_read_bad_arrays(bad):
         write_combined.cpu_read_gbps(bad)
 
 
+def test_memory_type_hints(tmp_path):
+    cpu = tmp_path / "cpuinfo"
+    cpu.write_text("processor\t: 0\nflags\t\t: fpu pat sse2 hypervisor\n")
+    par = tmp_path / "params"
+    par.write_text("ResmanDebugLevel: 4294967295\nUsePageAttributeTable: 4294967295\n")
+    h = write_combined.memory_type_hints(str(cpu), str(par))
+    assert h == {"cpu_pat": True, "hypervisor": True, "nvidia_UsePageAttributeTable": "4294967295"}
+    assert write_combined.memory_type_hints(str(tmp_path / "no"), str(tmp_path / "no"))["cpu_pat"] is None
+
+
 def _wc(read_wc, h2d_wc):
     base = {"cpu_read_gbps": 10.0, "cpu_write_gbps": 10.0, "h2d_gbps": 50.0, "d2h_gbps": 50.0}
     wc = dict(base, cpu_read_gbps=read_wc, h2d_gbps=h2d_wc)
@@ -108,5 +122,7 @@ def test_write_combined_verdicts():
     assert "100x slower" in write_combined.verdict(_wc(0.1, 50.0))
     assert "half confirmed" in write_combined.verdict(_wc(0.1, 30.0))
     assert "not confirmed" in write_combined.verdict(_wc(9.0, 50.0))
+    hinted = dict(_wc(9.0, 50.0), hints={"cpu_pat": True, "hypervisor": True, "nvidia_UsePageAttributeTable": None})
+    assert "runs under a hypervisor: yes" in write_combined.verdict(hinted)
     fig = write_combined.figure(ChapterData(_wc(0.1, 50.0), Mode.REPLAY, "x"))
     assert fig.fig.layout.yaxis.type == "log" and len(fig.fig.data) == 2
