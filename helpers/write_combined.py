@@ -119,7 +119,7 @@ def verdict(data: dict) -> str:
     r = ratios(data)
     by = {row["kind"]: row for row in data["rows"]}
     lines = [f"CPU read : write-combined {by['write_combined']['cpu_read_gbps']:.3g} GB/s vs "
-             f"ordinary pinned {by['default']['cpu_read_gbps']:.3g} GB/s -> {1 / r["cpu_read_gbps"]:.2g}x slower",
+             f"ordinary pinned {by['default']['cpu_read_gbps']:.3g} GB/s -> {_times(1 / r['cpu_read_gbps'])} slower",
              f"CPU write: ratio {r['cpu_write_gbps']:.2f} (write-combined / ordinary)",
              f"GPU copy : host->device ratio {r['h2d_gbps']:.2f}, device->host ratio {r['d2h_gbps']:.2f}"]
     slow_cpu = r["cpu_read_gbps"] < 0.5
@@ -141,6 +141,10 @@ def verdict(data: dict) -> str:
                          f"{_yn(h.get('hypervisor'))}; NVIDIA UsePageAttributeTable: "
                          f"{h.get('nvidia_UsePageAttributeTable') or 'unknown'}")
     return "\n".join(lines)
+
+
+def _times(x: float) -> str:
+    return f"{x:.0f}x" if x >= 10 else f"{x:.1f}x"
 
 
 def _yn(v) -> str:
