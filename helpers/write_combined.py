@@ -119,7 +119,7 @@ def verdict(data: dict) -> str:
     r = ratios(data)
     by = {row["kind"]: row for row in data["rows"]}
     lines = [f"CPU read : write-combined {by['write_combined']['cpu_read_gbps']:.3g} GB/s vs "
-             f"ordinary pinned {by['default']['cpu_read_gbps']:.3g} GB/s -> {_times(1 / r['cpu_read_gbps'])} slower",
+             f"ordinary pinned {by['default']['cpu_read_gbps']:.3g} GB/s -> {_slower(r['cpu_read_gbps'])}",
              f"CPU write: ratio {r['cpu_write_gbps']:.2f} (write-combined / ordinary)",
              f"GPU copy : host->device ratio {r['h2d_gbps']:.2f}, device->host ratio {r['d2h_gbps']:.2f}"]
     slow_cpu = r["cpu_read_gbps"] < 0.5
@@ -143,8 +143,11 @@ def verdict(data: dict) -> str:
     return "\n".join(lines)
 
 
-def _times(x: float) -> str:
-    return f"{x:.0f}x" if x >= 10 else f"{x:.1f}x"
+def _slower(ratio: float) -> str:
+    """'100x slower' / '1.2x slower' / '1.1x faster' for a write-combined / ordinary ratio."""
+    x = 1 / ratio if ratio < 1 else ratio
+    text = f"{x:.0f}x" if x >= 10 else f"{x:.1f}x"
+    return f"{text} {'slower' if ratio < 1 else 'faster'}"
 
 
 def _yn(v) -> str:

@@ -122,6 +122,7 @@ def test_write_combined_verdicts():
     assert "100x slower" in write_combined.verdict(_wc(0.1, 50.0))
     assert "half confirmed" in write_combined.verdict(_wc(0.1, 30.0))
     assert "not confirmed" in write_combined.verdict(_wc(9.0, 50.0))
+    assert "1.2x faster" in write_combined.verdict(_wc(12.0, 50.0))
     hinted = dict(_wc(9.0, 50.0), hints={"cpu_pat": True, "hypervisor": True, "nvidia_UsePageAttributeTable": None})
     assert "runs under a hypervisor: yes" in write_combined.verdict(hinted)
     fig = write_combined.figure(ChapterData(_wc(0.1, 50.0), Mode.REPLAY, "x"))
