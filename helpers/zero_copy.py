@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 
 from . import experiments, figures, gpu
 from .errors import CourseError, DeviceTimeoutError
+from .host_memory import check_nbytes
 from .pinning import ChapterData, PinnedAlloc, PinningError, _size, device_pointer
 from .progress import Progress
 
@@ -65,6 +66,14 @@ def expected(n_elems: int, pattern: str, idx: np.ndarray | None) -> float:
     if pattern in PASSES:
         return float(PASSES[pattern] * (n_elems // TILE) * (TILE * (TILE - 1) // 2))
     return float((idx % TILE).sum())
+
+
+def _device_room(nbytes: int) -> None:
+    """Refuse (PinningError) a buffer that would not fit in the GPU's free memory."""
+    try:
+        check_nbytes(nbytes, "zero-copy device buffer", host=False, device=True)
+    except (TypeError, ValueError) as exc:
+        raise PinningError(str(exc)) from None
 
 
 def _elements(nbytes: int) -> int:
@@ -248,6 +257,7 @@ def measure_cupy(nbytes: int, patterns=PATTERNS, reps: int = 5) -> list[dict]:
     """CuPy: every pattern, zero-copy (cudaHostAllocMapped) and copy-then-compute, checked."""
     cp = gpu.cupy()
     n_el = _elements(nbytes)
+    _device_room(2 * nbytes)  # the device copy, and room for CuPy's temporaries
     rows = []
     stream = cp.cuda.Stream(non_blocking=True)
     host = PinnedAlloc(nbytes, "mapped", fill=None)
@@ -296,6 +306,7 @@ def measure_numba(nbytes: int, patterns=PATTERNS, reps: int = 5) -> list[dict]:
 
     gpu.cupy()  # a clear NoGPUError here, rather than a Numba one
     n_el = _elements(nbytes)
+    _device_room(2 * nbytes)
     rows = []
     stream = cuda.stream()
     mapped = staged = dev = None
