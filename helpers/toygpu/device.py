@@ -1,6 +1,6 @@
 """The toy GPU itself: a device model that runs in its own process.
 
-The driver (helpers.toygpu.driver) starts it with `python -m helpers.toygpu.device ...` and
+The driver (helpers.toygpu.driver) starts it with `python -m helpers.toygpu ...` and
 from then on reaches it the way a driver reaches hardware:
 
 - BAR0, the register file, is a file mapped with mmap in both processes. The device is
@@ -31,6 +31,7 @@ import mmap
 import os
 import select
 import shutil
+import signal
 import struct
 import sys
 import traceback
@@ -370,6 +371,7 @@ def serve(dev: Device, wfd: int, parent_pid: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the device process (started by the driver, not by hand)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the notebook, not the device
     p = argparse.ArgumentParser(description="toy GPU device process")
     p.add_argument("--dir", required=True)
     p.add_argument("--wfd", type=int, required=True)
@@ -393,7 +395,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         pass
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -227,7 +227,7 @@ class ToyGPU:
         root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
         self._stderr = tempfile.TemporaryFile()
-        args = [sys.executable, "-m", "helpers.toygpu.device", "--dir", self._dir,
+        args = [sys.executable, "-m", "helpers.toygpu", "--dir", self._dir,
                 "--wfd", str(w_r), "--irqfd", str(irq_w), "--parent", str(os.getpid()),
                 "--seed", str(seed), "--link", _json(link or LinkParams())]
         try:
@@ -578,9 +578,8 @@ class ToyGPU:
 
     def _service_interrupt(self) -> None:
         status = self.read("INT_STATUS")
-        done = status & (R.Irq.FENCE | R.Irq.USER)
-        if done:
-            self.write("INT_ACK", done, check=False)
+        if status & R.Irq.FENCE:  # USER interrupts stay pending for whoever asked for them
+            self.write("INT_ACK", R.Irq.FENCE, check=False)
         if status & R.Irq.ERROR:
             self.check()
 
