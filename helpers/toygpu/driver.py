@@ -17,8 +17,11 @@ named after the error, with the device's ERROR_INFO in its message.
 
 Compare the real thing: the Linux amdgpu ring code (drivers/gpu/drm/amd/amdgpu/amdgpu_ring.c,
 amdgpu_ring_commit writes the write pointer, the doorbell) and fence code (amdgpu_fence.c,
-amdgpu_fence_emit / amdgpu_fence_process), or NVIDIA's open kernel modules, where
-user space rings the doorbell itself (src/nvidia/src/kernel/gpu/fifo/, kfifoGenerateWorkSubmitToken).
+amdgpu_fence_emit / amdgpu_fence_process), or NVIDIA's open kernel modules, where user space
+rings the doorbell itself with a work-submit token the kernel hands out
+(open-gpu-kernel-modules, src/nvidia/src/kernel/gpu/fifo/arch/ampere/kernel_fifo_ga100.c,
+kfifoGenerateWorkSubmitTokenHal_GA100; the doorbell register in
+src/common/inc/swref/published/hopper/gh100/dev_ctrl.h).
 """
 
 from __future__ import annotations
@@ -363,8 +366,8 @@ class ToyGPU:
     def _bar1_range(self, offset: int, nbytes: int, width: int) -> None:
         _int("BAR1 offset", offset, 0, len(self.vram_view))
         _int("byte count", nbytes, 0, len(self.vram_view) + 1)
-        if width not in (1, 2, 4, 8):
-            raise ValueError(f"access width must be 1, 2, 4 or 8 bytes, got {width!r}")
+        if width not in (1, 2, 4, 8, 16, 32, 64):
+            raise ValueError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
         if offset % width or nbytes % width:
             raise ValueError(f"offset {offset} and length {nbytes} must be multiples of the width {width}")
         if offset + nbytes > len(self.vram_view):
@@ -374,7 +377,9 @@ class ToyGPU:
         """Copy `nbytes` of VRAM out through BAR1 with uncached loads of `width` bytes.
 
         The bytes really come out of the shared mapping; the time is the link model's:
-        one round trip per load, which is why CPU reads from a BAR are slow.
+        one round trip per load, which is why CPU reads from a BAR are slow. Widths above 8
+        model vector loads (16/32 B) and streaming loads from a write-combined mapping
+        (MOVNTDQA fetching a 64-byte line per round trip).
         """
         self._bar1_range(offset, nbytes, width)
         n = nbytes // width

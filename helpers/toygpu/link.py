@@ -32,7 +32,7 @@ class LinkParams:
     mmio_read_rtt_ns: float = 900.0  # CPU load -> completion back; the CPU waits for it
     uc_write_ns: float = 60.0        # CPU cost of issuing one posted uncached store
     wc_buffer_bytes: int = 64        # size of a write-combining buffer (one burst)
-    wc_flush_ns: float = 60.0        # CPU cost of issuing one write-combined burst
+    wc_flush_ns: float = 10.0        # CPU cost of issuing one write-combined burst (several in flight)
     tlp_overhead_bytes: int = 24     # header + framing of each PCIe packet (TLP)
     link_gbps: float = 26.0          # payload bandwidth of the link, GB/s (= bytes/ns)
     dma_latency_ns: float = 1500.0   # DMA start-up per descriptor (fetch, first round trip)
