@@ -20,8 +20,9 @@ amdgpu_ring_commit writes the write pointer, the doorbell) and fence code (amdgp
 amdgpu_fence_emit / amdgpu_fence_process), or NVIDIA's open kernel modules, where user space
 rings the doorbell itself with a work-submit token the kernel hands out
 (open-gpu-kernel-modules, src/nvidia/src/kernel/gpu/fifo/arch/ampere/kernel_fifo_ga100.c,
-kfifoGenerateWorkSubmitTokenHal_GA100; the doorbell register in
-src/common/inc/swref/published/hopper/gh100/dev_ctrl.h).
+kfifoGenerateWorkSubmitTokenHal_GA100, which packs NV_CTRL_VF_DOORBELL_RUNLIST_ID and _VECTOR
+from src/common/inc/swref/published/ampere/ga100/dev_ctrl.h; the doorbell is
+NVC361_NOTIFY_CHANNEL_PENDING in src/common/sdk/nvidia/inc/class/clc361.h).
 """
 
 from __future__ import annotations
