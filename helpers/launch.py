@@ -526,8 +526,8 @@ def syscall_verdict(ob: Obtained) -> str:
     # n * 0.1 µs and show as a clearly nonzero share
     if total > 0 and share < 0.1:
         lines.append(f"verdict: {share:.0%} of the CPU time was system time — launching is user-space work. "
-                     "Seed 000's answer says a kernel call starts the queue; on this GPU the start strobe is "
-                     "the usermode doorbell, a store the process makes itself.")
+                     "Seed 000's answer says a kernel call starts the queue; in this run the start strobe was "
+                     "the usermode doorbell, a store the process makes itself (no system call per launch).")
     elif total > 0:
         lines.append(f"verdict: {share:.0%} of the CPU time was system time — more than user-space submission "
                      "alone explains; something in this run entered the kernel often (look with strace -c).")
@@ -544,7 +544,8 @@ def ordering_rows(ob: Obtained) -> list[tuple[str, ...]]:
     text = {"same": "A and B on one stream", "other": "B on another stream, no wait",
             "event": "B on another stream, waits on an event after A"}
     rows = []
-    for case, vals in seen.items():
+    for case in ("same", "other", "event"):
+        vals = seen[case]
         ones = sum(v == 1 for v in vals)
         verdict = ("always after A" if ones == len(vals) else "never saw A's store" if ones == 0
                    else f"raced: saw A's store {ones} of {len(vals)} times")
