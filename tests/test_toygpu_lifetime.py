@@ -108,3 +108,27 @@ def test_device_ignores_terminal_interrupts(sig):
         assert g.read("ID")
     finally:
         g.close()
+
+
+def test_bar_files_map_the_device_memory_and_close_with_it():
+    """bar_files reopens the (already unlinked) BAR1 file: a second mapping sees the same VRAM,
+    and closing the device closes the descriptors behind those paths."""
+    import mmap
+
+    import numpy as np
+
+    from helpers.toygpu import DeviceLostError
+
+    gpu = start_device(bring_up=False)
+    path = gpu.bar_files["bar1"]
+    with open(path, "r+b") as f:
+        view = np.frombuffer(mmap.mmap(f.fileno(), 0), dtype=np.uint8)
+    assert view.size == gpu.vram_view.size
+    view[4096:4104] = np.arange(8, dtype=np.uint8)
+    assert list(gpu.bar1_read(4096, 8)) == list(range(8))
+    fd = int(path.rsplit("/", 1)[1])
+    gpu.close()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    with pytest.raises(DeviceLostError):
+        gpu.bar_files

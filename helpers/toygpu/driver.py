@@ -172,9 +172,9 @@ def _int(name: str, v, lo: int = 0, hi: int = 1 << 64) -> int:
     return int(v)
 
 
-def _shutdown(proc: subprocess.Popen, wfd: int, irq_fd: int, tmpdir: str) -> None:
+def _shutdown(proc: subprocess.Popen, wfd: int, irq_fd: int, tmpdir: str, bar_fds: tuple = ()) -> None:
     """Stop the device: close its write pipe (it exits on EOF), then make sure it is gone."""
-    for fd in (wfd, irq_fd):
+    for fd in (wfd, irq_fd, *bar_fds):
         try:
             os.close(fd)
         except OSError:
@@ -212,13 +212,16 @@ class ToyGPU:
 
         shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
         self._dir = tempfile.mkdtemp(prefix="toygpu-", dir=shm)
-        maps = {}
+        maps, self._bar_fds = {}, {}
         for name, size in (("bar0", R.BAR0_SIZE), ("vram", vram_bytes), ("sysmem", sysmem_bytes)):
             path = os.path.join(self._dir, name)
             with open(path, "wb") as f:
                 f.truncate(size)
             with open(path, "r+b") as f:
                 maps[name] = mmap.mmap(f.fileno(), size)
+            # kept open: the device unlinks the files once mapped, and bar_files reopens them
+            # through /proc/self/fd like a device node
+            self._bar_fds[name] = os.open(path, os.O_RDWR | os.O_CLOEXEC)
         self._bar0, self._vram_map, self._sys_map = maps["bar0"], maps["vram"], maps["sysmem"]
         self._regs = np.ndarray((R.BAR0_SIZE // 8,), dtype="<u8", buffer=self._bar0)
         self.vram_view = np.ndarray((vram_bytes,), dtype=np.uint8, buffer=self._vram_map)
@@ -241,7 +244,8 @@ class ToyGPU:
         finally:
             os.close(w_r)
             os.close(irq_w)
-        self._finalizer = weakref.finalize(self, _shutdown, self.proc, self._wfd, self._irq_r, self._dir)
+        self._finalizer = weakref.finalize(self, _shutdown, self.proc, self._wfd, self._irq_r, self._dir,
+                                           tuple(self._bar_fds.values()))
         deadline = time.monotonic() + start_timeout
         while not self._peek("STATUS") & R.Status.READY:
             if self.proc.poll() is not None:
@@ -269,6 +273,18 @@ class ToyGPU:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    @property
+    def bar_files(self) -> dict[str, str]:
+        """The files behind the device's memory, like sysfs's resourceN files of a PCI device.
+
+        'bar0' (registers; writes must go through write(), which is the device's bus),
+        'bar1' (VRAM: mmap it to get a CPU mapping of the aperture) and 'sysmem' (the
+        device-visible system memory). Lab 1 maps BAR1 itself with mmap.
+        """
+        self._ensure_alive()
+        return {bar: f"/proc/self/fd/{self._bar_fds[name]}"
+                for bar, name in (("bar0", "bar0"), ("bar1", "vram"), ("sysmem", "sysmem"))}
 
     @property
     def alive(self) -> bool:
