@@ -131,4 +131,4 @@ def test_bar_files_map_the_device_memory_and_close_with_it():
     with pytest.raises(OSError):
         os.fstat(fd)
     with pytest.raises(DeviceLostError):
-        gpu.bar_files
+        _ = gpu.bar_files
