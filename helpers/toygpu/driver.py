@@ -172,7 +172,8 @@ def _int(name: str, v, lo: int = 0, hi: int = 1 << 64) -> int:
     return int(v)
 
 
-def _shutdown(proc: subprocess.Popen, wfd: int, irq_fd: int, tmpdir: str, bar_fds: tuple = ()) -> None:
+def _shutdown(proc: subprocess.Popen, wfd: int, irq_fd: int, tmpdir: str, bar_fds: tuple = (),
+              stderr=None) -> None:
     """Stop the device: close its write pipe (it exits on EOF), then make sure it is gone."""
     for fd in (wfd, irq_fd, *bar_fds):
         try:
@@ -185,6 +186,8 @@ def _shutdown(proc: subprocess.Popen, wfd: int, irq_fd: int, tmpdir: str, bar_fd
         proc.kill()
         proc.wait(timeout=5.0)
     shutil.rmtree(tmpdir, ignore_errors=True)
+    if stderr is not None:
+        stderr.close()
 
 
 # -- the driver -------------------------------------------------------------------------------
@@ -245,7 +248,7 @@ class ToyGPU:
             os.close(w_r)
             os.close(irq_w)
         self._finalizer = weakref.finalize(self, _shutdown, self.proc, self._wfd, self._irq_r, self._dir,
-                                           tuple(self._bar_fds.values()))
+                                           tuple(self._bar_fds.values()), self._stderr)
         deadline = time.monotonic() + start_timeout
         while not self._peek("STATUS") & R.Status.READY:
             if self.proc.poll() is not None:
