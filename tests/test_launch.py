@@ -116,8 +116,13 @@ def test_device_file_mappings_parses_proc_maps(tmp_path):
 
 
 # -- replay ------------------------------------------------------------------------------------
-def test_replay_without_the_experiment_fails_clearly():
-    ob = launch.obtain("submission.graphs", live=False, ref=reference.load(REF))
+def test_replay_without_the_experiment_fails_clearly(tmp_path):
+    """A reference file recorded before Chapter 7 existed: the figures say what is missing."""
+    doc = json.loads(REF.read_text())
+    doc["experiments"].pop("submission.graphs", None)
+    doc["checksum"] = reference.checksum(doc)
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    ob = launch.obtain("submission.graphs", live=False, ref=reference.load(tmp_path / "old.json"))
     assert not ob.ok and "no recording of experiment 'submission.graphs'" in ob.missing
     assert launch.graph_figure(ob) is ob and launch.graph_rows(ob) == [] and launch.table(ob, [], ("a",), "x") is ob
     with pytest.raises(ReferenceDataError, match="submission.graphs"):
