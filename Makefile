@@ -58,13 +58,16 @@ test-notebooks: $(STAMP)
 test-lab: $(STAMP)
 	$(BIN)/python tools/labcheck.py --port 0 -- $(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser"
 
+# The site's JavaScript, served locally: plotly.js from the installed plotly, the Jupyter widget
+# manager from the npm registry (or from a WHEELHOUSE folder: offline builds).
 book-static: $(STAMP)
-	mkdir -p book/_static
-	cp "$$($(BIN)/python -c 'import plotly, os; print(os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js"))')" book/_static/plotly.min.js
+	$(BIN)/python tools/bookassets.py book/_static --search $(WHEELHOUSE)
 
 # The HTML site (book/_build/html); warnings are errors, notebooks run through the cache.
+# COURSE_REPO_URL / COURSE_JUPYTERHUB_URL set the launch buttons (tools/bookconfig.py).
 book: book-static
-	$(BIN)/jupyter-book build . --config book/_config.yml --toc book/_toc.yml \
+	$(BIN)/python tools/bookconfig.py book/_config.yml book/_build/_config.yml
+	$(BIN)/jupyter-book build . --config book/_build/_config.yml --toc book/_toc.yml \
 		--path-output book -W -n --keep-going
 	$(BIN)/python tools/bookcheck.py book/_build/html
 	@echo "site: book/_build/html/index.html"
@@ -87,4 +90,4 @@ wheelhouse:
 		--platform $(WH_PLATFORM) --extras $(WH_EXTRAS) $(if $(WH_INSTALLED),--installed $(WH_INSTALLED))
 
 clean:
-	rm -rf book/_build book/_static/plotly.min.js .pytest_cache
+	rm -rf book/_build book/_static/plotly.min.js book/_static/jupyter-widgets .pytest_cache
