@@ -66,6 +66,7 @@ class Page:
         self.send("Fetch.enable", patterns=[{"urlPattern": "*"}])
         self.send("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1,
                   mobile=False)
+        self.send("Emulation.setFocusEmulationEnabled", enabled=True)  # apps that track focus
 
     # --- protocol -------------------------------------------------------------------------
     def _post(self, method: str, params: dict) -> int:
