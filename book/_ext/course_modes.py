@@ -5,7 +5,8 @@ While a notebook page is read, its executed outputs are searched for the banner 
 without one is a build warning (the book builds with -W, so the build fails): a reader must
 always see whether the numbers came from this machine or from a reference GPU.
 
-The directive ``{course-run-table}`` (on the status page) becomes a table with, per notebook,
+The directive ``{course-run-table}`` (on the status page, which is therefore read, and with
+`execution_mode: force` in its metadata executed, at every build) becomes a table with, per notebook,
 the mode, the GPU the build machine had, the replay reference, and myst-nb's execution data
 (run time, when the outputs were produced, success).
 """
@@ -81,6 +82,11 @@ class RunTable(SphinxDirective):
         return [RunTableNode()]
 
 
+def reread_tables(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """env-get-outdated: the pages holding the table are always read (and so executed) again."""
+    return sorted(getattr(env, "course_run_table_docs", set()) - set(removed))
+
+
 def tables_to_update(app: Sphinx, env):
     """env-updated: rewrite the pages holding the table whenever any page was re-read."""
     return sorted(getattr(env, "course_run_table_docs", set()))
@@ -102,8 +108,7 @@ def make_table(env, parent: str) -> nodes.table:
     from myst_nb.sphinx_ import NbMetadataCollector
 
     exec_data = {d: v.get("exec_data") for d, v in NbMetadataCollector.get_doc_data(env).items()}
-    headers = ["Notebook", "Mode", "GPU on the build machine", "Replay reference", "Run time (s)",
-               "Executed (UTC)", "Status"]
+    headers = ["Notebook", "Mode", "GPU", "Reference", "Run time (s)", "Executed (UTC)", "Status"]
     table = nodes.table(classes=["colwidths-auto"])
     group = nodes.tgroup(cols=len(headers))
     table += group
@@ -144,5 +149,6 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-read", read_banner)
     app.connect("env-purge-doc", purge)
     app.connect("env-merge-info", merge)
+    app.connect("env-get-outdated", reread_tables)
     app.connect("env-updated", tables_to_update)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
