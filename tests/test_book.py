@@ -47,6 +47,15 @@ def test_repository_and_hub_from_environment():
     assert all(Path(p).is_absolute() for p in cfg["sphinx"]["local_extensions"].values())
 
 
+def test_colab_only_for_github():
+    cfg, note = bookconfig.derive(_config(), {"COURSE_REPO_URL": "https://gitlab.uni.edu/grp/course"}, None,
+                                  ROOT / "book")
+    assert "colab_url" not in cfg["launch_buttons"] and cfg["launch_buttons"]["binderhub_url"]
+    assert "no Colab button" in note
+    assert cfg["sphinx"]["config"]["html_theme_options"]["repository_provider"] == "gitlab"
+    assert cfg["sphinx"]["config"]["nb_ipywidgets_js"]  # the rest of the Sphinx settings stay
+
+
 def test_origin_is_the_fallback():
     cfg, _ = bookconfig.derive(_config(), {}, "https://github.com/org/from-origin", ROOT / "book")
     assert cfg["repository"]["url"] == "https://github.com/org/from-origin"

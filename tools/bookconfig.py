@@ -9,6 +9,8 @@ the notebooks, and that address differs for every copy of the course, so no URL 
                        clone's `origin` remote is used (git@github.com:ORG/REPO.git is rewritten
                        to https). Without either the site has no launch buttons, and says why here.
 * COURSE_REPO_BRANCH   the branch the buttons open (default: the config's, else main).
+* COURSE_REPO_PROVIDER github, gitlab or bitbucket: the kind of host, for a self-hosted one
+                       (default: from the host name; any other host counts as gitlab).
 * COURSE_JUPYTERHUB_URL the class's JupyterHub (https://hub.example.edu); adds a JupyterHub button
                        (it needs nbgitpuller on the hub; see book/teaching.md).
 
@@ -41,6 +43,16 @@ def https_url(remote: str) -> str | None:
     return None
 
 
+def provider(url: str) -> str:
+    """The theme's provider kind for a repository URL (unknown hosts: gitlab, the common self-hosted one)."""
+    host = re.sub(r"^https?://", "", url).split("/", 1)[0].lower()
+    if host.endswith("github.com"):
+        return "github"
+    if host.endswith("bitbucket.org"):
+        return "bitbucket"
+    return "gitlab"
+
+
 def origin_url(root: Path = ROOT) -> str | None:
     try:
         out = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"],
@@ -64,9 +76,17 @@ def derive(config: dict, env: dict[str, str], origin: str | None, config_dir: Pa
     if url:
         repo["url"] = https_url(url) or url
         cfg["repository"] = repo
+        skipped = ""
+        if not repo["url"].startswith("https://github.com/") and launch.pop("colab_url", None):
+            skipped = "; no Colab button (Colab opens notebooks from GitHub only)"
         cfg["launch_buttons"] = launch
+        sphinx_cfg = dict((cfg.get("sphinx") or {}).get("config") or {})
+        theme = dict(sphinx_cfg.get("html_theme_options") or {})
+        theme["repository_provider"] = env.get("COURSE_REPO_PROVIDER") or provider(repo["url"])
+        sphinx_cfg["html_theme_options"] = theme
+        cfg["sphinx"] = {**(cfg.get("sphinx") or {}), "config": sphinx_cfg}
         kinds = [k.removesuffix("_url") for k in ("binderhub_url", "jupyterhub_url", "colab_url") if launch.get(k)]
-        note = f"launch buttons ({', '.join(kinds)}) open {repo['url']} at branch {repo['branch']}"
+        note = f"launch buttons ({', '.join(kinds)}) open {repo['url']} at branch {repo['branch']}{skipped}"
     else:
         repo.pop("url", None)
         cfg["repository"] = repo
