@@ -75,8 +75,9 @@ test-browser: $(STAMP)
 browser-tests-left-out:
 	@echo "make test: BROWSER TESTS NOT RUN (BROWSER_TESTS=$(BROWSER_TESTS)); run 'make test-browser' where Chromium is installed"
 
-# The site's JavaScript, served locally: plotly.js from the installed plotly, the Jupyter widget
-# manager from the npm registry (or from a WHEELHOUSE folder: offline builds).
+# The site's JavaScript, served locally (book/_static, generated): plotly.js from the installed
+# plotly; the Jupyter widget manager and MathJax from the npm registry, or from a WHEELHOUSE
+# folder for offline builds (tools/bookassets.py).
 book-static: $(STAMP)
 	$(BIN)/python tools/bookassets.py book/_static --search $(WHEELHOUSE)
 
@@ -107,4 +108,4 @@ wheelhouse:
 		--platform $(WH_PLATFORM) --extras $(WH_EXTRAS) $(if $(WH_INSTALLED),--installed $(WH_INSTALLED))
 
 clean:
-	rm -rf book/_build book/_static/plotly.min.js book/_static/jupyter-widgets .pytest_cache
+	rm -rf book/_build book/_static .pytest_cache

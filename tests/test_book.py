@@ -92,3 +92,30 @@ def test_repo2docker_reads_environment_and_postbuild():
     post = ROOT / "postBuild"
     assert post.stat().st_mode & 0o111, "postBuild must be executable"
     assert "pip install --no-deps -e ." in post.read_text()
+
+
+def _doctree(*outputs):
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    doc = new_document("x")
+    for text in outputs:
+        doc += nodes.literal_block(text, text, classes=["output", "stream"])
+    return doc
+
+
+def test_course_page_without_banner_is_a_build_warning(monkeypatch):
+    from types import SimpleNamespace
+
+    warnings = []
+    monkeypatch.setattr(course_modes.LOGGER, "warning", lambda msg, **kw: warnings.append(msg))
+    env = SimpleNamespace(docname="notebooks/03_dma")
+    app = SimpleNamespace(env=env)
+    course_modes.read_banner(app, _doctree("hello"))
+    assert warnings and "no mode banner" in warnings[0]
+    warnings.clear()
+    course_modes.read_banner(app, _doctree("mode      : LIVE: measured now\nGPU here  : NVIDIA H100\n"))
+    assert not warnings and env.course_modes["notebooks/03_dma"]["mode"] == "LIVE"
+    env.docname = "book/intro"  # pages outside notebooks/ and labs/ need no banner
+    course_modes.read_banner(app, _doctree("no banner"))
+    assert not warnings

@@ -66,6 +66,12 @@ def _check(browser, site: Path, rel: str, want_launch: bool = False):
         server.shutdown()
 
 
+def test_untypeset_math_fails(browser, static_assets, tmp_path):
+    site = _site(tmp_path, {"p.html": '<span class="math">\\(x^2\\)</span>'}, static_assets)
+    probs, state = _check(browser, site, "p.html")
+    assert state["math"] == 1 and any("not typeset" in p for p in probs)
+
+
 def test_good_page_passes(browser, static_assets, tmp_path):
     site = _site(tmp_path, {"p.html": PLOT}, static_assets)
     probs, state = _check(browser, site, "p.html")
@@ -137,15 +143,17 @@ def widget_book(static_assets, tmp_path_factory):
     (src / "notebooks").mkdir()
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                            "language": "python"}})
-    nb.cells = [nbformat.v4.new_markdown_cell("# Widget fixture")] + [nbformat.v4.new_code_cell(c)
-                                                                      for c in WIDGET_NOTEBOOK]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Widget fixture\n\nInline $t = L + n/B$ and\n\n"
+                                              "$$B_{1/2} = \\frac{n_{1/2}}{L + n_{1/2}/B}$$")]
+    nb.cells += [nbformat.v4.new_code_cell(c)
+                 for c in WIDGET_NOTEBOOK]
     nbformat.write(nb, src / "notebooks" / "99_widgets.ipynb")
     (src / "intro.md").write_text("# Fixture\n")
     (src / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: notebooks/99_widgets\n")
     cfg = yaml.safe_load((ROOT / "book" / "_config.yml").read_text())
     cfg["exclude_patterns"] = ["_build"]
     sx = cfg["sphinx"]["config"]
-    sx["html_static_path"] = [str(static_assets)]
+    sx["html_static_path"] = [str(ROOT / d) for d in sx["html_static_path"]]
     sx["html_extra_path"] = [str(ROOT / "book" / "_extra")]
     cfg["html"]["favicon"] = str(ROOT / "book" / "favicon.svg")
     cfg["sphinx"]["local_extensions"] = {k: str(ROOT / "book" / v)
@@ -164,4 +172,5 @@ def test_widgets_and_figures_render_offline_in_a_built_book(browser, widget_book
     assert probs == []
     assert state["views"] == state["rendered"] == 2  # the VBox panel and interact's controls
     assert state["figures"] == state["drawn"] == 2   # one at top level, one inside the Output widget
-    assert state["banner"] == "REPLAY" or state["banner"] == "LIVE"
+    assert state["banner"] in ("REPLAY", "LIVE")
+    assert state["math"] == state["typeset"] == 2   # inline and display math, by the local MathJax

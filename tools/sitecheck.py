@@ -9,6 +9,7 @@ The site is served from 127.0.0.1 only; any other request is failed and reported
   least as many as the page's executed notebook (book/_build/jupyter_execute) has figure outputs;
 * every widget rendered: each widget-view output the executed notebook has appears in the page and
   was replaced by a rendered `.jupyter-widgets` view (the widget state is embedded in the page);
+* every LaTeX formula typeset by the site's own MathJax (each `.math` holds an `mjx-container`);
 * chapter and lab pages (notebooks/, labs/) show the mode banner (LIVE or REPLAY);
 * notebook pages carry the launch buttons when the build was given a repository URL.
 
@@ -45,15 +46,18 @@ STATE_JS = r"""(() => {
   });
   const text = document.body ? document.body.innerText : '';
   const m = text.match(/mode\s+:\s+(LIVE|REPLAY)/);
+  const maths = [...document.querySelectorAll('.math')];
   return {figures: figs.length, drawn: figs.filter(f => f.querySelector('svg.main-svg')).length,
           views: views.length, rendered: rendered.length,
           state: document.querySelectorAll('script[type="application/vnd.jupyter.widget-state+json"]').length,
           banner: m ? m[1] : null,
+          math: maths.length, typeset: maths.filter(e => e.querySelector('mjx-container')).length,
           launch: [...document.querySelectorAll('a[href]')].map(a => a.href)
                     .filter(h => /mybinder|colab|git-pull/.test(h)).length,
           ready: document.readyState}; })()"""
 SETTLED_JS = f"""(() => {{ const s = {STATE_JS};
-  return s.ready === 'complete' && s.drawn === s.figures && s.rendered === s.views ? s : null; }})()"""
+  return s.ready === 'complete' && s.drawn === s.figures && s.rendered === s.views &&
+         s.typeset === s.math ? s : null; }})()"""
 
 
 @dataclass
@@ -116,6 +120,8 @@ def check_page(page: Page, base: str, site: Path, rel: str, want_launch: bool,
         probs.append("widget views without the widget state (the notebook was saved without it)")
     if state["rendered"] != state["views"]:
         probs.append(f"{state['views'] - state['rendered']} of {state['views']} widgets not rendered")
+    if state["typeset"] != state["math"]:
+        probs.append(f"{state['math'] - state['typeset']} of {state['math']} LaTeX formulas not typeset by MathJax")
     if rel.startswith(COURSE_DIRS) and not state["banner"]:
         probs.append("no mode banner (LIVE/REPLAY) on a chapter or lab page")
     if want_launch and exp.notebook and not state["launch"]:

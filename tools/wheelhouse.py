@@ -161,12 +161,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wheelhouse: {len(kept)} wheels ({size / 2**20:.1f} MiB) in {args.out}; "
           f"left out {len(dropped)} the node already has")
     if "book" in extras:
-        # the site's widget manager (an npm tarball): `make book WHEELHOUSE=...` finds it here
+        # the site's widget manager and MathJax (npm tarballs): `make book WHEELHOUSE=...` finds them here
         sys.path.insert(0, str(ROOT))
         from tools import bookassets
 
         try:
-            print(f"wheelhouse: {bookassets.save_tarball(args.out)}")
+            for tarball in bookassets.save_tarball(args.out):
+                print(f"wheelhouse: {tarball}")
         except bookassets.AssetError as exc:
             print(f"wheelhouse: {exc}", file=sys.stderr)
             return 1
