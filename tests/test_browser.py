@@ -54,12 +54,12 @@ def _site(tmp_path: Path, pages: dict[str, str], static: Path) -> Path:
     return site
 
 
-def _check(browser, site: Path, rel: str, want_launch: bool = False):
+def _check(browser, site: Path, rel: str, want_launch: bool = False, source: Path | None = None):
     server, base = sitecheck.serve(site)
     try:
         page = browser.new_page(allow=[base])
         try:
-            return sitecheck.check_page(page, base, site, rel, want_launch, settle_s=5)
+            return sitecheck.check_page(page, base, site, rel, want_launch, settle_s=5, source=source)
         finally:
             page.close()
     finally:
@@ -95,9 +95,12 @@ def test_cdn_request_is_blocked_and_reported(browser, static_assets, tmp_path):
 def test_chapter_page_without_banner_fails(browser, static_assets, tmp_path):
     site = _site(tmp_path, {"notebooks/01_x.html": "<pre>no banner here</pre>",
                             "notebooks/02_y.html": "<pre>mode      : REPLAY: recorded</pre>"}, static_assets)
-    assert any("banner" in p for p in _check(browser, site, "notebooks/01_x.html")[0])
+    probs, _ = _check(browser, site, "notebooks/01_x.html")
+    assert any("banner" in p for p in probs)
     probs, state = _check(browser, site, "notebooks/02_y.html")
-    assert probs == [] and state["banner"] == "REPLAY"
+    assert state["banner"] == "REPLAY" and not any("banner" in p for p in probs)
+    # a chapter page whose executed notebook cannot be found is itself a problem
+    assert any("no executed notebook" in p for p in probs)
 
 
 def test_widget_view_without_state_fails(browser, static_assets, tmp_path):
@@ -168,7 +171,10 @@ def widget_book(static_assets, tmp_path_factory):
 
 
 def test_widgets_and_figures_render_offline_in_a_built_book(browser, widget_book):
-    probs, state = _check(browser, widget_book, "notebooks/99_widgets.html")
+    source = widget_book.parent.parent
+    exp = sitecheck.expected_for(widget_book, "notebooks/99_widgets.html", source)
+    assert (exp.notebook, exp.figures, exp.widgets) == (True, 1, 2)  # from the build's jupyter-cache
+    probs, state = _check(browser, widget_book, "notebooks/99_widgets.html", source=source)
     assert probs == []
     assert state["views"] == state["rendered"] == 2  # the VBox panel and interact's controls
     assert state["figures"] == state["drawn"] == 2   # one at top level, one inside the Output widget

@@ -6,7 +6,7 @@ The site is served from 127.0.0.1 only; any other request is failed and reported
 
 * no console error, no uncaught exception, no blocked (non-local) request;
 * every plotly figure drawn: each `.plotly-graph-div` holds plotly's `.main-svg`, and there are at
-  least as many as the page's executed notebook (book/_build/jupyter_execute) has figure outputs;
+  least as many as the page's executed notebook (from the build's jupyter-cache) has figure outputs;
 * every widget rendered: each widget-view output the executed notebook has appears in the page and
   was replaced by a rendered `.jupyter-widgets` view (the widget state is embedded in the page);
 * every LaTeX formula typeset by the site's own MathJax (each `.math` holds an `mjx-container`);
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
-import json
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -70,14 +69,41 @@ class Expected:
     notes: list[str] = field(default_factory=list)
 
 
-def expected_for(site: Path, page: str) -> Expected:
+def executed_notebook(site: Path, page: str, source: Path | None) -> dict | None:
+    """The notebook behind `page` with the outputs the build used, or None if there is none.
+
+    The build's jupyter-cache (book/_build/.jupyter_cache) holds the executed notebook of every
+    page in cache mode; it is matched against the source notebook under `source`. A notebook that
+    the build executed outside the cache (execution_mode force) is read from jupyter_execute/,
+    which holds outputs only for notebooks executed in that build.
+    """
+    import nbformat
+
+    rel = Path(page).with_suffix(".ipynb")
+    cache_dir = site.parent / ".jupyter_cache"
+    if source is not None and (source / rel).is_file() and (cache_dir / "global.db").is_file():
+        from jupyter_cache import get_cache
+
+        try:
+            _, nb = get_cache(str(cache_dir)).merge_match_into_notebook(nbformat.read(source / rel, as_version=4))
+            return nb
+        except KeyError:
+            pass
+    copy = site.parent / "jupyter_execute" / rel
+    if copy.is_file():
+        nb = nbformat.read(copy, as_version=4)
+        if any(c.get("outputs") for c in nb.cells):
+            return nb
+    return None
+
+
+def expected_for(site: Path, page: str, source: Path | None = None) -> Expected:
     """Count figure and widget outputs in the executed notebook of `page` (if it has one)."""
-    nb = site.parent / "jupyter_execute" / Path(page).with_suffix(".ipynb")
-    if not nb.is_file():
+    nb = executed_notebook(site, page, source)
+    if nb is None:
         return Expected()
-    doc = json.loads(nb.read_text())
     exp = Expected(notebook=True)
-    for cell in doc.get("cells", []):
+    for cell in nb.cells:
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             exp.figures += PLOTLY_MIME in data
@@ -101,14 +127,16 @@ def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
 
 
 def check_page(page: Page, base: str, site: Path, rel: str, want_launch: bool,
-               settle_s: float = 20) -> tuple[list[str], dict]:
+               settle_s: float = 20, source: Path | None = None) -> tuple[list[str], dict]:
     """Load one page; return its problems and what it showed."""
     page.reset_problems()
     page.goto(base + rel)
     state = page.wait_for(SETTLED_JS, timeout=settle_s) or page.evaluate(STATE_JS)
     page.pump(0.3)  # late errors from scripts that ran after load
-    exp = expected_for(site, rel)
+    exp = expected_for(site, rel, source)
     probs = list(page.problems())
+    if rel.startswith(COURSE_DIRS) and not exp.notebook:
+        probs.append("no executed notebook found for this chapter/lab page (build cache missing?)")
     if state["drawn"] != state["figures"]:
         probs.append(f"{state['figures'] - state['drawn']} of {state['figures']} plotly figures not drawn "
                      "(no .main-svg)")
@@ -160,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--screenshot", type=Path, help="PNG of the first chapter page "
                     "(default: <site>/../screenshots/<page>.png)")
     ap.add_argument("--search-word", default="pinned")
+    ap.add_argument("--source", type=Path, default=Path.cwd(),
+                    help="the book's source folder, where the notebooks are (default: here)")
     args = ap.parse_args(argv)
     site = args.site.resolve()
     pages = site_pages(site)
@@ -176,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             page = browser.new_page(allow=[base])
             for rel in pages:
                 try:
-                    probs, state = check_page(page, base, site, rel, want_launch)
+                    probs, state = check_page(page, base, site, rel, want_launch, source=args.source.resolve())
                 except BrowserError as exc:
                     probs, state = [str(exc)], {}
                 totals["figures"] += state.get("drawn", 0)
@@ -194,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             for p in search_probs:
                 print(f"         - {p}")
             failures += bool(search_probs)
-            chapter = next((p for p in pages if p.startswith(COURSE_DIRS)), pages[0])
+            chapter = next((p for d in COURSE_DIRS for p in pages if p.startswith(d)), pages[0])
             shot = args.screenshot or site.parent / "screenshots" / (Path(chapter).stem + ".png")
             page.goto(base + chapter)
             page.wait_for(SETTLED_JS, timeout=20)
