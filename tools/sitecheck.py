@@ -24,7 +24,7 @@ import functools
 import http.server
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -66,7 +66,6 @@ class Expected:
     figures: int = 0
     widgets: int = 0
     notebook: bool = False
-    notes: list[str] = field(default_factory=list)
 
 
 def executed_notebook(site: Path, page: str, source: Path | None) -> dict | None:
