@@ -7,12 +7,15 @@
 #   CUDA_EXTRA=cuda12     CuPy wheel to install (cuda12, cuda13, or empty when the Python
 #                         given by PYTHON already has CuPy: its packages are then reused)
 #   WHEELHOUSE=dir [dir]  install offline from these wheel folders (see `make wheelhouse`)
+#   BROWSER_TESTS=1       0 leaves the headless-Chromium tests out of `make test` (it says so)
+#   COURSE_REPO_URL=...   the repository the site's launch buttons open (see book/teaching.md)
 PYTHON ?= python3
 VENV ?= .venv
 CUDA_EXTRA ?= cuda12
 WHEELHOUSE ?=
 LAB_FLAGS ?=
 PORT ?= 8888
+BROWSER_TESTS ?= 1
 
 comma := ,
 EXTRAS := lab,test,book$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
@@ -23,7 +26,8 @@ INHERIT := $(if $(CUDA_EXTRA),,--inherit)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
-.PHONY: lab test venv test-unit test-lint test-notebooks test-lab book book-static bwcheck wheelhouse clean
+.PHONY: lab test venv test-unit test-lint test-notebooks test-lab test-browser book book-static bwcheck \
+	browser-tests-left-out wheelhouse clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) tools/mkvenv.py $(VENV) $(INHERIT)
@@ -39,10 +43,11 @@ lab: $(STAMP)
 
 # Everything CI runs. Each step prints its own summary; the first failure stops the run.
 test: $(STAMP)
-	$(MAKE) --no-print-directory test-lint test-unit test-notebooks test-lab book
+	$(MAKE) --no-print-directory test-lint test-unit test-notebooks test-lab book \
+		$(if $(filter 1,$(BROWSER_TESTS)),test-browser,browser-tests-left-out)
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -m "not browser" tests
 
 test-lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book)
@@ -58,13 +63,29 @@ test-notebooks: $(STAMP)
 test-lab: $(STAMP)
 	$(BIN)/python tools/labcheck.py --port 0 -- $(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser"
 
+# In headless Chromium (Debian's chromium, or CHROMIUM=path), network blocked: the checks' own
+# tests, then every page of the built site (tools/sitecheck.py), then Chapter 0 run in `make lab`
+# (tools/labbrowser.py). Screenshots go to book/_build/screenshots/. Needs `make book` first.
+test-browser: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m browser tests/test_browser.py
+	$(BIN)/python tools/sitecheck.py book/_build/html
+	$(BIN)/python tools/labbrowser.py --notebook notebooks/00_your_machine.ipynb -- \
+		$(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
+
+browser-tests-left-out:
+	@echo "make test: BROWSER TESTS NOT RUN (BROWSER_TESTS=$(BROWSER_TESTS)); run 'make test-browser' where Chromium is installed"
+
+# The site's JavaScript, served locally (book/_static, generated): plotly.js from the installed
+# plotly; the Jupyter widget manager and MathJax from the npm registry, or from a WHEELHOUSE
+# folder for offline builds (tools/bookassets.py).
 book-static: $(STAMP)
-	mkdir -p book/_static
-	cp "$$($(BIN)/python -c 'import plotly, os; print(os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js"))')" book/_static/plotly.min.js
+	$(BIN)/python tools/bookassets.py book/_static --search $(WHEELHOUSE)
 
 # The HTML site (book/_build/html); warnings are errors, notebooks run through the cache.
+# COURSE_REPO_URL / COURSE_JUPYTERHUB_URL set the launch buttons (tools/bookconfig.py).
 book: book-static
-	$(BIN)/jupyter-book build . --config book/_config.yml --toc book/_toc.yml \
+	$(BIN)/python tools/bookconfig.py book/_config.yml book/_build/_config.yml
+	$(BIN)/jupyter-book build . --config book/_build/_config.yml --toc book/_toc.yml \
 		--path-output book -W -n --keep-going
 	$(BIN)/python tools/bookcheck.py book/_build/html
 	@echo "site: book/_build/html/index.html"
@@ -87,4 +108,4 @@ wheelhouse:
 		--platform $(WH_PLATFORM) --extras $(WH_EXTRAS) $(if $(WH_INSTALLED),--installed $(WH_INSTALLED))
 
 clean:
-	rm -rf book/_build book/_static/plotly.min.js .pytest_cache
+	rm -rf book/_build book/_static .pytest_cache

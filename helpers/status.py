@@ -2,24 +2,47 @@
 
 from __future__ import annotations
 
+import datetime as _dt
+import os
 import platform
+from importlib import metadata
 
-from . import mode, provenance, reference
+from . import mode, provenance, reference, sysinfo
 from .figures import Table
+
+# Packages that shape the site itself (the book's builder and widget/figure renderers).
+SITE_PACKAGES = ("jupyter-book", "myst-nb", "sphinx", "sphinx-book-theme", "ipywidgets", "ipykernel")
+
+
+def _memory_gib() -> str:
+    try:
+        return f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.1f} GiB"
+    except (ValueError, OSError, AttributeError):
+        return "unknown"
 
 
 def build_table() -> Table:
-    """Build machine, mode, GPU, reference and package versions as one table."""
+    """Build machine (CPU, memory, GPU, driver), mode, reference and package versions as one table."""
     info = mode.detect()
+    report = sysinfo.collect(use_cuda=False)
     rows = [
+        ("built", _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")),
         ("mode", f"{info.mode.value} — {info.reason}"),
         ("GPU", info.probe.name if info.probe.usable else "none usable"),
+        ("NVIDIA kernel module", report.nvidia_module or "absent"),
         ("replay reference", reference.default_reference_name() or "none"),
+        ("CPU", f"{provenance._cpu_model()} · {os.cpu_count()} logical CPUs"),
+        ("memory", _memory_gib()),
         ("host", f"{platform.machine()} · Linux {platform.release()} · Python {platform.python_version()}"),
     ]
     if info.probe.usable:
         rows.append(("CUDA", f"runtime {info.probe.cuda_runtime}, driver API {info.probe.cuda_driver}"))
     rows += [(f"package {k}", v) for k, v in provenance.package_versions().items()]
+    for name in SITE_PACKAGES:
+        try:
+            rows.append((f"package {name}", metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            continue
     return Table(rows, ("item", "value"), caption="How this copy of the site was built")
 
 

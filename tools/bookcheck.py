@@ -27,7 +27,7 @@ def main(site: str) -> int:
             problems.append(f"{page.relative_to(root)}: a plotly figure lost its HTML")
         figures += text.count("Plotly.newPlot(")
     status = root / "book" / "status.html"
-    if not status.is_file() or "Run Time" not in status.read_text():
+    if not status.is_file() or "Run time" not in status.read_text():
         problems.append("book/status.html: missing or without the execution table")
     print("\n".join(problems) if problems else
           f"bookcheck: {len(pages)} pages, {figures} figures, all offline")

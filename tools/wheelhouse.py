@@ -160,6 +160,17 @@ def main(argv: list[str] | None = None) -> int:
             size += whl.stat().st_size
     print(f"wheelhouse: {len(kept)} wheels ({size / 2**20:.1f} MiB) in {args.out}; "
           f"left out {len(dropped)} the node already has")
+    if "book" in extras:
+        # the site's widget manager and MathJax (npm tarballs): `make book WHEELHOUSE=...` finds them here
+        sys.path.insert(0, str(ROOT))
+        from tools import bookassets
+
+        try:
+            for tarball in bookassets.save_tarball(args.out):
+                print(f"wheelhouse: {tarball}")
+        except bookassets.AssetError as exc:
+            print(f"wheelhouse: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 

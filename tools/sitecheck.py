@@ -1,0 +1,244 @@
+"""Load every page of the built site in headless Chromium with the network blocked, and check it.
+
+    python tools/sitecheck.py book/_build/html [--screenshot book/_build/screenshots/chapter0.png]
+
+The site is served from 127.0.0.1 only; any other request is failed and reported. Per page:
+
+* no console error, no uncaught exception, no blocked (non-local) request;
+* every plotly figure drawn: each `.plotly-graph-div` holds plotly's `.main-svg`, and there are at
+  least as many as the page's executed notebook (from the build's jupyter-cache) has figure outputs;
+* every widget rendered: each widget-view output the executed notebook has appears in the page and
+  was replaced by a rendered `.jupyter-widgets` view (the widget state is embedded in the page);
+* every LaTeX formula typeset by the site's own MathJax (each `.math` holds an `mjx-container`);
+* chapter and lab pages (notebooks/, labs/) show the mode banner (LIVE or REPLAY);
+* notebook pages carry the launch buttons when the build was given a repository URL.
+
+Then the search page must find a word every chapter uses, and a screenshot of the first chapter
+page is written (its path is printed). Exit 1 on any problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tools.cdp import BrowserError, Chromium, Page  # noqa: E402
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+COURSE_DIRS = ("notebooks/", "labs/")
+
+# Evaluated in the page: what is there and what is drawn.
+STATE_JS = r"""(() => {
+  const figs = [...document.querySelectorAll('.plotly-graph-div')];
+  const views = [...document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')];
+  const rendered = views.filter(v => {
+    const p = v.previousElementSibling;
+    return p && p.classList.contains('widget-subarea') && p.querySelector('.jupyter-widgets') !== null;
+  });
+  const text = document.body ? document.body.innerText : '';
+  const m = text.match(/mode\s+:\s+(LIVE|REPLAY)/);
+  const maths = [...document.querySelectorAll('.math')];
+  return {figures: figs.length, drawn: figs.filter(f => f.querySelector('svg.main-svg')).length,
+          views: views.length, rendered: rendered.length,
+          state: document.querySelectorAll('script[type="application/vnd.jupyter.widget-state+json"]').length,
+          banner: m ? m[1] : null,
+          math: maths.length, typeset: maths.filter(e => e.querySelector('mjx-container')).length,
+          launch: [...document.querySelectorAll('a[href]')].map(a => a.href)
+                    .filter(h => /mybinder|colab|git-pull/.test(h)).length,
+          ready: document.readyState}; })()"""
+SETTLED_JS = f"""(() => {{ const s = {STATE_JS};
+  return s.ready === 'complete' && s.drawn === s.figures && s.rendered === s.views &&
+         s.typeset === s.math ? s : null; }})()"""
+
+
+@dataclass
+class Expected:
+    """What the executed notebook behind a page says the page must show."""
+
+    figures: int = 0
+    widgets: int = 0
+    notebook: bool = False
+
+
+def executed_notebook(site: Path, page: str, source: Path | None) -> dict | None:
+    """The notebook behind `page` with the outputs the build used, or None if there is none.
+
+    The build's jupyter-cache (book/_build/.jupyter_cache) holds the executed notebook of every
+    page in cache mode; it is matched against the source notebook under `source`. A notebook that
+    the build executed outside the cache (execution_mode force) is read from jupyter_execute/,
+    which holds outputs only for notebooks executed in that build.
+    """
+    import nbformat
+
+    rel = Path(page).with_suffix(".ipynb")
+    cache_dir = site.parent / ".jupyter_cache"
+    if source is not None and (source / rel).is_file() and (cache_dir / "global.db").is_file():
+        from jupyter_cache import get_cache
+
+        try:
+            _, nb = get_cache(str(cache_dir)).merge_match_into_notebook(nbformat.read(source / rel, as_version=4))
+            return nb
+        except KeyError:
+            pass
+    copy = site.parent / "jupyter_execute" / rel
+    if copy.is_file():
+        nb = nbformat.read(copy, as_version=4)
+        if any(c.get("outputs") for c in nb.cells):
+            return nb
+    return None
+
+
+def expected_for(site: Path, page: str, source: Path | None = None) -> Expected:
+    """Count figure and widget outputs in the executed notebook of `page` (if it has one)."""
+    nb = executed_notebook(site, page, source)
+    if nb is None:
+        return Expected()
+    exp = Expected(notebook=True)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            exp.figures += PLOTLY_MIME in data
+            exp.widgets += WIDGET_MIME in data
+    return exp
+
+
+def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    """A quiet HTTP server for `site` on 127.0.0.1 (a free port), running in a thread."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                          ".js": "text/javascript", ".woff2": "font/woff2", ".woff": "font/woff"}
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def check_page(page: Page, base: str, site: Path, rel: str, want_launch: bool,
+               settle_s: float = 20, source: Path | None = None) -> tuple[list[str], dict]:
+    """Load one page; return its problems and what it showed."""
+    page.reset_problems()
+    page.goto(base + rel)
+    state = page.wait_for(SETTLED_JS, timeout=settle_s) or page.evaluate(STATE_JS)
+    page.pump(0.3)  # late errors from scripts that ran after load
+    exp = expected_for(site, rel, source)
+    probs = list(page.problems())
+    if rel.startswith(COURSE_DIRS) and not exp.notebook:
+        probs.append("no executed notebook found for this chapter/lab page (build cache missing?)")
+    if state["drawn"] != state["figures"]:
+        probs.append(f"{state['figures'] - state['drawn']} of {state['figures']} plotly figures not drawn "
+                     "(no .main-svg)")
+    if state["figures"] < exp.figures:
+        probs.append(f"{state['figures']} plotly figures on the page, its notebook has {exp.figures}")
+    if state["views"] != exp.widgets:
+        probs.append(f"{state['views']} widget views on the page, its notebook has {exp.widgets}")
+    if state["views"] and not state["state"]:
+        probs.append("widget views without the widget state (the notebook was saved without it)")
+    if state["rendered"] != state["views"]:
+        probs.append(f"{state['views'] - state['rendered']} of {state['views']} widgets not rendered")
+    if state["typeset"] != state["math"]:
+        probs.append(f"{state['math'] - state['typeset']} of {state['math']} LaTeX formulas not typeset by MathJax")
+    if rel.startswith(COURSE_DIRS) and not state["banner"]:
+        probs.append("no mode banner (LIVE/REPLAY) on a chapter or lab page")
+    if want_launch and exp.notebook and not state["launch"]:
+        probs.append("no launch buttons on a notebook page although the build had a repository URL")
+    return probs, state
+
+
+def check_search(page: Page, base: str, word: str = "pinned") -> list[str]:
+    """The site's search page must list at least one result for `word`, offline."""
+    page.reset_problems()
+    page.goto(f"{base}search.html?q={word}")
+    n = page.wait_for("document.querySelectorAll('#search-results ul.search li').length", timeout=30)
+    probs = list(page.problems())
+    if not n:
+        probs.append(f"search for {word!r} found nothing")
+    return probs
+
+
+def site_pages(site: Path) -> list[str]:
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                  if not p.relative_to(site).parts[0].startswith("_"))
+
+
+def build_had_repository(site: Path) -> bool:
+    cfg = site.parent / "_config.yml"
+    if not cfg.is_file():
+        return False
+    import yaml
+
+    return bool((yaml.safe_load(cfg.read_text()).get("repository") or {}).get("url"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("site", type=Path, nargs="?", default=Path("book/_build/html"))
+    ap.add_argument("--screenshot", type=Path, help="PNG of the first chapter page "
+                    "(default: <site>/../screenshots/<page>.png)")
+    ap.add_argument("--search-word", default="pinned")
+    ap.add_argument("--source", type=Path, default=Path.cwd(),
+                    help="the book's source folder, where the notebooks are (default: here)")
+    args = ap.parse_args(argv)
+    site = args.site.resolve()
+    pages = site_pages(site)
+    if not pages:
+        print(f"sitecheck: no pages under {site}")
+        return 1
+    want_launch = build_had_repository(site)
+    server, base = serve(site)
+    failures = 0
+    totals = {"figures": 0, "widgets": 0, "banners": 0}
+    try:
+        with Chromium() as browser:
+            print(f"sitecheck: {browser.version()}, serving {site} at {base}; every other host blocked")
+            page = browser.new_page(allow=[base])
+            for rel in pages:
+                try:
+                    probs, state = check_page(page, base, site, rel, want_launch, source=args.source.resolve())
+                except BrowserError as exc:
+                    probs, state = [str(exc)], {}
+                totals["figures"] += state.get("drawn", 0)
+                totals["widgets"] += state.get("rendered", 0)
+                totals["banners"] += bool(state.get("banner"))
+                tag = "FAIL" if probs else "ok  "
+                print(f"  {tag} {rel}: {state.get('drawn', 0)}/{state.get('figures', 0)} figures drawn, "
+                      f"{state.get('rendered', 0)}/{state.get('views', 0)} widgets rendered"
+                      f"{', banner ' + state['banner'] if state.get('banner') else ''}")
+                for p in probs:
+                    print(f"         - {p}")
+                failures += bool(probs)
+            search_probs = check_search(page, base, args.search_word)
+            print(f"  {'FAIL' if search_probs else 'ok  '} search.html?q={args.search_word}")
+            for p in search_probs:
+                print(f"         - {p}")
+            failures += bool(search_probs)
+            chapter = next((p for d in COURSE_DIRS for p in pages if p.startswith(d)), pages[0])
+            shot = args.screenshot or site.parent / "screenshots" / (Path(chapter).stem + ".png")
+            page.goto(base + chapter)
+            page.wait_for(SETTLED_JS, timeout=20)
+            page.screenshot(shot)
+            print(f"sitecheck: screenshot of {chapter}: {shot}")
+            page.close()
+    except BrowserError as exc:
+        print(f"sitecheck: {exc}")
+        return 1
+    finally:
+        server.shutdown()
+    print(f"sitecheck: {len(pages)} pages, {failures} with problems; {totals['figures']} figures drawn, "
+          f"{totals['widgets']} widgets rendered, {totals['banners']} mode banners")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
