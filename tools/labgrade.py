@@ -3,6 +3,7 @@
     python tools/labgrade.py student [--out build/student] [labs/lab2_*.ipynb ...]
     python tools/labgrade.py grade SUBMISSIONS [--expect pass|fail]
     python tools/labgrade.py run-student build/student
+    python tools/labgrade.py lint [labs/labN_topic.ipynb ...]
 
 `student` runs `nbgrader generate_assignment` (ClearSolutions, ClearOutput, LockCells,
 ClearHiddenTests, ClearMarkScheme, checksums) on every lab in a temporary course directory and
@@ -19,11 +20,13 @@ Exit status: 0 when the expectation holds (default `pass`: every check earned it
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import shutil
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +44,60 @@ def lab_id(path: Path) -> str:
     if not m:
         raise SystemExit(f"{path}: a lab must be named labN_topic.ipynb")
     return m.group(1)
+
+
+def lint(path: Path) -> list[str]:
+    """Problems with a source lab's format (see labs/README.md); empty when it conforms."""
+    try:
+        lab_id(path)
+    except SystemExit as exc:
+        return [str(exc)]
+    nb = nbformat.read(path, as_version=4)
+    out, ids, checks = [], set(), 0
+    for i, c in enumerate(nb.cells):
+        meta = c.metadata.get("nbgrader")
+        where = f"{path.name} cell {i}"
+        if meta is None:
+            out.append(f"{where}: no nbgrader metadata (mark it read-only, solution or graded)")
+            continue
+        gid = meta.get("grade_id")
+        if not gid or gid in ids:
+            out.append(f"{where}: grade_id {gid!r} is missing or not unique")
+        ids.add(gid)
+        lines = c.source.splitlines()
+        begins = [ln for ln in lines if "BEGIN SOLUTION" in ln]
+        if begins and not meta.get("solution"):
+            out.append(f"{where}: has a solution region but is not a solution cell")
+        if c.cell_type == "code" and meta.get("solution"):
+            if not begins:
+                out.append(f"{where}: solution cell without a BEGIN SOLUTION region")
+            if any(not ln.startswith((" ", "\t")) for ln in begins):
+                out.append(f"{where}: solution region at top level; put it inside a function body "
+                           "so the student version still runs")
+        if c.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            checks += 1
+            if not meta.get("locked"):
+                out.append(f"{where}: graded check {gid} must be locked (read-only)")
+            if c.source.count(f'grading.check("{gid}")') != 1:
+                out.append(f'{where}: graded cell {gid} must contain exactly one grading.check("{gid}")')
+            if _ends_with_value(c.source):
+                out.append(f"{where}: graded cell ends with an expression; nbgrader would read "
+                           "its value as partial credit")
+    if not checks:
+        out.append(f"{path.name}: no graded check cells")
+    return out
+
+
+def _ends_with_value(source: str) -> bool:
+    """True when a cell's last statement is an expression whose value Jupyter would display."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    if not body or not isinstance(body[-1], ast.Expr) or source.rstrip().endswith(";"):
+        return False
+    v = body[-1].value
+    return not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "print")
 
 
 def source_labs(paths: list[str] | None = None) -> list[Path]:
@@ -61,6 +118,8 @@ def _course_env() -> None:
 
 def _api(root: Path):
     """An NbGraderAPI over a private course directory (own gradebook, long cell timeout)."""
+    warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy session chatter
+    warnings.filterwarnings("ignore", message=".*not in session.*")
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
@@ -91,6 +150,9 @@ def _generate(api, root: Path, labs: list[Path]) -> dict[str, Path]:
 def make_student(labs: list[Path], out: Path) -> list[Path]:
     """Student versions of `labs` into `out`, made by nbgrader generate_assignment."""
     _course_env()
+    bad = [p for lab in labs for p in lint(lab)]
+    if bad:
+        raise SystemExit("labs that break the lab format (labs/README.md):\n" + "\n".join(bad))
     out.mkdir(parents=True, exist_ok=True)
     made = []
     with tempfile.TemporaryDirectory(prefix="labs-course-") as tmp:
@@ -286,9 +348,15 @@ def main(argv: list[str] | None = None) -> int:
     g = sub.add_parser("grade", help="autograde a folder of submissions")
     g.add_argument("submissions")
     g.add_argument("--expect", choices=("pass", "fail"), default="pass")
+    li = sub.add_parser("lint", help="check source labs against the lab format")
+    li.add_argument("labs", nargs="*")
     r = sub.add_parser("run-student", help="execute student versions without nbgrader")
     r.add_argument("folder", nargs="?", default=str(ROOT / "build" / "student"))
     a = ap.parse_args(argv)
+    if a.cmd == "lint":
+        bad = [p for lab in source_labs(a.labs or None) for p in lint(lab)]
+        print("\n".join(bad) if bad else "labs follow the lab format")
+        return 1 if bad else 0
     if a.cmd == "student":
         make_student(source_labs(a.labs or None), Path(a.out))
         return 0
