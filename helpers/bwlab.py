@@ -10,7 +10,6 @@ benchmark recorded or simulated timings; every simulated value is labelled as su
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -29,13 +28,14 @@ class NotReadyError(RuntimeError):
 
 
 # ----------------------------------------------------------------------- simulated CUDA
-@dataclass
 class _Stream:
-    ptr: int = 0x5EA
-    clock_s: float = 0.0  # when the work queued so far finishes, on the simulated GPU clock
+    """One simulated stream; its clock is when the work queued so far finishes."""
+
+    def __init__(self, owner: FakeCuda) -> None:
+        self.owner, self.ptr, self.clock_s = owner, 0x5EA, 0.0
 
     def synchronize(self) -> None:
-        self.owner.synced_until = self.clock_s  # type: ignore[attr-defined]
+        self.owner.synced_until = self.clock_s
 
 
 class FakeCuda:
@@ -50,8 +50,7 @@ class FakeCuda:
         self.t0_s, self.bw_Bps = t0_s, bw_Bps
         self.log: list[str] = []
         self.synced_until = -1.0
-        self.stream = _Stream()
-        self.stream.owner = self  # type: ignore[attr-defined]
+        self.stream = _Stream(self)
         self.runtime = _Runtime(self)
         fake = self
 
@@ -195,5 +194,3 @@ def synthetic_line(t0_s: float, bw_Bps: float, nbytes, *, noise: float = 0.03, s
     rng = np.random.default_rng(seed)
     return (t0_s + n / bw_Bps) * rng.normal(1.0, noise, n.size)
 
-
-TimerFactory = Callable[[], float]

@@ -206,8 +206,12 @@ def _feedback(cell) -> tuple[str, str]:
     return "FAIL", fail[0] if fail else "no points (see the autograded notebook)"
 
 
-def grade(folder: Path, labs: list[Path] | None = None) -> dict[str, list[CheckResult]]:
-    """Autograde every submission in `folder`; returns {student: [CheckResult]}."""
+def grade(folder: Path, labs: list[Path] | None = None, keep: Path | None = None) -> dict[str, list[CheckResult]]:
+    """Autograde every submission in `folder`; returns {student: [CheckResult]}.
+
+    With `keep`, the autograded notebooks (with their outputs and feedback) are copied there
+    as keep/<student>/<labN>/<notebook>.
+    """
     from nbgrader.api import Gradebook
 
     _course_env()
@@ -237,6 +241,8 @@ def grade(folder: Path, labs: list[Path] | None = None) -> dict[str, list[CheckR
                 if not res["success"]:
                     raise SystemExit(f"nbgrader autograde {aid} {student} failed:\n{res['log']}\n{res['error']}")
             report[student] = _collect(root, sid, sorted({lab_id(nb) for nb in nbs}), sources, Gradebook)
+        if keep is not None:
+            shutil.copytree(root / "autograded", keep, dirs_exist_ok=True)
     return report
 
 
@@ -348,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     g = sub.add_parser("grade", help="autograde a folder of submissions")
     g.add_argument("submissions")
     g.add_argument("--expect", choices=("pass", "fail"), default="pass")
+    g.add_argument("--keep", help="copy the autograded notebooks (outputs, feedback) into this folder")
     li = sub.add_parser("lint", help="check source labs against the lab format")
     li.add_argument("labs", nargs="*")
     r = sub.add_parser("run-student", help="execute student versions without nbgrader")
@@ -361,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         make_student(source_labs(a.labs or None), Path(a.out))
         return 0
     if a.cmd == "grade":
-        report = grade(Path(a.submissions))
+        report = grade(Path(a.submissions), keep=Path(a.keep) if a.keep else None)
         print_report(report)
         bad = meets(report, a.expect)
         if bad:
