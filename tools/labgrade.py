@@ -111,8 +111,10 @@ def _course_env() -> None:
     """Kernels that nbgrader starts must import this checkout's helpers, and no GPU is assumed."""
     parts = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
-    # nbgrader runs the `alembic` command of its own environment (gradebook migrations).
+    # nbgrader runs the `alembic` command of its own environment (gradebook migrations): look
+    # beside this interpreter and in the bin/ of every sys.path entry (pip install --target).
     bins = [str(Path(sys.executable).parent)] + os.environ.get("PATH", "").split(os.pathsep)
+    bins += [str(Path(p) / "bin") for p in sys.path if p and (Path(p) / "bin" / "alembic").exists()]
     os.environ["PATH"] = os.pathsep.join(dict.fromkeys(bins))
 
 
