@@ -3,11 +3,12 @@ with an error naming the file."""
 
 import copy
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from helpers import crosscheck, reference
@@ -88,6 +89,9 @@ def test_missing_experiment_is_clear(valid_doc, tmp_path):
 @given(key=st.sampled_from(["schema_version", "name", "provenance", "system", "experiments"]),
        junk=st.one_of(st.none(), st.integers(), st.text(max_size=3), st.lists(st.integers(), max_size=2)))
 def test_schema_rejects_broken_fields(valid_doc, key, junk):
+    # junk that happens to be valid is not junk: a one-letter name, or schema_version 1
+    assume(not (key == "name" and isinstance(junk, str) and re.fullmatch(r"[a-z0-9][a-z0-9_-]*", junk)))
+    assume(not (key == "schema_version" and junk == 1))
     doc = copy.deepcopy(valid_doc)
     doc[key] = junk
     doc["checksum"] = reference.checksum(doc)  # a well-formed checksum: only the schema can object
