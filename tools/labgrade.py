@@ -1,7 +1,7 @@
 """Student versions and grading of the labs, through nbgrader's own pipeline.
 
     python tools/labgrade.py student [--out build/student] [labs/lab2_*.ipynb ...]
-    python tools/labgrade.py grade SUBMISSIONS [--expect pass|fail]
+    python tools/labgrade.py grade SUBMISSIONS [--expect pass|fail] [--keep DIR]
     python tools/labgrade.py run-student build/student
     python tools/labgrade.py lint [labs/labN_topic.ipynb ...]
 
@@ -13,8 +13,8 @@ report, one line per check. `run-student` executes student versions the way a le
 (no nbgrader): they must reach the end, and every graded check must report a clean FAIL.
 
 Labs are `labs/labN_topic.ipynb`; the nbgrader assignment id is `labN`.
-Exit status: 0 when the expectation holds (default `pass`: every check earned its points),
-1 when it does not, 2 when something could not be graded at all.
+Exit status of `grade`: 0 when every check earned its points (or, with --expect, when the
+expectation holds), 1 otherwise; a submission that cannot be graded at all stops with a message.
 """
 
 from __future__ import annotations
@@ -355,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", default=str(ROOT / "build" / "student"))
     g = sub.add_parser("grade", help="autograde a folder of submissions")
     g.add_argument("submissions")
-    g.add_argument("--expect", choices=("pass", "fail"), default="pass")
+    g.add_argument("--expect", choices=("pass", "fail"), default=None,
+                   help="CI: require every check to pass, or every check to fail cleanly")
     g.add_argument("--keep", help="copy the autograded notebooks (outputs, feedback) into this folder")
     li = sub.add_parser("lint", help="check source labs against the lab format")
     li.add_argument("labs", nargs="*")
@@ -372,6 +373,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "grade":
         report = grade(Path(a.submissions), keep=Path(a.keep) if a.keep else None)
         print_report(report)
+        if a.expect is None:  # instructor use: xv6 style, exit 1 when any check lost points
+            lost = [c for cs in report.values() for c in cs if c.status != "OK"]
+            print(f"{len(report)} submission(s); {len(lost)} check(s) without full points")
+            return 1 if lost else 0
         bad = meets(report, a.expect)
         if bad:
             print(f"expected every check to {'pass' if a.expect == 'pass' else 'fail cleanly'}:")
