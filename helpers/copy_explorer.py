@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import experiments, latency_model
+from . import experiments, latency_model, widgets
 from .latency_model import ModelInputError
 from .mode import Mode
 from .transfers import DIRECTIONS, measure_copy
@@ -107,7 +107,6 @@ def explorer(ctx, data: dict, fits: dict, parts: list, *, nbytes: int = 4096, di
              host_kind: str = "pinned"):
     """An ipywidgets control: pick size, direction and memory kind; see the point on the model."""
     import ipywidgets as w
-    from IPython.display import display
 
     sizes = [1 << k for k in range(2, 29)]
     size_w = w.SelectionSlider(options=[(_label(s), s) for s in sizes], value=check_size(nbytes),
@@ -117,12 +116,9 @@ def explorer(ctx, data: dict, fits: dict, parts: list, *, nbytes: int = 4096, di
     out = w.Output()
 
     def redraw(*_):
-        with out:
-            out.clear_output(wait=True)
-            p = (live_point(fits, size_w.value, dir_w.value, kind_w.value) if ctx.live
-                 else recorded_point(data, fits, size_w.value, dir_w.value, kind_w.value))
-            print(p.describe())
-            display(explorer_figure(data, fits, parts, p))
+        p = (live_point(fits, size_w.value, dir_w.value, kind_w.value) if ctx.live
+             else recorded_point(data, fits, size_w.value, dir_w.value, kind_w.value))
+        widgets.show(out, p.describe(), explorer_figure(data, fits, parts, p))
 
     for c in (size_w, dir_w, kind_w):
         c.observe(redraw, names="value")

@@ -6,8 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from helpers import gpu
+
+# CI machines are shared and slow at times: a property test is judged by its examples, not
+# by how fast one example ran, so hypothesis's per-example deadline is off everywhere.
+settings.register_profile("course", deadline=None)
+settings.load_profile("course")
 
 # The first lines of a real H100's sysfs `resource` file (BAR0, BAR2, BAR4), as on the
 # course's GPU machine; the fake tree below is shaped like /sys/bus/pci/devices/<addr>.

@@ -76,3 +76,22 @@ def test_claim_vs_measurement_follows_the_numbers():
     assert "more than it did" in first_copy.claim_vs_measurement(fast, "b")
     rows = first_copy.ratio_rows({(k, d): 2.0 for k in ("pageable", "pinned") for d in ("h2d", "d2h")}, None)
     assert len(rows) == 2 and rows[0][-1] == "1.00x"
+
+
+def test_widget_output_is_state_not_capture():
+    """helpers.widgets.show writes nbformat outputs (stream + MIME bundle) into the widget."""
+    from helpers import widgets
+
+    class Out:
+        outputs = ()
+
+    class Fig:
+        def _repr_mimebundle_(self, **kw):
+            return {"application/vnd.plotly.v1+json": {"data": []}, "text/html": "<div></div>"}
+
+    out = Out()
+    widgets.show(out, "3 evictions", Fig())
+    kinds = [o["output_type"] for o in out.outputs]
+    assert kinds == ["stream", "display_data"]
+    assert out.outputs[0]["text"] == "3 evictions\n"
+    assert "application/vnd.plotly.v1+json" in out.outputs[1]["data"]

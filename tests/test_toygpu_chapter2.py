@@ -1,0 +1,51 @@
+"""Chapter 2's helpers (helpers.mmio): BAR roles, seed arithmetic, modelled access costs."""
+
+from __future__ import annotations
+
+import pytest
+from toygpu_util import start_device
+
+from helpers import mmio, reference, sysinfo
+from helpers.mode import Mode
+
+
+@pytest.fixture(scope="module")
+def ref_report():
+    return sysinfo.from_dict(reference.load("h100-pcie").doc["system"])
+
+
+def test_reference_bars_and_roles(ref_report):
+    rows = mmio.bar_rows(ref_report)
+    assert [r[1:3] for r in rows] == [("resource0", "16 MiB"), ("resource2", "128 GiB"), ("resource4", "32 MiB")]
+    assert "VRAM aperture" in rows[1][6] and "registers" in rows[0][6]
+    assert mmio.largest_bar(ref_report) == 128 << 30
+    with pytest.raises(TypeError):
+        mmio.bar_rows({"gpus": []})
+
+
+def test_seed_arithmetic():
+    assert mmio.implied_read_ns(width=8) == pytest.approx(1.701 / (16 * 2**20 / 8) * 1e9)
+    assert 800 < mmio.implied_read_ns(width=8) < 820
+    with pytest.raises(ValueError, match="width"):
+        mmio.implied_read_ns(width=3)
+    assert mmio.uc_read_ms(4 << 20, 8) > 8 > mmio.dma_ms(4 << 20), "the chapter's point must hold"
+
+
+def test_aperture_figure_labels_modes():
+    fig = mmio.aperture_figure([("ref", 1 << 30, 2 << 30, Mode.REPLAY, "somewhere"),
+                                ("2009", 256 << 20, 768 << 20, None, "")])
+    assert fig.modes == [Mode.REPLAY]
+    with pytest.raises(ValueError, match="mode"):
+        mmio.aperture_figure([("2009", 1, 2, None, "")])
+
+
+def test_access_costs_order_as_the_chapter_says():
+    with start_device(vram_bytes=2 << 20) as gpu:
+        r = {x["method"]: x["model_gbps"] for x in mmio.access_sweep(gpu, [64 << 10])}
+        fig = mmio.sweep_figure(mmio.access_sweep(gpu, [4096]), gpu.seed)
+    assert r["uncached read, 4 B"] < r["uncached read, 8 B"] < r["streaming read, 64 B"]
+    assert r["uncached read, 8 B"] < r["uncached write, 8 B"] < r["write-combined, 64 B bursts"]
+    assert r["device DMA to host"] > r["write-combined, 64 B bursts"]
+    assert fig.modes == [Mode.SIMULATED]
+    with pytest.raises(ValueError, match="method"):
+        mmio.access_cost(gpu, "telepathy", 64)

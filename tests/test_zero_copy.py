@@ -1,0 +1,129 @@
+"""Zero-copy and write-combined helpers without a GPU: the data pattern and its exact sums, the
+Numba kernels on the CUDA simulator, and verdicts that follow from the numbers given."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from helpers import write_combined, zero_copy
+from helpers.mode import Mode
+from helpers.pinning import ChapterData, PinningError
+
+
+def test_pattern_and_expected_sums():
+    a = np.empty(4 * zero_copy.TILE, dtype=np.float32)
+    zero_copy.fill_pattern(a)
+    assert zero_copy.expected(a.size, "stream", None) == float(a.astype(np.float64).sum())
+    assert zero_copy.expected(a.size, "stream_x8", None) == 8 * float(a.astype(np.float64).sum())
+    idx = zero_copy.indices(a.size, "gather_dense")
+    assert idx.size == a.size // 16 and idx.min() >= 0 and idx.max() < a.size
+    assert zero_copy.expected(a.size, "gather_dense", idx) == float(a[idx].astype(np.float64).sum())
+    assert np.array_equal(idx, zero_copy.indices(a.size, "gather_dense"))  # seeded: reproducible
+
+
+@pytest.mark.parametrize("n", [0, -4096, 4096 * 3 + 4, 2.0])
+def test_bad_buffer_sizes(n):
+    with pytest.raises(PinningError):
+        zero_copy._elements(n)
+
+
+def test_numba_kernels_on_the_simulator():
+    """Both ways (mapped_array and a device copy) give the exact sums on Numba's simulator."""
+    code = ("from helpers import zero_copy as z; r = z.numba_check(); "
+            "assert set(r) == set(z.PATTERNS), r; print('OK', r)")
+    path = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=path)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("OK")
+
+
+def test_numba_check_rejects_bad_sizes():
+    with pytest.raises(PinningError, match="multiple of"):
+        zero_copy.numba_check(1000)
+
+
+def test_measure_without_gpu(no_gpu):
+    from helpers.errors import NoGPUError
+
+    with pytest.raises(NoGPUError):
+        zero_copy.measure_cupy(1 << 20)
+
+
+def _zc_data(zero_ms, copy_ms):
+    rows = []
+    for (fw, p, n), (z, c) in zip(
+            [(fw, p, n) for n in (16 << 20, 1 << 30) for p in zero_copy.PATTERNS for fw in zero_copy.FRAMEWORKS],
+            [(zero_ms[p], copy_ms[p]) for n in (0, 1) for p in zero_copy.PATTERNS for fw in (0, 1)], strict=True):
+        rows.append({"framework": fw, "pattern": p, "nbytes": n, "zero_copy_s": z / 1e3, "copy_then_compute_s": c / 1e3})
+    return {"rows": rows, "tie": 0.1}
+
+
+def test_verdict_follows_the_numbers():
+    zero = {"stream": 10, "stream_x8": 80, "gather_sparse": 1, "gather_dense": 10.5}
+    copy = {"stream": 12, "stream_x8": 14, "gather_sparse": 11, "gather_dense": 10}
+    data = _zc_data(zero, copy)
+    summ = zero_copy.pattern_summary(data)
+    assert summ["stream"]["wins"] == 4 and summ["stream_x8"]["loses"] == 4 and summ["gather_dense"]["ties"] == 4
+    text = zero_copy.verdict(data)
+    assert "single pass, in order: supported: zero-copy is faster (median speed-up 1.20x)" in text
+    assert "sparse scattered access: supported" in text
+    assert "dense scattered access: a draw" in text
+    assert "data re-read by the kernel: refuted" in text
+    flipped = zero_copy.verdict(_zc_data(copy, zero))
+    assert "single pass, in order: refuted" in flipped and "sparse scattered access: refuted" in flipped
+    assert "data re-read by the kernel: supported" in flipped
+    assert zero_copy.median_speedup(data, "gather_sparse") == pytest.approx(11.0)
+
+
+def test_zero_copy_figure_and_table():
+    data = _zc_data({p: 1 for p in zero_copy.PATTERNS}, {p: 2 for p in zero_copy.PATTERNS})
+    cd = ChapterData(data, Mode.REPLAY, "stand-in")
+    fig = zero_copy.figure(cd)
+    assert len(fig.fig.data) == 2 and all(y == 2 for y in fig.fig.data[0].y)
+    assert zero_copy.table_rows(data)[0][-2:] == ("2.00x", "wins")
+
+
+# ---------------------------------------------------------------- write-combined
+
+def test_cpu_read_of_ordinary_memory():
+    a = np.ones(4 << 20, dtype=np.uint8)
+    gbps, n = write_combined.cpu_read_gbps(a, budget_s=0.05)
+    assert gbps > 0 and 4096 <= n <= a.size and n % 4096 == 0
+
+
+@pytest.mark.parametrize("bad", [np.ones(100, np.uint8), np.ones(8192, np.float32), np.ones((64, 128), np.uint8)])
+def test_cpu_read_bad_arrays(bad):
+    with pytest.raises(ValueError):
+        write_combined.cpu_read_gbps(bad)
+
+
+def test_memory_type_hints(tmp_path):
+    cpu = tmp_path / "cpuinfo"
+    cpu.write_text("processor\t: 0\nflags\t\t: fpu pat sse2 hypervisor\n")
+    par = tmp_path / "params"
+    par.write_text("ResmanDebugLevel: 4294967295\nUsePageAttributeTable: 4294967295\n")
+    h = write_combined.memory_type_hints(str(cpu), str(par))
+    assert h == {"cpu_pat": True, "hypervisor": True, "nvidia_UsePageAttributeTable": "4294967295"}
+    assert write_combined.memory_type_hints(str(tmp_path / "no"), str(tmp_path / "no"))["cpu_pat"] is None
+
+
+def _wc(read_wc, h2d_wc):
+    base = {"cpu_read_gbps": 10.0, "cpu_write_gbps": 10.0, "h2d_gbps": 50.0, "d2h_gbps": 50.0}
+    wc = dict(base, cpu_read_gbps=read_wc, h2d_gbps=h2d_wc)
+    return {"nbytes": 1 << 28, "rows": [dict(base, kind="default"), dict(wc, kind="write_combined")]}
+
+
+def test_write_combined_verdicts():
+    assert "confirmed — CPU reads" in write_combined.verdict(_wc(0.1, 50.0))
+    assert "100x slower" in write_combined.verdict(_wc(0.1, 50.0))
+    assert "half confirmed" in write_combined.verdict(_wc(0.1, 30.0))
+    assert "not confirmed" in write_combined.verdict(_wc(9.0, 50.0))
+    assert "1.2x faster" in write_combined.verdict(_wc(12.0, 50.0))
+    hinted = dict(_wc(9.0, 50.0), hints={"cpu_pat": True, "hypervisor": True, "nvidia_UsePageAttributeTable": None})
+    assert "runs under a hypervisor: yes" in write_combined.verdict(hinted)
+    fig = write_combined.figure(ChapterData(_wc(0.1, 50.0), Mode.REPLAY, "x"))
+    assert fig.fig.layout.yaxis.type == "log" and len(fig.fig.data) == 2
