@@ -1,6 +1,8 @@
 # The course's runner. Two commands matter (see README.md):
 #   make lab    create .venv if missing, install the course, open JupyterLab on it
 #   make test   create .venv if missing, then run every check CI runs
+#   make student                  student versions of the labs into build/student (nbgrader)
+#   make grade SUBMISSIONS=dir    autograde submitted labs, xv6-style report (nbgrader)
 # Variables:
 #   PYTHON=python3        interpreter that creates the environment
 #   VENV=.venv            where the environment lives
@@ -16,6 +18,8 @@ WHEELHOUSE ?=
 LAB_FLAGS ?=
 PORT ?= 8888
 BROWSER_TESTS ?= 1
+STUDENT_DIR ?= build/student
+SUBMISSIONS ?=
 
 comma := ,
 EXTRAS := lab,test,book$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
@@ -26,8 +30,8 @@ INHERIT := $(if $(CUDA_EXTRA),,--inherit)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
-.PHONY: lab test venv test-unit test-lint test-notebooks test-lab test-browser book book-static bwcheck \
-	browser-tests-left-out wheelhouse clean
+.PHONY: lab test venv test-unit test-lint test-notebooks test-labs test-lab test-browser student grade \
+	book book-static bwcheck browser-tests-left-out wheelhouse clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) tools/mkvenv.py $(VENV) $(INHERIT)
@@ -43,7 +47,7 @@ lab: $(STAMP)
 
 # Everything CI runs. Each step prints its own summary; the first failure stops the run.
 test: $(STAMP)
-	$(MAKE) --no-print-directory test-lint test-unit test-notebooks test-lab book \
+	$(MAKE) --no-print-directory test-lint test-unit test-notebooks test-labs test-lab book \
 		$(if $(filter 1,$(BROWSER_TESTS)),test-browser,browser-tests-left-out)
 
 test-unit: $(STAMP)
@@ -58,6 +62,24 @@ test-lint: $(STAMP)
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=600 \
 		--rootdir=. -o testpaths= $(NOTEBOOKS)
+
+# Labs (nbgrader format, see labs/README.md): the student versions, made by nbgrader, must run
+# to the end with every check reporting a clean failure and score 0; the solutions must score
+# full points. Together with test-notebooks this proves every check can pass and can fail.
+test-labs: $(STAMP)
+	$(BIN)/python tools/labgrade.py student --out build/ci-student
+	$(BIN)/python tools/labgrade.py run-student build/ci-student
+	$(BIN)/python tools/labgrade.py grade build/ci-student --expect fail
+	$(BIN)/python tools/labgrade.py grade labs --expect pass
+
+# Instructors: student versions (solutions removed by nbgrader's ClearSolutions etc.).
+student: $(STAMP)
+	$(BIN)/python tools/labgrade.py student --out $(STUDENT_DIR)
+
+# Instructors: grade a folder of submissions (notebooks, or one sub-folder per student).
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder"; exit 2; }
+	$(BIN)/python tools/labgrade.py grade "$(SUBMISSIONS)"
 
 # `make lab`'s own command, headless: its REST API must answer on localhost.
 test-lab: $(STAMP)
@@ -108,4 +130,4 @@ wheelhouse:
 		--platform $(WH_PLATFORM) --extras $(WH_EXTRAS) $(if $(WH_INSTALLED),--installed $(WH_INSTALLED))
 
 clean:
-	rm -rf book/_build book/_static .pytest_cache
+	rm -rf book/_build book/_static .pytest_cache build

@@ -1,0 +1,101 @@
+"""helpers.bwlab: the simulated CUDA clock, the timers and the reference-data readers."""
+
+import numpy as np
+import pytest
+
+from helpers import bwlab
+from helpers.errors import CourseError, ReferenceDataError
+from helpers.reference import Reference
+
+
+def _time(job, wait=True):
+    cuda = job.cuda
+    start, end = cuda.Event(), cuda.Event()
+    start.record(job.stream)
+    cuda.runtime.memcpyAsync(job.dst, job.src, job.nbytes, job.kind, job.stream.ptr)
+    end.record(job.stream)
+    if wait:
+        end.synchronize()
+    return cuda.get_elapsed_time(start, end)
+
+
+@pytest.mark.parametrize("n", [1, 4096, 1 << 30])
+def test_fake_cuda_times_a_copy_by_its_model(n):
+    with bwlab.simulated_copy(n, t0_s=5e-6, bw_Bps=10e9) as job:
+        assert _time(job) == pytest.approx((5e-6 + n / 10e9) * 1e3)
+        assert job.simulated
+
+
+def test_fake_cuda_refuses_an_unwaited_event():
+    with bwlab.simulated_copy(1 << 20) as job:
+        with pytest.raises(bwlab.NotReadyError, match="cudaErrorNotReady"):
+            _time(job, wait=False)
+
+
+def test_fake_cuda_stream_synchronize_also_completes_events():
+    with bwlab.simulated_copy(1 << 20, t0_s=1e-6, bw_Bps=1e9) as job:
+        c = job.cuda
+        a, b = c.Event(), c.Event()
+        a.record(job.stream)
+        c.runtime.memcpyAsync(job.dst, job.src, job.nbytes, job.kind, job.stream.ptr)
+        b.record(job.stream)
+        job.stream.synchronize()
+        assert c.get_elapsed_time(a, b) == pytest.approx((1e-6 + (1 << 20) / 1e9) * 1e3)
+
+
+def test_fake_cuda_rejects_bad_copy_kind():
+    with bwlab.simulated_copy(16) as job:
+        with pytest.raises(ValueError, match="kind 7"):
+            job.cuda.runtime.memcpyAsync(0, 0, 16, 7, 0)
+
+
+def test_replay_timer_serves_in_order_then_says_it_ran_out():
+    t = bwlab.replay_timer([1.0, 2.0])
+    assert (t(), t(), t.calls) == (1.0, 2.0, 2)
+    with pytest.raises(CourseError, match="only 2 timings"):
+        t()
+
+
+def test_warmup_timer_first_calls_slow_rest_near_steady():
+    t = bwlab.warmup_timer(1e-3, 10, slow_calls=2, slow_factor=40, seed=1)
+    vals = np.array(t.times_s)
+    assert (vals[:2] > 30e-3).all() and np.allclose(vals[2:], 1e-3, rtol=0.1)
+
+
+def test_synthetic_line_is_reproducible_and_noisy_around_the_model():
+    n = np.logspace(2, 8, 50)
+    a, b = bwlab.synthetic_line(5e-6, 20e9, n, seed=4), bwlab.synthetic_line(5e-6, 20e9, n, seed=4)
+    assert np.array_equal(a, b)
+    rel = a / (5e-6 + n / 20e9) - 1
+    assert 0.005 < rel.std() < 0.06
+
+
+def _fake_ref(experiments):
+    return Reference(path=None, doc={"name": "fake", "experiments": {
+        k: {"data": v} for k, v in experiments.items()}})
+
+
+def test_reference_readers_pick_the_right_series():
+    ref = _fake_ref({
+        "transfers.pinned_vs_pageable": {"series": [
+            {"host_kind": "pageable", "direction": "h2d", "nbytes": [4], "median_s": [9.0]},
+            {"host_kind": "pinned", "direction": "h2d", "nbytes": [4, 8], "median_s": [1.0, 2.0]}]},
+        "transfers.large_copy": {"pinned/h2d": {"nbytes": 64, "times_s": [1.0, 3.0], "bandwidth_gbps": 5.0}},
+    })
+    n, t = bwlab.reference_sweep(ref, "pinned", "h2d")
+    assert n.tolist() == [4, 8] and t.tolist() == [1.0, 2.0]
+    assert bwlab.reference_reps(ref) == (64, [1.0, 3.0], 5.0)
+    with pytest.raises(CourseError, match="no recorded pinned/d2h"):
+        bwlab.reference_sweep(ref, "pinned", "d2h")
+
+
+def test_missing_experiment_is_a_clear_error():
+    ref = Reference(path=type("P", (), {"name": "fake.json"})(), doc={"name": "fake", "experiments": {}})
+    with pytest.raises(ReferenceDataError, match="transfers.large_copy"):
+        bwlab.reference_reps(ref)
+
+
+def test_live_copy_checks_direction_before_touching_a_gpu():
+    with pytest.raises(ValueError, match="direction"):
+        with bwlab.live_copy(16, "sideways"):
+            pass

@@ -1,0 +1,116 @@
+"""helpers.grading: feedback interactively, a raised CheckFailed under nbgrader, never a crash."""
+
+import warnings
+
+import pytest
+
+from helpers import grading
+
+
+def _stub():
+    raise NotImplementedError()
+
+
+@pytest.fixture(autouse=True)
+def interactive(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    grading.results.clear()
+
+
+def test_pass_prints_and_records(capsys):
+    with grading.check("ok_check") as c:
+        c.require(True, "never shown")
+    assert "✔ ok_check: PASS" in capsys.readouterr().out
+    assert grading.results["ok_check"].passed
+
+
+def test_failure_is_printed_and_swallowed_interactively(capsys):
+    with grading.check("bad") as c:
+        c.require(1 + 1 == 3, "your sum is off: did you carry the one?")
+    out = capsys.readouterr().out
+    assert "✘ bad: FAIL — your sum is off: did you carry the one?" in out
+    assert not grading.results["bad"].passed
+
+
+def test_failure_raises_checkfailed_under_nbgrader(monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(grading.CheckFailed, match="bad: nope"):
+        with grading.check("bad") as c:
+            c.require(False, "nope")
+
+
+def test_passing_check_does_not_raise_under_nbgrader(monkeypatch, capsys):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    with grading.check("fine"):
+        pass
+    assert "PASS" in capsys.readouterr().out
+
+
+def test_unfinished_stub_names_the_function(capsys):
+    with grading.check("stubbed"):
+        _stub()
+    out = capsys.readouterr().out
+    assert "not written yet" in out and "in _stub" in out
+
+
+def test_crash_in_learner_code_is_a_failure_with_its_type(capsys):
+    with grading.check("crashy"):
+        {}["missing"]
+    assert "your code raised KeyError" in capsys.readouterr().out
+
+
+def test_keyboard_interrupt_is_not_swallowed():
+    with pytest.raises(KeyboardInterrupt):
+        with grading.check("interrupted"):
+            raise KeyboardInterrupt
+
+
+def test_close_reports_value_expected_and_factor(capsys):
+    with grading.check("num") as c:
+        c.close("bandwidth", 30.0, 10.0, 0.05, "units?")
+    out = capsys.readouterr().out
+    assert "bandwidth is 30, expected 10 within 5% (off by a factor 3). units?" in out
+
+
+@pytest.mark.parametrize("value", [None, "fast", float("nan")])
+def test_close_rejects_non_numbers(value, capsys):
+    with grading.check("num") as c:
+        c.close("t0", value, 1.0, 0.1)
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_close_accepts_within_tolerance():
+    with grading.check("num") as c:
+        assert c.close("t0", 1.04, 1.0, 0.05) == pytest.approx(1.04)
+    assert grading.results["num"].passed
+
+
+def test_warnings_go_to_stdout_not_stderr(capsys):
+    # nbgrader gives a test cell zero points for any stderr output
+    with grading.check("noisy"):
+        warnings.warn("something odd", RuntimeWarning, stacklevel=1)
+    cap = capsys.readouterr()
+    assert "note: RuntimeWarning: something odd" in cap.out and cap.err == ""
+
+
+def test_attempt_reports_and_continues(capsys):
+    ran_after = False
+    with grading.attempt("the sweep"):
+        _stub()
+        ran_after = True
+    assert not ran_after
+    assert "the sweep skipped — not written yet" in capsys.readouterr().out
+
+
+def test_check_needs_a_grade_id():
+    with pytest.raises(ValueError):
+        grading.check("")
+
+
+def test_summary_counts(capsys):
+    with grading.check("a"):
+        pass
+    with grading.check("b") as c:
+        c.require(False, "x")
+    assert grading.summary() == {"a": True, "b": False}
+    assert "1/2 checks pass" in capsys.readouterr().out
