@@ -90,3 +90,15 @@ needs_gpu = pytest.mark.skipif("not config.getoption('--run-gpu') and not __impo
 
 def pytest_addoption(parser):
     parser.addoption("--run-gpu", action="store_true", help="fail instead of skip when no GPU")
+
+
+def pytest_configure(config):
+    """On a GPU machine, import numba.cuda now, before any test runs in replay mode.
+
+    numba chooses between its CUDA simulator and the real GPU once per process, at the first
+    import of numba.cuda, and replay mode (helpers.mode.configure_numba) asks for the simulator
+    when numba.cuda is not yet imported. Whatever test order pytest picks, the live tests of
+    this session must get the real GPU; replay tests then run their numba kernels on it too.
+    """
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and gpu.probe().usable:
+        import numba.cuda  # noqa: F401
