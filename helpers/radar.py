@@ -418,7 +418,7 @@ def _process_fn(process):
 
 def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_s: float = 8e-3,
                  frames: int = 500, *, slots: int = 4, buffers: int | None = None, process=None,
-                 check_every: int = 100, seed: int = 9, timeout_s: float = 5.0,
+                 check_every: int = 101, seed: int = 9, timeout_s: float = 5.0,
                  progress: bool = False) -> RunResult:
     """Run the live pipeline: the card produces `frames` frames, the GPU processes them.
 
@@ -427,7 +427,8 @@ def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_
     process(xp, frame, mf) -> map replaces `range_doppler` (Lab 3 passes the learner's).
     Latency of a frame = the moment its map is complete on the GPU, seen by the host, minus
     the moment the card finished writing it. Every `check_every`-th frame's map is copied
-    back after its latency is taken and compared with the NumPy reference.
+    back after its latency is taken and compared with the NumPy reference (101 is prime to 4, so
+    the checks cycle through the card's four frame variants).
     """
     from . import gpu
     from .progress import Progress
@@ -447,7 +448,8 @@ def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_
     if gpu.free_device_bytes() < 6 * buffers * frame_bytes:
         raise RadarInputError(f"{buffers} buffers of {frame_bytes / 2**20:.0f} MiB need about "
                               f"{6 * buffers * frame_bytes / 2**30:.1f} GiB of free device memory")
-    refs = {v: reference_map(synth_frame(frame_bytes, seed, v)) for v in range(4)}
+    wanted = {q % 4 for q in range(0, frames, check_every)} if check_every else set()
+    refs = {v: reference_map(synth_frame(frame_bytes, seed, v)) for v in wanted}
     # warm up FFT plans and the kernels outside the timed run
     warm = cp.asarray(synth_frame(frame_bytes, seed, 0))
     for _ in range(2):
@@ -470,7 +472,7 @@ def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_
         H2D = cp.cuda.runtime.memcpyHostToDevice
         while True:
             busy = False
-            while inflight and inflight[0][5].query():  # frames whose map is complete
+            while inflight and inflight[0][5].done:  # frames whose map is complete
                 b, q, stamp, e0, e1, e2 = inflight.popleft()
                 lat.append((time.monotonic_ns() - stamp) // 1000)
                 seqs.append(q)
@@ -484,7 +486,7 @@ def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_
                 busy = True
                 if bar:
                     bar.step()
-            while unreleased and (unreleased[0] is None or unreleased[0].query()):
+            while unreleased and (unreleased[0] is None or unreleased[0].done):
                 unreleased.popleft()
                 c.release()
                 busy = True
@@ -606,14 +608,16 @@ def machine_params(ref) -> MachineParams:
 
 
 def simulate(params: MachineParams, design: str, frame_bytes: int, period_s: float, frames: int = 2000, *,
-             slots: int = 4, buffers: int | None = None, jitter: float = 0.0, seed: int = 0) -> dict:
+             slots: int = 4, buffers: int | None = None, jitter: float = 0.0, seed: int = 0,
+             deadline_periods: float = 1.0) -> dict:
     """Discrete-event model of the pipeline; returns latency_us, dropped and a summary.
 
     Resources: the consumer's CPU thread, one copy engine, the compute engine, `buffers`
     device buffers and `slots` ring slots. Frame k is complete in host memory at k*period.
     pageable/staged/registered run one frame at a time (copy, then kernel); pipelined issues
     the next copy while earlier kernels run. A pageable copy also holds the CPU. `jitter`
-    multiplies every duration by a lognormal factor with that sigma (seeded).
+    multiplies every duration by a lognormal factor with that sigma (seeded). A miss is a
+    latency above deadline_periods x period (1: done before the next frame arrives).
     """
     design = check_design(design)
     frame_bytes, period_s = check_frame_bytes(frame_bytes), check_period(period_s)
@@ -669,7 +673,7 @@ def simulate(params: MachineParams, design: str, frame_bytes: int, period_s: flo
         lat.append(int(round((done - a) * 1e6)))
     return {"design": design, "frame_bytes": frame_bytes, "period_s": period_s, "buffers": buffers,
             "slots": slots, "frames": frames, "latency_us": lat, "dropped": dropped,
-            "summary": summarize(lat, period_s, dropped, frames)}
+            "summary": summarize(lat, period_s * deadline_periods, dropped, frames)}
 
 
 # ---------------------------------------------------------------------------- recorder experiments
@@ -779,3 +783,159 @@ def seed_verdicts(runs: list[dict]) -> list[str]:
                        f"{rg['p999_ms']:.2f} ms — the lowest tail is '{best['design']}'; CPU use "
                        f"{pg['cpu_pct']:.0f}% / {st['cpu_pct']:.0f}% / {rg['cpu_pct']:.0f}%.")
     return out
+
+
+# ---------------------------------------------------------------------------- notebook glue
+
+@dataclass
+class Runs:
+    """Pipeline runs to show, and where they come from."""
+
+    runs: list[dict]
+    mode: str
+    source: str
+
+    @property
+    def parts(self) -> list[tuple[str, str]]:
+        return [(self.mode, self.source)]
+
+
+def live_or_replay(ctx, frames: int = 400) -> Runs:
+    """Live: every design at both seed rates, `frames` frames each; replay: the recorded runs."""
+    from .mode import Mode
+
+    if ctx.live:
+        runs = []
+        for d in DESIGNS:
+            for n, p in SEED_RATES:
+                runs.append(run_pipeline(d, n, p, frames, progress=True).to_dict())
+        return Runs(runs, Mode.LIVE, f"{ctx.gpu_name}, {frames} frames per run")
+    ref = ctx.reference()
+    runs = recorded_runs(ref)
+    return Runs(runs, Mode.REPLAY, f"{ref.label}, {runs[0]['frames']} frames per run")
+
+
+def model_runs(params: MachineParams, frames: int = 2000, jitter: float = 0.0) -> list[dict]:
+    """The model's run of every design at both seed rates (same shape as recorded runs)."""
+    out = []
+    for d in DESIGNS:
+        for n, p in SEED_RATES:
+            r = simulate(params, d, n, p, frames, jitter=jitter)
+            r.update(cpu_s=0.0, wall_s=frames * p, seq=[k for k in range(frames)][: len(r["latency_us"])])
+            out.append(r)
+    return out
+
+
+def model_vs_measured_rows(measured: list[dict], params: MachineParams) -> list[tuple]:
+    rows = []
+    for r in measured:
+        m = simulate(params, r["design"], r["frame_bytes"], r["period_s"], 200, buffers=r["buffers"])
+        ms = m["summary"]
+        s = result_summary(r)
+        rows.append((r["design"], f"{r['frame_bytes'] >> 20} MiB", f"{s['p50_ms']:.3f}", f"{ms['p50_ms']:.3f}",
+                     f"{ms['p50_ms'] / s['p50_ms']:.2f}"))
+    return rows
+
+
+def breaking_rate(params: MachineParams, design: str, frame_bytes: int, buffers: int | None = None,
+                  frames: int = 300, deadline_periods: float = 1.0) -> float:
+    """The shortest period (s) at which the model predicts no miss and no drop (bisection)."""
+    lo, hi = 1e-4, 1.0
+    ok = simulate(params, design, frame_bytes, hi, frames, buffers=buffers, deadline_periods=deadline_periods)
+    if ok["summary"]["misses"] or ok["dropped"]:
+        return float("inf")
+    for _ in range(30):
+        mid = (lo * hi) ** 0.5
+        r = simulate(params, design, frame_bytes, mid, frames, buffers=buffers, deadline_periods=deadline_periods)
+        if r["summary"]["misses"] or r["dropped"]:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def sweep_figure(params: MachineParams, sizes=(1 << 20, 4 << 20, 16 << 20, 64 << 20)):
+    """Model: the highest sustainable data rate (GB/s) of each design against frame size."""
+    import plotly.graph_objects as go
+
+    from .figures import CourseFigure
+    from .mode import Mode
+
+    fig = go.Figure()
+    for d in DESIGNS:
+        rates = [n / breaking_rate(params, d, n) / 1e9 for n in sizes]
+        fig.add_trace(go.Scatter(x=[n >> 20 for n in sizes], y=rates, mode="lines+markers", name=d))
+    rates = [n / breaking_rate(params, "pipelined", n, deadline_periods=2) / 1e9 for n in sizes]
+    fig.add_trace(go.Scatter(x=[n >> 20 for n in sizes], y=rates, mode="lines+markers", line={"dash": "dot"},
+                             name="pipelined, deadline 2 periods"))
+    fig.add_hline(y=2.0, line_dash="dash", annotation_text="seed 002: 2 GB/s")
+    fig.update_layout(title="Highest data rate each design sustains with no miss (model)",
+                      xaxis_title="frame size (MiB)", xaxis_type="log", yaxis_title="data rate (GB/s)", height=420)
+    return CourseFigure(fig, [(Mode.SIMULATED, f"discrete-event model with parameters from {params.source}")])
+
+
+def closing_rows(runs: list[dict]) -> list[tuple]:
+    """design, then p99.9 / misses / drops at 4 MB and at 16 MB per 8 ms."""
+    by = {(r["design"], r["frame_bytes"]): result_summary(r) for r in runs}
+    rows = []
+    for d in DESIGNS:
+        row = [d]
+        for n, _ in SEED_RATES:
+            s = by.get((d, n))
+            row += ([f"{s['p999_ms']:.2f}", s["misses"], s["dropped"]] if s and s["n"] else ["—", "—", "—"])
+        rows.append(tuple(row))
+    return rows
+
+
+CLOSING_HEADERS = ("design", "4 MB p99.9 ms", "4 MB misses", "4 MB dropped",
+                   "2 GB/s p99.9 ms", "2 GB/s misses", "2 GB/s dropped")
+
+
+def panel_items(ctx, params: MachineParams | None, frame_bytes: int, period_s: float, design: str,
+                buffers: int, frames: int = 500) -> list:
+    """What the panel shows for one choice: a live run, or (without a GPU) the model's run."""
+    from .figures import Table
+    from .mode import Mode
+
+    buffers = check_count(buffers, "buffers", 1, MAX_BUFFERS)
+    if ctx.live:
+        r = run_pipeline(design, frame_bytes, period_s, frames, buffers=buffers).to_dict()
+        parts = [(Mode.LIVE, f"{ctx.gpu_name}, {frames} frames")]
+        note = f"LIVE run on {ctx.gpu_name}: {frames} frames"
+    else:
+        if params is None:
+            return ["No GPU and no recorded radar runs to drive the model: nothing to show."]
+        r = simulate(params, design, frame_bytes, period_s, frames, buffers=buffers, jitter=0.05, seed=1)
+        r.update(cpu_s=0.0, wall_s=frames * period_s, seq=list(range(len(r["latency_us"]))))
+        parts = [(Mode.SIMULATED, f"discrete-event model, parameters from {params.source}")]
+        note = "SIMULATED — no GPU here: the discrete-event model's prediction, not a measurement"
+    table = Table(summary_rows([r]), SUMMARY_HEADERS, caption=note)
+    return [table, latency_figure([r], parts, f"{design}, {frame_bytes / 2**20:g} MiB every "
+                                              f"{period_s * 1e3:g} ms, {buffers} buffer(s)")]
+
+
+def panel(ctx, params: MachineParams | None):
+    """The ipywidgets panel: frame size, period, design, buffer count, a run button, an Output."""
+    import ipywidgets as w
+
+    from .widgets import show
+
+    size = w.Dropdown(options=[("1 MiB", 1 << 20), ("4 MiB", 4 << 20), ("8 MiB", 8 << 20),
+                               ("16 MiB", 16 << 20), ("32 MiB", 32 << 20)], value=4 << 20, description="frame")
+    period = w.Dropdown(options=[("1 ms", 1e-3), ("2 ms", 2e-3), ("4 ms", 4e-3), ("8 ms", 8e-3),
+                                 ("16 ms", 16e-3)], value=8e-3, description="period")
+    design = w.Dropdown(options=list(DESIGNS), value="registered", description="design")
+    bufs = w.IntSlider(value=1, min=1, max=4, description="buffers")
+    button = w.Button(description="run", button_style="primary")
+    out = w.Output()
+
+    def run(_=None):
+        show(out, "running…")
+        try:
+            items = panel_items(ctx, params, size.value, period.value, design.value, bufs.value)
+        except CourseError as exc:
+            items = [f"{type(exc).__name__}: {exc}"]
+        show(out, *items)
+
+    button.on_click(run)
+    return w.VBox([w.HBox([size, period]), w.HBox([design, bufs, button]), out]), run

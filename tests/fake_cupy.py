@@ -46,7 +46,8 @@ class Event:
         import time
         self.t = time.perf_counter()
 
-    def query(self):
+    @property
+    def done(self):  # cupy.cuda.Event.done: cudaEventQuery == cudaSuccess
         return self.t is not None
 
 
