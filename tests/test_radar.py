@@ -370,3 +370,23 @@ def test_consumer_loop_detects_a_wrong_processing_step(fake_gpu):
 
     r = radar.run_pipeline("pipelined", 1 << 20, 6e-3, 20, check_every=2, process=wrong)
     assert r.max_error > 1e-2
+
+
+def test_correctness_check_runs_after_the_timed_loop(fake_gpu, monkeypatch):
+    # comparing a map inside the loop stalls it (the first H100 recording showed misses right
+    # after every checked frame); every comparison must wait until the card has finished
+    cards, during_run = [], []
+    real_error, real_start = radar.map_error, radar.CaptureCard.start
+
+    def spy(got, want):
+        during_run.append(any(not c.ctl[radar.card.CTL_DONE] for c in cards))
+        return real_error(got, want)
+
+    def start(self):
+        cards.append(self)
+        return real_start(self)
+
+    monkeypatch.setattr(radar, "map_error", spy)
+    monkeypatch.setattr(radar.CaptureCard, "start", start)
+    r = radar.run_pipeline("registered", 1 << 20, 40e-3, 12, check_every=3)
+    assert r.checked == 4 and during_run == [False] * 4
