@@ -819,17 +819,6 @@ def live_or_replay(ctx, frames: int = 400) -> Runs:
     return Runs(runs, Mode.REPLAY, f"{ref.label}, {runs[0]['frames']} frames per run")
 
 
-def model_runs(params: MachineParams, frames: int = 2000, jitter: float = 0.0) -> list[dict]:
-    """The model's run of every design at both seed rates (same shape as recorded runs)."""
-    out = []
-    for d in DESIGNS:
-        for n, p in SEED_RATES:
-            r = simulate(params, d, n, p, frames, jitter=jitter)
-            r.update(cpu_s=0.0, wall_s=frames * p, seq=[k for k in range(frames)][: len(r["latency_us"])])
-            out.append(r)
-    return out
-
-
 def model_vs_measured_rows(measured: list[dict], params: MachineParams) -> list[tuple]:
     rows = []
     for r in measured:

@@ -390,3 +390,39 @@ def test_correctness_check_runs_after_the_timed_loop(fake_gpu, monkeypatch):
     monkeypatch.setattr(radar.CaptureCard, "start", start)
     r = radar.run_pipeline("registered", 1 << 20, 40e-3, 12, check_every=3)
     assert r.checked == 4 and during_run == [False] * 4
+
+
+# ---------------------------------------------------------------- the panel
+
+def test_panel_fills_its_output_and_reports_bad_choices():
+    import types
+
+    ctx = types.SimpleNamespace(live=False, gpu_name=None)
+    box, run = radar.panel(ctx, _params())
+    out = box.children[-1]
+    run()
+    assert len(out.outputs) == 2
+    assert "SIMULATED" in out.outputs[0]["data"]["text/plain"]
+    assert "model" in out.outputs[1]["data"]["text/plain"]
+    box.children[1].children[1].value = 4  # buffers slider
+    box.children[1].children[0].value = "pipelined"
+    run()
+    assert "pipelined" in out.outputs[1]["data"]["text/plain"]
+    items = radar.panel_items(ctx, None, 4 << 20, 8e-3, "registered", 1)
+    assert "nothing to show" in items[0]
+    with pytest.raises(radar.RadarInputError, match="buffers"):
+        radar.panel_items(ctx, _params(), 4 << 20, 8e-3, "registered", 0)
+
+
+def test_closing_rows_give_every_design_at_both_rates():
+    p = _params()
+    runs = []
+    for d in radar.DESIGNS:
+        for n, per in radar.SEED_RATES:
+            r = radar.simulate(p, d, n, per, 50)
+            r.update(cpu_s=0.1, wall_s=1.0)
+            runs.append(r)
+    rows = radar.closing_rows(runs)
+    assert [r[0] for r in rows] == list(radar.DESIGNS)
+    assert all(len(r) == len(radar.CLOSING_HEADERS) for r in rows)
+    assert rows[0][2] == 0 and rows[0][3] == 0
