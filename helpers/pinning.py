@@ -38,6 +38,7 @@ from .errors import CourseError
 from .host_memory import _view, check_nbytes, pinned_bytes_of_process
 from .mode import Mode
 from .progress import Progress
+from .resources import Closing
 from .sysinfo import fmt_bytes
 
 PAGE = mmap.PAGESIZE
@@ -152,7 +153,7 @@ def device_pointer(ptr: int) -> int:
 
 # ---------------------------------------------------------------------------- allocations
 
-class PinnedAlloc:
+class PinnedAlloc(Closing):
     """cudaHostAlloc'ed memory (`flags`: default, portable, mapped, write_combined), freed by close()."""
 
     def __init__(self, nbytes: int, flags: tuple[str, ...] | str = "default", *, fill: int | None = 0) -> None:
@@ -175,20 +176,8 @@ class PinnedAlloc:
             gpu.cupy().cuda.runtime.freeHost(self.ptr)
             self.ptr = None
 
-    def __enter__(self) -> PinnedAlloc:
-        return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-
-class Region:
+class Region(Closing):
     """An mmap'd host region of one kind (see REGION_KINDS), as a process might already have one.
 
     - anonymous-private / anonymous-shared: mmap(MAP_ANONYMOUS) memory;
@@ -246,18 +235,6 @@ class Region:
                 pass
             self.path = None
 
-    def __enter__(self) -> Region:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
 
 def filesystem_of(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:
     """Filesystem type of the mount holding `path` (longest mount-point prefix)."""
@@ -272,7 +249,7 @@ def filesystem_of(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:
     return fstype
 
 
-class Registration:
+class Registration(Closing):
     """cudaHostRegister of an existing region, undone by close() (cudaHostUnregister)."""
 
     def __init__(self, ptr: int, nbytes: int, flags: tuple[str, ...] | str = "default") -> None:
@@ -292,18 +269,6 @@ class Registration:
         if self._live:
             self._live = False
             gpu.cupy().cuda.runtime.hostUnregister(self.ptr)
-
-    def __enter__(self) -> Registration:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def raw_register_outcome(ptr: int, nbytes: int, flags: int = 0) -> str:
