@@ -397,7 +397,6 @@ def record_cost_vs_size(quick: bool) -> dict:
 
 # ---------------------------------------------------------------------------- copies from a pointer
 
-_H2D, _D2H = 1, 2  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
 
 
 def time_copy(host_ptr: int, nbytes: int, direction: str = "h2d", *, reps: int = 5,
@@ -407,28 +406,13 @@ def time_copy(host_ptr: int, nbytes: int, direction: str = "h2d", *, reps: int =
     Works for any host pointer (pageable, registered, cudaHostAlloc'ed, write-combined): the
     driver decides from the pointer whether it can DMA directly or must stage.
     """
-    from .transfers import wait_event
+    from .transfers import time_copies
 
     if direction not in ("h2d", "d2h"):
         raise PinningError(f"direction must be 'h2d' or 'd2h', got {direction!r}")
-    cp = gpu.cupy()
-    stream = cp.cuda.Stream(non_blocking=True)
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    dev = cp.cuda.memory.Memory(int(nbytes))
-    times = []
-    try:
-        src, dst, kind = ((host_ptr, dev.ptr, _H2D) if direction == "h2d" else (dev.ptr, host_ptr, _D2H))
-        for i in range(warmup + reps):
-            start.record(stream)
-            cp.cuda.runtime.memcpyAsync(dst, src, int(nbytes), kind, stream.ptr)
-            end.record(stream)
-            wait_event(end, timeout_s, f"a {nbytes}-byte {direction} copy")
-            if i >= warmup:
-                times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
-    finally:
-        stream.synchronize()
-        del dev
-    return float(np.median(times))
+    gpu.cupy()
+    return float(np.median(time_copies(host_ptr, int(nbytes), direction, reps=reps, warmup=warmup,
+                                       timeout_s=timeout_s)))
 
 
 # ---------------------------------------------------------------------------- can my region be pinned?
