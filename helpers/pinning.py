@@ -397,8 +397,6 @@ def record_cost_vs_size(quick: bool) -> dict:
 
 # ---------------------------------------------------------------------------- copies from a pointer
 
-
-
 def time_copy(host_ptr: int, nbytes: int, direction: str = "h2d", *, reps: int = 5,
               warmup: int = 1, timeout_s: float = 30.0) -> float:
     """Median seconds of `reps` event-timed copies between host memory at `host_ptr` and the GPU.
