@@ -134,8 +134,13 @@ class _Pair:
         for d in self.dev.values():
             for s in d["streams"]:
                 s.synchronize()
+        devices = list(self.dev)
         self.dev.clear()
         self.host.clear()
+        for d in devices:  # CuPy's pools are per device: hand each one's blocks back
+            with self.cp.cuda.Device(d):
+                self.cp.get_default_memory_pool().free_all_blocks()
+        self.cp.get_default_pinned_memory_pool().free_all_blocks()
 
 
 def _elapsed(e0, e1) -> float:
@@ -156,6 +161,7 @@ def time_copy(method: str, src: int, dst: int, nbytes: int, *, both: bool = Fals
     if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or not 1 <= nbytes <= 1 << 32:
         raise P2PError(f"nbytes must be an int from 1 to 4 GiB, got {nbytes!r}")
     cp = gpu.cupy()
+    _set_peer([src, dst], method == "peer")  # "driver" and "staged" run with peer access off
     pair = _Pair(cp, src, dst, int(nbytes))
     fwd, back = [], []
     try:
@@ -170,6 +176,8 @@ def time_copy(method: str, src: int, dst: int, nbytes: int, *, both: bool = Fals
                     back.append(ts[1])
     finally:
         pair.free()
+        if method == "peer":
+            _set_peer([src, dst], False)
     out = {"median_s": float(np.median(fwd)), "min_s": float(np.min(fwd))}
     if both:
         out["reverse_median_s"] = float(np.median(back))
@@ -233,14 +241,12 @@ def measure_matrices(quick: bool = False, devices=None, reps: int | None = None)
     warmup = 2 if quick else 3
     mats = {m: {w: {k: [[None] * len(devs) for _ in devs] for k in sizes} for w in ("one", "both")}
             for m in METHODS}
-    order = ["driver", "staged", "peer"]  # driver before peer access is ever enabled
+    order = ["driver", "staged", "peer"]  # time_copy turns peer access on only for "peer"
     steps = len(order) * len(sizes) * 2 * len(devs) * (len(devs) - 1)
     bar = Progress(steps, "P2P matrices")
     _set_peer(devs, False)
     try:
         for method in order:
-            if method == "peer":
-                _set_peer(devs, True)
             for key, nb in sizes.items():
                 for way in ("one", "both"):
                     for a, i in enumerate(devs):
@@ -303,7 +309,11 @@ def nccl_allreduce(quick: bool = False) -> dict:
     """Time an all-reduce (sum of float32) across every GPU with CuPy's NCCL bindings."""
     cp = gpu.cupy()
     try:
-        from cupy.cuda import nccl
+        import warnings
+
+        with warnings.catch_warnings():  # CuPy warns on import when libnccl is missing; we say so below
+            warnings.simplefilter("ignore")
+            from cupy.cuda import nccl
     except Exception as exc:
         raise P2PError(f"CuPy's NCCL bindings are not importable ({type(exc).__name__}: {exc})") from None
     if not getattr(nccl, "available", False):
@@ -381,7 +391,7 @@ def obtain(experiment_id: str, *, quick: bool = True) -> tuple[dict, Mode, str, 
     elif live:
         why_live = f"this machine has {device_count()} GPU: peer-to-peer needs two"
     else:
-        why_live = f"no usable GPU here ({mode.detect().reason})"
+        why_live = mode.detect().reason
     ref = load_reference()
     return ref.experiment(experiment_id), Mode.REPLAY, ref.label, why_live
 
