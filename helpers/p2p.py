@@ -184,25 +184,29 @@ def time_copy(method: str, src: int, dst: int, nbytes: int, *, both: bool = Fals
     return out
 
 
-def _set_peer(devs: list[int], enable: bool) -> list[list[bool]]:
-    """Enable (or disable) peer access for every pair that can; returns what is enabled."""
-    rt = gpu.cupy().cuda.runtime
-    done = [[False] * len(devs) for _ in devs]
-    for a, i in enumerate(devs):
-        for b, j in enumerate(devs):
-            if i == j or not rt.deviceCanAccessPeer(i, j):
+_PEER_ON: set[tuple[int, int]] = set()  # pairs this module enabled, so it disables only those
+
+
+def _set_peer(devs: list[int], enable: bool) -> None:
+    """Enable peer access for every ordered pair of `devs` that can, or disable what we enabled.
+
+    Tracking our own state avoids asking CUDA to disable what was never enabled (an error).
+    """
+    cp = gpu.cupy()
+    rt = cp.cuda.runtime
+    for i in devs:
+        for j in devs:
+            if i == j or (enable and (i, j) in _PEER_ON) or (not enable and (i, j) not in _PEER_ON):
                 continue
-            with gpu.cupy().cuda.Device(i):
+            if enable and not rt.deviceCanAccessPeer(i, j):
+                continue
+            with cp.cuda.Device(i):
                 try:
-                    if enable:
-                        rt.deviceEnablePeerAccess(j)
-                    else:
-                        rt.deviceDisablePeerAccess(j)
-                except gpu.cupy().cuda.runtime.CUDARuntimeError as exc:
+                    (rt.deviceEnablePeerAccess if enable else rt.deviceDisablePeerAccess)(j)
+                except rt.CUDARuntimeError as exc:
                     if "AlreadyEnabled" not in str(exc) and "NotEnabled" not in str(exc):
                         raise
-            done[a][b] = enable
-    return done
+            (_PEER_ON.add if enable else _PEER_ON.discard)((i, j))
 
 
 def _host_legs(devs, sizes, reps, warmup) -> dict:
@@ -275,8 +279,11 @@ def _need_two():
 @experiment("p2p.topology", chapter=8, title="GPU topology (nvidia-smi topo -m) and the peer-access matrix")
 def topology_experiment(quick: bool) -> dict:
     _need_two()
-    text = p2p_topology.nvidia_smi_topo()
     parsed, err = None, None
+    try:
+        text = p2p_topology.nvidia_smi_topo()
+    except p2p_topology.TopologyError as exc:
+        text, err = None, str(exc)
     if text is not None:
         try:
             parsed = p2p_topology.parse(text).as_dict()
