@@ -126,9 +126,13 @@ def seed_verdict(d: dict) -> str:
     """Seed 002 saw P2P about twice as fast as the copy through the host (a 2013-era Tesla and
     a capture card over PCIe). Compare with the measured ratio, worded from the numbers."""
     r = peer_vs_staged(d)
+    n = d["sizes"]["large"]
+    peer = float(np.mean([x for row in gbps_matrix(d, "peer") for x in row if x is not None]))
+    legs = float(np.mean([n / t / 1e9 for t in d["host"]["d2h"]["large"] + d["host"]["h2d"]["large"]]))
     if r > 3:
         return (f"Measured: direct peer copies are {r:.1f}x faster than staging through host memory here — "
-                "far more than the seed's 2x, because this link is not PCIe but NVLink (or the host path is slow).")
+                f"far more than the seed's 2x: the direct link ({peer:.0f} GB/s) is {peer / legs:.1f}x faster "
+                f"than one host leg ({legs:.0f} GB/s), and staging needs two legs.")
     if r > 1.3:
         return (f"Measured: direct peer copies are {r:.1f}x faster than staging through host memory — "
                 "the same order as the seed's 2x: the staged path moves every byte twice over PCIe.")
@@ -180,3 +184,24 @@ def nccl_table(ob: Obtained) -> Table:
     return Table(rows, ("bytes per GPU", "median µs", "algbw GB/s", "busbw GB/s", "sum correct"),
                  f"NCCL {ob.data['nccl_version']} all-reduce over {ob.data['ndev']} GPUs — "
                  f"{ob.mode.value.upper()}: {ob.source}")
+
+
+def driver_vs_staged(d: dict) -> str:
+    """Large-copy bandwidth of the driver's peer-off copy vs our two-leg staging, worded from the data."""
+    n = d["sizes"]["large"]
+    drv = float(np.mean([x for row in gbps_matrix(d, "driver") for x in row if x is not None]))
+    stg = float(np.mean([x for row in gbps_matrix(d, "staged") for x in row if x is not None]))
+    peer = float(np.mean([x for row in gbps_matrix(d, "peer") for x in row if x is not None]))
+    legs = [n / t / 1e9 for t in d["host"]["d2h"]["large"] + d["host"]["h2d"]["large"]]
+    if drv > 1.15 * stg:
+        cap = ("and stays below" if drv <= min(legs) else "yet exceeds")
+        how = ("faster than our store-and-forward staging: the driver overlaps the two legs, "
+               f"{cap} the slowest host leg's {min(legs):.1f} GB/s")
+    elif drv < 0.87 * stg:
+        how = "slower than our staging: the driver's bounce buffers are smaller or not pinned for this size"
+    else:
+        how = "about the same as our staging: the driver does not overlap the legs here"
+    if drv > 0.6 * peer:
+        how = "close to the direct peer copy: with peer access off the driver still used a direct path"
+    return (f"{n >> 20} MiB copies: cudaMemcpyPeer with peer access off {drv:.1f} GB/s, staged by hand {stg:.1f} GB/s, "
+            f"direct peer {peer:.1f} GB/s — the driver's fallback is {how}.")

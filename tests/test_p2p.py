@@ -330,3 +330,22 @@ def test_live_matrices_shape_and_bad_index():
     assert len(d["host"]["h2d"]["large"]) == 2
     with pytest.raises(p2p.P2PError, match="out of range"):
         p2p.time_copy("peer", 0, _gpus(), 8)
+
+
+def test_real_output_of_two_h200s():
+    """`nvidia-smi topo -m` as it came from the two-H200 machine (driver 580), escape codes and all."""
+    text = (Path(__file__).parent / "data" / "nvidia_smi_topo_h200x2.txt").read_text()
+    assert "\x1b[4m" in text  # the header's underline really is there
+    t = topo.parse(text)
+    assert t.gpus == ["GPU0", "GPU1"] and t.gpu_matrix() == [["X", "NV18"], ["NV18", "X"]]
+    assert t.cpu_affinity == {"GPU0": "0-31", "GPU1": "0-31"}
+
+
+def test_committed_two_gpu_recording_routes():
+    """The committed two-GPU recording yields a link matrix whose direct NVLink route beats the host route."""
+    ref = reference.load(p2p.P2P_REFERENCE)
+    data = ref.experiment("p2p.matrices")
+    m = pr.from_recording(data)
+    n = data["sizes"]["medium"]
+    assert pr.route_time(m, ("GPU0", "GPU1"), n) < pr.route_time(m, ("GPU0", "host", "GPU1"), n)
+    assert topo.parse(ref.experiment("p2p.topology")["nvidia_smi_topo"]).link(0, 1).startswith("NV")
