@@ -349,3 +349,23 @@ def test_committed_two_gpu_recording_routes():
     n = data["sizes"]["medium"]
     assert pr.route_time(m, ("GPU0", "GPU1"), n) < pr.route_time(m, ("GPU0", "host", "GPU1"), n)
     assert topo.parse(ref.experiment("p2p.topology")["nvidia_smi_topo"]).link(0, 1).startswith("NV")
+
+
+def test_one_gpu_topology():
+    text = ("\t\x1b[4mGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
+            "GPU0\t X \t0-15\t0\t\tN/A\n\nLegend:\n\n  X    = Self\n")
+    t = topo.parse(text)
+    assert t.gpus == ["GPU0"] and t.gpu_matrix() == [["X"]] and t.cpu_affinity == {"GPU0": "0-15"}
+
+
+def test_verdicts_follow_the_numbers():
+    from helpers import p2p_view
+
+    fast = p2p_view.seed_verdict(fake_matrices(peer_gbps=300, staged_gbps=25))
+    same = p2p_view.seed_verdict(fake_matrices(peer_gbps=26, staged_gbps=25))
+    twice = p2p_view.seed_verdict(fake_matrices(peer_gbps=50, staged_gbps=25))
+    assert "far more than the seed's 2x" in fast and "only" in same and "same order as the seed's 2x" in twice
+    assert p2p_view.peer_vs_staged(fake_matrices(peer_gbps=50, staged_gbps=25)) == pytest.approx(2.0, rel=0.01)
+    d = fake_matrices(peer_gbps=300, staged_gbps=25)
+    d["matrices"]["driver"] = fake_matrices(peer_gbps=40)["matrices"]["peer"]
+    assert "overlaps the two legs" in p2p_view.driver_vs_staged(d)
