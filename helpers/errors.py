@@ -15,3 +15,13 @@ class ReferenceDataError(CourseError):
 
 class DeviceTimeoutError(CourseError, TimeoutError):
     """The GPU did not finish within the time the helper allows; nothing hangs forever."""
+
+
+class SkipExperiment(CourseError):
+    """Raised by an experiment that cannot run on this machine (a missing tool, one GPU
+    where two are needed); the recorder notes why and goes on.
+
+    It lives here, not in helpers.record, because `python -m helpers.record` runs that module
+    as __main__: a class defined there would be a different class from the one experiments
+    import as helpers.record.SkipExperiment, and the recorder would not catch their skips.
+    """

@@ -22,6 +22,7 @@ import os
 import numpy as np
 
 from . import gpu
+from .resources import Closing
 from .sysinfo import fmt_bytes
 
 HOST_KINDS = ("pageable", "pinned", "registered")
@@ -63,7 +64,7 @@ def check_nbytes(nbytes, what: str = "buffer", *, host: bool = True, device: boo
     return n
 
 
-class HostBuffer:
+class HostBuffer(Closing):
     """A host buffer of one kind, viewed as a 1-D uint8 NumPy array in `.array`."""
 
     def __init__(self, nbytes: int, kind: str = "pinned", *, fill: int = 0xA5) -> None:
@@ -107,18 +108,6 @@ class HostBuffer:
             except BufferError:
                 pass  # a caller still holds a view; the mapping goes when that view does
             self._mmap = None
-
-    def __enter__(self) -> HostBuffer:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         state = "closed" if self.array is None else f"at {self.ptr:#x}"

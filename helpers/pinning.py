@@ -38,6 +38,7 @@ from .errors import CourseError
 from .host_memory import _view, check_nbytes, pinned_bytes_of_process
 from .mode import Mode
 from .progress import Progress
+from .resources import Closing
 from .sysinfo import fmt_bytes
 
 PAGE = mmap.PAGESIZE
@@ -152,7 +153,7 @@ def device_pointer(ptr: int) -> int:
 
 # ---------------------------------------------------------------------------- allocations
 
-class PinnedAlloc:
+class PinnedAlloc(Closing):
     """cudaHostAlloc'ed memory (`flags`: default, portable, mapped, write_combined), freed by close()."""
 
     def __init__(self, nbytes: int, flags: tuple[str, ...] | str = "default", *, fill: int | None = 0) -> None:
@@ -175,20 +176,8 @@ class PinnedAlloc:
             gpu.cupy().cuda.runtime.freeHost(self.ptr)
             self.ptr = None
 
-    def __enter__(self) -> PinnedAlloc:
-        return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-
-class Region:
+class Region(Closing):
     """An mmap'd host region of one kind (see REGION_KINDS), as a process might already have one.
 
     - anonymous-private / anonymous-shared: mmap(MAP_ANONYMOUS) memory;
@@ -246,18 +235,6 @@ class Region:
                 pass
             self.path = None
 
-    def __enter__(self) -> Region:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
 
 def filesystem_of(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:
     """Filesystem type of the mount holding `path` (longest mount-point prefix)."""
@@ -272,7 +249,7 @@ def filesystem_of(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:
     return fstype
 
 
-class Registration:
+class Registration(Closing):
     """cudaHostRegister of an existing region, undone by close() (cudaHostUnregister)."""
 
     def __init__(self, ptr: int, nbytes: int, flags: tuple[str, ...] | str = "default") -> None:
@@ -292,18 +269,6 @@ class Registration:
         if self._live:
             self._live = False
             gpu.cupy().cuda.runtime.hostUnregister(self.ptr)
-
-    def __enter__(self) -> Registration:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def raw_register_outcome(ptr: int, nbytes: int, flags: int = 0) -> str:
@@ -432,9 +397,6 @@ def record_cost_vs_size(quick: bool) -> dict:
 
 # ---------------------------------------------------------------------------- copies from a pointer
 
-_H2D, _D2H = 1, 2  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
-
-
 def time_copy(host_ptr: int, nbytes: int, direction: str = "h2d", *, reps: int = 5,
               warmup: int = 1, timeout_s: float = 30.0) -> float:
     """Median seconds of `reps` event-timed copies between host memory at `host_ptr` and the GPU.
@@ -442,28 +404,13 @@ def time_copy(host_ptr: int, nbytes: int, direction: str = "h2d", *, reps: int =
     Works for any host pointer (pageable, registered, cudaHostAlloc'ed, write-combined): the
     driver decides from the pointer whether it can DMA directly or must stage.
     """
-    from .transfers import wait_event
+    from .transfers import time_copies
 
     if direction not in ("h2d", "d2h"):
         raise PinningError(f"direction must be 'h2d' or 'd2h', got {direction!r}")
-    cp = gpu.cupy()
-    stream = cp.cuda.Stream(non_blocking=True)
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    dev = cp.cuda.memory.Memory(int(nbytes))
-    times = []
-    try:
-        src, dst, kind = ((host_ptr, dev.ptr, _H2D) if direction == "h2d" else (dev.ptr, host_ptr, _D2H))
-        for i in range(warmup + reps):
-            start.record(stream)
-            cp.cuda.runtime.memcpyAsync(dst, src, int(nbytes), kind, stream.ptr)
-            end.record(stream)
-            wait_event(end, timeout_s, f"a {nbytes}-byte {direction} copy")
-            if i >= warmup:
-                times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
-    finally:
-        stream.synchronize()
-        del dev
-    return float(np.median(times))
+    gpu.cupy()
+    return float(np.median(time_copies(host_ptr, int(nbytes), direction, reps=reps, warmup=warmup,
+                                       timeout_s=timeout_s)))
 
 
 # ---------------------------------------------------------------------------- can my region be pinned?

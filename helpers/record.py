@@ -16,12 +16,9 @@ import time
 from pathlib import Path
 
 from . import experiments, gpu, mode, provenance, reference, sysinfo
-from .errors import CourseError
+from .errors import SkipExperiment
 
-
-class SkipExperiment(CourseError):
-    """Raised by an experiment that cannot run on this machine (a missing tool, one GPU
-    where two are needed); the recorder notes why and goes on."""
+__all__ = ["SkipExperiment", "main"]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -96,6 +96,35 @@ def wait_event(event, timeout_s: float, what: str = "GPU work") -> None:
             time.sleep(0.0002)
 
 
+def time_copies(host_ptr: int, nbytes: int, direction: str, *, reps: int, warmup: int,
+                timeout_s: float) -> list[float]:
+    """Event-timed seconds of `reps` copies (after `warmup` untimed ones) of `nbytes` between the
+    host memory at `host_ptr` and a fresh device buffer.
+
+    Each copy is bracketed by two events on a private non-blocking stream and waited for before
+    the next starts. Any host pointer works (pageable, pinned, registered, write-combined): the
+    driver decides from the pointer whether it can DMA directly or must stage.
+    """
+    cp = gpu.cupy()
+    stream = cp.cuda.Stream(non_blocking=True)
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    dev = cp.cuda.memory.Memory(nbytes)  # unpooled: freed as soon as this function returns
+    times: list[float] = []
+    try:
+        src, dst = (host_ptr, dev.ptr) if direction == "h2d" else (dev.ptr, host_ptr)
+        for i in range(warmup + reps):
+            start.record(stream)
+            cp.cuda.runtime.memcpyAsync(dst, src, nbytes, _KIND[direction], stream.ptr)
+            end.record(stream)
+            wait_event(end, timeout_s, f"a {nbytes}-byte {direction} copy")
+            if i >= warmup:
+                times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+    finally:
+        stream.synchronize()
+        del dev
+    return times
+
+
 def measure_copy(nbytes: int, direction: str = "h2d", host_kind: str = "pinned", *,
                  reps: int = 20, warmup: int = 3, timeout_s: float = 30.0) -> TransferResult:
     """Time `reps` copies of `nbytes` between a host buffer of `host_kind` and the GPU.
@@ -107,24 +136,9 @@ def measure_copy(nbytes: int, direction: str = "h2d", host_kind: str = "pinned",
     _check_choice(host_kind, HOST_KINDS, "host_kind")
     _check_reps(reps, warmup)
     n = check_nbytes(nbytes, f"{direction} copy", host=True, device=True)
-    cp = gpu.cupy()
-    stream = cp.cuda.Stream(non_blocking=True)
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    dev = cp.cuda.memory.Memory(n)  # unpooled: freed as soon as this function returns
-    times: list[float] = []
-    try:
-        with HostBuffer(n, host_kind) as host:
-            src, dst = (host.ptr, dev.ptr) if direction == "h2d" else (dev.ptr, host.ptr)
-            for i in range(warmup + reps):
-                start.record(stream)
-                cp.cuda.runtime.memcpyAsync(dst, src, n, _KIND[direction], stream.ptr)
-                end.record(stream)
-                wait_event(end, timeout_s, f"a {n}-byte {direction} copy")
-                if i >= warmup:
-                    times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
-    finally:
-        stream.synchronize()
-        del dev
+    gpu.cupy()  # no GPU: a clear NoGPUError before any host memory is taken
+    with HostBuffer(n, host_kind) as host:
+        times = time_copies(host.ptr, n, direction, reps=reps, warmup=warmup, timeout_s=timeout_s)
     return TransferResult(direction, host_kind, n, times, warmup)
 
 

@@ -60,3 +60,15 @@ def test_duplicate_registration_rejected():
 def test_bad_experiment_ids(bad):
     with pytest.raises(ValueError, match="dotted words"):
         experiments.experiment(bad, chapter=0, title="t")
+
+
+def test_skip_experiment_is_one_class_when_run_as_main():
+    """`python -m helpers.record` executes record.py as __main__; the SkipExperiment it catches
+    must be the class experiments raise (helpers.record.SkipExperiment), or a skip aborts the
+    whole recording (seen on a GPU machine without strace)."""
+    import runpy
+
+    from helpers import errors, record
+
+    fresh = runpy.run_module("helpers.record", run_name="not_main")  # a second execution of the file
+    assert fresh["SkipExperiment"] is record.SkipExperiment is errors.SkipExperiment

@@ -36,7 +36,11 @@ def test_crosscheck_agrees_within_tolerance(path):
     """The course's event-timed 256 MiB bandwidth agrees with the C program from the same run."""
     ref = reference.load(path)
     if not ref.has("crosscheck.bwcheck"):
-        pytest.fail(f"{path.name} has no crosscheck.bwcheck recording")
+        # a partial recording (e.g. a two-GPU machine recorded for Chapter 8's p2p.* only) has no
+        # host<->device transfer data; one that has any must have the cross-check from the same run
+        transfers = [e for e in ref.doc["experiments"] if not e.startswith("p2p.")]
+        assert not transfers, f"{path.name} records {transfers} but has no crosscheck.bwcheck"
+        return
     data = ref.experiment("crosscheck.bwcheck")
     assert data["nbytes"] == 256 << 20, "the cross-check must be recorded at full size, not --quick"
     for d in ("h2d", "d2h"):

@@ -122,3 +122,58 @@ def _check_count(count: int, width: int) -> None:
         raise ValueError(f"transaction count must be an int >= 0, got {count!r}")
     if width not in (1, 2, 4, 8, 16, 32, 64):
         raise ValueError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
+
+
+# -- a second device on the fabric: peer-to-peer DMA (Chapter 8) --------------------------------
+PLACEMENTS = ("same_switch", "root_ports", "acs_redirect")
+
+
+@dataclass(frozen=True)
+class FabricParams:
+    """Where a second PCIe device (a capture card) sits relative to the toy GPU, and what the
+    paths between them cost (GB/s = bytes/ns, ns). Illustrative values, like LinkParams.
+
+    - same_switch: card and GPU below one PCIe switch; a peer write turns around in the
+      switch and never reaches the root complex (nvidia-smi would say PIX);
+    - root_ports: each on its own root port; a peer write is forwarded inside the root
+      complex, which many CPUs do slowly or not at all (PHB);
+    - acs_redirect: below one switch, but ACS P2P Request Redirect sends every peer write
+      up to the root complex (and its IOMMU) before it comes back down.
+    """
+
+    placement: str = "same_switch"
+    card_gbps: float = 12.0        # the capture card's DMA engine (a Gen4 x8 card)
+    card_latency_ns: float = 2000.0
+    rc_p2p_gbps: float = 9.0       # root-complex forwarding of peer writes; 0 = not supported
+    switch_gbps: float = 26.0      # a switch port turning a write around
+
+    def __post_init__(self):
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
+        for k in ("card_gbps", "card_latency_ns", "rc_p2p_gbps", "switch_gbps"):
+            v = getattr(self, k)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"FabricParams.{k} must be a finite number >= 0, got {v!r}")
+        if self.card_gbps <= 0 or self.switch_gbps <= 0:
+            raise ValueError("card_gbps and switch_gbps must be > 0")
+
+    @property
+    def peer_crosses_root_complex(self) -> bool:
+        """Whether a peer write from the card to the GPU's BAR1 passes through the root complex."""
+        return self.placement != "same_switch"
+
+    def peer_gbps(self) -> float:
+        """Bandwidth of a card -> GPU BAR1 peer write on this placement (0 = impossible)."""
+        path = self.rc_p2p_gbps if self.peer_crosses_root_complex else self.switch_gbps
+        return min(self.card_gbps, path) if path > 0 else 0.0
+
+
+def card_dma_ns(model: LinkModel, fabric: FabricParams, nbytes: int, *, peer: bool) -> float:
+    """Modelled ns for the capture card to DMA `nbytes` into system memory (peer=False) or
+    straight into the GPU's BAR1 (peer=True)."""
+    _check_count(nbytes, 1)
+    gbps = fabric.peer_gbps() if peer else min(fabric.card_gbps, model.params.link_gbps)
+    if gbps <= 0:
+        raise ValueError(f"no peer path on placement {fabric.placement!r}: the root complex does not "
+                         "forward peer writes (rc_p2p_gbps=0); bounce through system memory instead")
+    return model._jittered(fabric.card_latency_ns + nbytes / gbps, 1)

@@ -1,0 +1,371 @@
+"""Chapter 8 / Lab 5: the topology parser, the routing model, bad input, the toy capture card,
+the replay path, and (on a machine with two or more GPUs) the live matrices."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import gpu, p2p, reference
+from helpers import p2p_routes as pr
+from helpers import p2p_topology as topo
+from helpers.mode import Mode
+
+REF = Path(__file__).resolve().parent.parent / "data" / "reference" / "h100-pcie.json"
+
+# Text in the format nvidia-smi prints (tab-separated, header underlined with escape codes).
+TWO_NVLINK = (
+    "\t\x1b[4mGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
+    "GPU0\t X \tNV18\t0-47\t0\t\tN/A\n"
+    "GPU1\tNV18\t X \t0-47\t0\t\tN/A\n\n"
+    "Legend:\n\n  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect\n"
+    "  NV#  = Connection traversing a bonded set of # NVLinks\n")
+
+FOUR_PCIE = (
+    "\tGPU0\tGPU1\tGPU2\tGPU3\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+    "GPU0\t X \tPIX\tPXB\tSYS\tPHB\t0-15\t0\t\tN/A\n"
+    "GPU1\tPIX\t X \tPXB\tSYS\tPHB\t0-15\t0\t\tN/A\n"
+    "GPU2\tPXB\tPXB\t X \tSYS\tNODE\t0-15\t0\t\tN/A\n"
+    "GPU3\tSYS\tSYS\tSYS\t X \tSYS\t16-31\t1\t\tN/A\n"
+    "NIC0\tPHB\tPHB\tNODE\tSYS\t X \n\n"
+    "Legend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: mlx5_0\n")
+
+
+def eight_gpus(cell=lambda i, j: "NV18") -> str:
+    names = [f"GPU{i}" for i in range(8)]
+    lines = ["        " + "  ".join(names) + "  CPU Affinity    NUMA Affinity   GPU NUMA ID"]
+    for i in range(8):
+        cells = ["X" if i == j else cell(i, j) for j in range(8)]
+        lines.append(f"GPU{i}    " + "  ".join(f"{c:>4}" for c in cells) + f"  {0 if i < 4 else 48}-{47 if i < 4 else 95}  {i // 4}  N/A")
+    return "\n".join(lines) + "\n\nLegend:\n  X    = Self\n"
+
+
+# -- parser --------------------------------------------------------------------------------------
+def test_two_gpus_nvlink():
+    t = topo.parse(TWO_NVLINK)
+    assert t.gpus == ["GPU0", "GPU1"] and t.link(0, 1) == "NV18" and t.link("GPU1", "GPU0") == "NV18"
+    assert t.gpu_matrix() == [["X", "NV18"], ["NV18", "X"]]
+    assert t.cpu_affinity == {"GPU0": "0-47", "GPU1": "0-47"} and t.numa_affinity["GPU1"] == "0"
+    assert "18 NVLinks" in topo.describe(t.link(0, 1))
+
+
+def test_four_gpus_pcie_and_a_nic():
+    t = topo.parse(FOUR_PCIE)
+    assert t.gpus == ["GPU0", "GPU1", "GPU2", "GPU3"] and t.devices[-1] == "NIC0"
+    assert [t.link(0, j) for j in (1, 2, 3)] == ["PIX", "PXB", "SYS"]
+    assert t.link("NIC0", 2) == "NODE" and t.nic_names == {"NIC0": "mlx5_0"}
+    assert t.cpu_affinity["GPU3"] == "16-31" and t.numa_affinity["GPU3"] == "1"
+    assert sorted({t.link(0, j) for j in (1, 2, 3)}, key=topo.rank) == ["PIX", "PXB", "SYS"]
+
+
+def test_eight_gpus_space_separated_mixed():
+    kinds = ["NV12", "NV4", "PHB", "SYS", "PXB", "PIX", "NODE"]
+    text = eight_gpus(lambda i, j: kinds[(i + j) % len(kinds)])
+    t = topo.parse(text)
+    assert len(t.gpus) == 8
+    for i, j in itertools.permutations(range(8), 2):
+        assert t.link(i, j) == kinds[(i + j) % len(kinds)]
+    assert t.numa_affinity["GPU7"] == "1"
+
+
+def test_rank_orders_nearest_first():
+    assert sorted(["SYS", "NV4", "PIX", "NV18", "PHB", "NODE", "PXB"], key=topo.rank) == \
+        ["NV18", "NV4", "PIX", "PXB", "PHB", "NODE", "SYS"]
+    assert topo.parse(TWO_NVLINK.replace("NV18", "SOC")).link(0, 1) == "SYS"  # old name
+
+
+@pytest.mark.parametrize("text, match", [
+    ("no matrix here\n", "no header"),
+    (TWO_NVLINK.replace("\tNV18\t X", "\tNV99X\t X"), "unknown link kind 'NV99X'"),
+    (TWO_NVLINK.replace("GPU1\tNV18\t X \t0-47\t0\t\tN/A\n", ""), "no row for it"),
+    (TWO_NVLINK.replace("GPU0\t X \tNV18", "GPU0\tNV18\tNV18"), "diagonal"),
+    (TWO_NVLINK.replace("GPU1\tNV18\t X \t0-47\t0\t\tN/A", "GPU1\tNV18"), "has 1 link cells"),
+    (FOUR_PCIE.replace("GPU2\tPXB\tPXB\t X", "GPU2\tPXB\t X \t X"), "X may only mark"),
+    (FOUR_PCIE + "GPU0\t X \tPIX\tPXB\tSYS\tPHB\n", None),  # after the legend: ignored
+])
+def test_bad_topology_text(text, match):
+    if match is None:
+        assert topo.parse(text).link(0, 1) == "PIX"
+        return
+    with pytest.raises(topo.TopologyError, match=match):
+        topo.parse(text)
+
+
+def test_parser_bad_queries():
+    t = topo.parse(TWO_NVLINK)
+    with pytest.raises(topo.TopologyError, match="no device 5"):
+        t.link(0, 5)
+    with pytest.raises(topo.TopologyError, match="expected the text"):
+        topo.parse(None)
+    with pytest.raises(topo.TopologyError, match="unknown link kind"):
+        topo.describe("FOO")
+
+
+# -- routing model -------------------------------------------------------------------------------
+def simple_matrix(direct_bw=10e9, gpu_bw=100e9, host_bw=25e9, lat=1e-6, n=3) -> pr.LinkMatrix:
+    lat_d, bw = {}, {}
+    for i in range(n):
+        a = f"GPU{i}"
+        for k, v in (((a, "host"), host_bw), (("host", a), host_bw)):
+            lat_d[k], bw[k] = lat, v
+        for j in range(n):
+            if i != j:
+                b = f"GPU{j}"
+                lat_d[(a, b)], bw[(a, b)] = lat, (direct_bw if {i, j} == {0, 1} else gpu_bw)
+    return pr.LinkMatrix(n, lat_d, bw)
+
+
+def test_route_time_is_latency_plus_size_over_bandwidth_per_hop():
+    m = simple_matrix()
+    n = 1 << 20
+    assert pr.route_time(m, ("GPU0", "GPU1"), n) == pytest.approx(1e-6 + n / 10e9)
+    assert pr.route_time(m, ("GPU0", "host", "GPU1"), n) == pytest.approx(2 * (1e-6 + n / 25e9))
+    assert pr.route_time(m, ("GPU0", "GPU2", "GPU1"), n) == pytest.approx(2 * (1e-6 + n / 100e9))
+
+
+def test_routes_enumerated():
+    m = simple_matrix()
+    assert pr.routes(m, 0, 1) == [("GPU0", "GPU1"), ("GPU0", "host", "GPU1"), ("GPU0", "GPU2", "GPU1")]
+
+
+def test_optimum_avoids_the_slow_direct_link_and_spreads_load():
+    m = simple_matrix()
+    n = 64 << 20
+    best, paths = pr.optimal(m, [(0, 1, n)])
+    assert paths == [("GPU0", "GPU2", "GPU1")]  # two fast hops beat one slow link
+    assert best == pytest.approx(2 * (1e-6 + n / 100e9))
+    # three big transfers 0->1 with a host path as fast as the relay: all three on the relay
+    # keep each of its links busy for three transfers; the optimum sends one via the host
+    m = simple_matrix(host_bw=100e9)
+    three = [(0, 1, n)] * 3
+    best3, paths3 = pr.optimal(m, three)
+    assert len(set(paths3)) == 2 and ("GPU0", "host", "GPU1") in paths3
+    assert best3 == pytest.approx(2 * (1e-6 + n / 100e9))
+    assert best3 < pr.makespan(m, three, [("GPU0", "GPU2", "GPU1")] * 3)
+
+
+def test_optimum_is_no_worse_than_every_assignment():
+    rng = np.random.default_rng(3)
+    for seed in range(4):
+        m = pr.synthetic(3, seed)
+        transfers = [(int(a), int(b), int(rng.integers(1, 64) << 20))
+                     for a, b in (rng.permutation(3)[:2] for _ in range(3))]
+        best, paths = pr.optimal(m, transfers)
+        assert best == pytest.approx(pr.makespan(m, transfers, paths))
+        for combo in itertools.product(*(pr.routes(m, s, d) for s, d, _ in transfers)):
+            assert pr.makespan(m, transfers, list(combo)) >= best - 1e-15
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda m: pr.routes(m, 0, 7), "GPU index 7 is out of range: this matrix has GPUs 0..2"),
+    (lambda m: pr.routes(m, 1, 1), "nothing to route"),
+    (lambda m: pr.routes(m, "0", 1), "must be an int"),
+    (lambda m: pr.makespan(m, [(0, 1, 8)], [("GPU0", "GPU2")]), "does not go from GPU0 to GPU1"),
+    (lambda m: pr.makespan(m, [(0, 1, 8)], []), "1 transfers but 0 routes"),
+    (lambda m: pr.route_time(m, ("GPU0",), 8), "at least two nodes"),
+    (lambda m: pr.route_time(m, ("host", "host"), 8), "no link host -> host"),
+])
+def test_routing_bad_input(call, match):
+    with pytest.raises(pr.RoutingError, match=match):
+        call(simple_matrix())
+
+
+def test_one_gpu_and_bad_links_refused():
+    with pytest.raises(pr.RoutingError, match="at least two GPUs"):
+        pr.LinkMatrix(1, {}, {})
+    with pytest.raises(pr.RoutingError, match="bandwidth must be > 0"):
+        pr.LinkMatrix(2, {("GPU0", "GPU1"): 1e-6}, {("GPU0", "GPU1"): 0.0})
+    with pytest.raises(pr.RoutingError, match="too many"):
+        pr.optimal(simple_matrix(n=3), [(0, 1, 8)] * 13)
+
+
+def test_check_devices_errors():
+    with pytest.raises(p2p.P2PError, match="needs at least 2 GPUs; this machine has 1"):
+        p2p.check_devices([0, 1], count=1)
+    with pytest.raises(p2p.P2PError, match="device index 2 is out of range: this machine has GPUs 0..1"):
+        p2p.check_devices([0, 2], count=2)
+    with pytest.raises(p2p.P2PError, match="distinct"):
+        p2p.check_devices([1, 1], count=2)
+    with pytest.raises(p2p.P2PError, match="must be ints"):
+        p2p.check_devices([0, 1.0], count=2)
+    assert p2p.check_devices([1, 0], count=2) == [1, 0]
+
+
+def test_no_gpu_live_calls_fail_clearly(no_gpu):
+    with pytest.raises(p2p.P2PError, match="this machine has 0"):
+        p2p.time_copy("peer", 0, 1, 1 << 20)
+    with pytest.raises(p2p.P2PError, match="method must be one of"):
+        p2p.time_copy("teleport", 0, 1, 8)
+
+
+# -- replay ----------------------------------------------------------------------------------------
+def fake_matrices(peer_gbps=300.0, staged_gbps=25.0, host_gbps=50.0) -> dict:
+    sizes = {"large": 64 << 20, "medium": 1 << 20, "small": 4}
+
+    def t(gbps, lat):
+        return {k: [[None, lat + n / gbps / 1e9], [lat + n / gbps / 1e9, None]] for k, n in sizes.items()}
+    mats = {m: {w: t(g, lat) for w in ("one", "both")}
+            for m, g, lat in (("peer", peer_gbps, 2e-6), ("staged", staged_gbps, 9e-6), ("driver", staged_gbps, 9e-6))}
+    host = {d: {k: [4e-6 + n / host_gbps / 1e9] * 2 for k, n in sizes.items()} for d in ("h2d", "d2h")}
+    return {"devices": [{"index": i, "name": "fake", "pci_bus_id": f"0000:0{i}:00.0"} for i in range(2)],
+            "sizes": sizes, "reps": 20, "peer_access": [[None, True], [True, None]], "matrices": mats, "host": host}
+
+
+def test_link_matrix_from_a_recording():
+    m = pr.from_recording(fake_matrices())
+    assert m.n_gpus == 2 and m.bandwidth_Bps[("GPU0", "GPU1")] == pytest.approx(300e9, rel=1e-6)
+    assert m.latency_s[("GPU0", "GPU1")] == pytest.approx(2e-6 + 4 / 300e9)
+    assert m.bandwidth_Bps[("host", "GPU1")] == pytest.approx(50e9, rel=1e-6)
+    with pytest.raises(pr.RoutingError, match="not a p2p.matrices recording"):
+        pr.from_recording({"sizes": {}})
+
+
+def test_replay_reads_a_two_gpu_recording(tmp_path, monkeypatch, no_gpu):
+    doc = json.loads(REF.read_text())
+    doc["name"] = "fake-two"
+    doc["experiments"] = {"p2p.matrices": {"title": "x", "chapter": 8, "duration_s": 1.0, "quick": False,
+                                           "data": fake_matrices()}}
+    doc["checksum"] = reference.checksum(doc)
+    (tmp_path / "fake-two.json").write_text(json.dumps(doc))
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_P2P_REFERENCE", "fake-two")
+    data, mode, source, why = p2p.obtain("p2p.matrices")
+    assert mode is Mode.REPLAY and data == fake_matrices() and "no usable GPU" in why
+    with pytest.raises(reference.ReferenceDataError, match="no recording of experiment 'p2p.topology'"):
+        p2p.obtain("p2p.topology")
+    with pytest.raises(p2p.P2PError, match="unknown p2p experiment"):
+        p2p.obtain("p2p.nope")
+
+
+def test_experiments_skip_on_fewer_than_two_gpus(no_gpu):
+    from helpers.record import SkipExperiment
+
+    for run in (p2p.topology_experiment, p2p.matrices_experiment, p2p.nccl_experiment):
+        with pytest.raises(SkipExperiment, match="two or more GPUs"):
+            run(True)
+
+
+# -- the toy capture card ----------------------------------------------------------------------
+@pytest.mark.parametrize("placement", ["same_switch", "root_ports", "acs_redirect"])
+def test_capture_card_delivers_bytes_both_ways(placement):
+    from toygpu_util import start_device
+
+    from helpers.toygpu.capture import CaptureCard
+    from helpers.toygpu.link import FabricParams
+
+    g = start_device()
+    try:
+        card = CaptureCard(g, FabricParams(placement=placement))
+        frame = np.random.default_rng(1).integers(0, 256, 48 * 1024, dtype=np.uint8)
+        reps = {}
+        for route in ("bounce", "peer"):
+            dva = g.alloc_vram(frame.size)
+            reps[route] = card.deliver(frame, dva, route)
+            assert np.array_equal(g.download(dva, frame.size), frame), route
+        n = frame.size
+        assert reps["bounce"].root_complex_bytes == 2 * n and reps["bounce"].dram_bytes == 2 * n
+        assert reps["peer"].dram_bytes == 0
+        assert reps["peer"].root_complex_bytes == (0 if placement == "same_switch" else n)
+        assert reps["peer"].page_runs >= 1
+    finally:
+        g.close()
+
+
+def test_capture_card_bad_input():
+    from toygpu_util import start_device
+
+    from helpers.toygpu.capture import CaptureCard
+    from helpers.toygpu.link import FabricParams, LinkModel, card_dma_ns
+
+    with pytest.raises(ValueError, match="placement must be one of"):
+        FabricParams(placement="moon")
+    with pytest.raises(ValueError, match="does not forward peer writes"):
+        card_dma_ns(LinkModel(), FabricParams(placement="root_ports", rc_p2p_gbps=0), 4096, peer=True)
+    g = start_device()
+    try:
+        card = CaptureCard(g)
+        with pytest.raises(ValueError, match="multiple of 8"):
+            card.deliver(np.zeros(7, np.uint8), 0, "peer")
+        with pytest.raises(ValueError, match="route must be"):
+            card.deliver(np.zeros(8, np.uint8), 0, "teleport")
+        with pytest.raises(ValueError, match="not mapped"):
+            card.deliver(np.zeros(8, np.uint8), 1 << 19, "peer")
+    finally:
+        g.close()
+
+
+# -- live, two or more GPUs ---------------------------------------------------------------------------
+def _gpus() -> int:
+    return gpu.probe().device_count if gpu.probe().usable else 0
+
+
+needs_two = pytest.mark.skipif(_gpus() < 2, reason="needs two or more GPUs")
+
+
+@pytest.mark.gpu
+@needs_two
+def test_live_topology_parses_and_matches_peer_access():
+    d = p2p.topology_experiment(True)
+    n = len(d["devices"])
+    assert len(d["peer_access"]) == n and all(d["peer_access"][i][i] is None for i in range(n))
+    if d["nvidia_smi_topo"] is not None:
+        assert d["parse_error"] is None, d["parse_error"]
+        assert len([x for x in d["parsed"]["devices"] if x.startswith("GPU")]) == n
+
+
+@pytest.mark.gpu
+@needs_two
+def test_live_matrices_shape_and_bad_index():
+    d = p2p.measure_matrices(quick=True, devices=[0, 1], reps=3)
+    for method in p2p.METHODS:
+        for way in ("one", "both"):
+            for key in d["sizes"]:
+                mat = d["matrices"][method][way][key]
+                assert mat[0][0] is None and mat[1][0] > 0 and math.isfinite(mat[0][1])
+    assert len(d["host"]["h2d"]["large"]) == 2
+    with pytest.raises(p2p.P2PError, match="out of range"):
+        p2p.time_copy("peer", 0, _gpus(), 8)
+
+
+def test_real_output_of_two_h200s():
+    """`nvidia-smi topo -m` as it came from the two-H200 machine (driver 580), escape codes and all."""
+    text = (Path(__file__).parent / "data" / "nvidia_smi_topo_h200x2.txt").read_text()
+    assert "\x1b[4m" in text  # the header's underline really is there
+    t = topo.parse(text)
+    assert t.gpus == ["GPU0", "GPU1"] and t.gpu_matrix() == [["X", "NV18"], ["NV18", "X"]]
+    assert t.cpu_affinity == {"GPU0": "0-31", "GPU1": "0-31"}
+
+
+def test_committed_two_gpu_recording_routes():
+    """The committed two-GPU recording yields a link matrix whose direct NVLink route beats the host route."""
+    ref = reference.load(p2p.P2P_REFERENCE)
+    data = ref.experiment("p2p.matrices")
+    m = pr.from_recording(data)
+    n = data["sizes"]["medium"]
+    assert pr.route_time(m, ("GPU0", "GPU1"), n) < pr.route_time(m, ("GPU0", "host", "GPU1"), n)
+    assert topo.parse(ref.experiment("p2p.topology")["nvidia_smi_topo"]).link(0, 1).startswith("NV")
+
+
+def test_one_gpu_topology():
+    text = ("\t\x1b[4mGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
+            "GPU0\t X \t0-15\t0\t\tN/A\n\nLegend:\n\n  X    = Self\n")
+    t = topo.parse(text)
+    assert t.gpus == ["GPU0"] and t.gpu_matrix() == [["X"]] and t.cpu_affinity == {"GPU0": "0-15"}
+
+
+def test_verdicts_follow_the_numbers():
+    from helpers import p2p_view
+
+    fast = p2p_view.seed_verdict(fake_matrices(peer_gbps=300, staged_gbps=25))
+    same = p2p_view.seed_verdict(fake_matrices(peer_gbps=26, staged_gbps=25))
+    twice = p2p_view.seed_verdict(fake_matrices(peer_gbps=50, staged_gbps=25))
+    assert "far more than the seed's 2x" in fast and "only" in same and "same order as the seed's 2x" in twice
+    assert p2p_view.peer_vs_staged(fake_matrices(peer_gbps=50, staged_gbps=25)) == pytest.approx(2.0, rel=0.01)
+    d = fake_matrices(peer_gbps=300, staged_gbps=25)
+    d["matrices"]["driver"] = fake_matrices(peer_gbps=40)["matrices"]["peer"]
+    assert "overlaps the two legs" in p2p_view.driver_vs_staged(d)
