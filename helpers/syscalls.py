@@ -14,8 +14,8 @@ live: `find_strace` says how to install it, and the notebook replays the recordi
 
 from __future__ import annotations
 
-import json
 import contextlib
+import json
 import os
 import re
 import shutil

@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from jupyter_client.manager import KernelManager
-
 from conftest import needs_gpu
+from jupyter_client.manager import KernelManager
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))

@@ -201,7 +201,7 @@ def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: 
     leaks = list(inside.get("leaks", []))
     leaks += [f"orphan process {o['pid']} outlived the kernel: {o['cmd']}" for o in orphans]
     if before is not None and after is not None:
-        for i, (b, a) in enumerate(zip(before, after)):
+        for i, (b, a) in enumerate(zip(before, after, strict=False)):
             if a - b > device_tolerance_mib_outside:
                 leaks.append(f"GPU {i}: {a - b} MiB more in use after the kernel exited (nvidia-smi)")
     return {"notebook": str(nb_path.relative_to(ROOT) if nb_path.is_relative_to(ROOT) else nb_path),
@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> dict:
            "leaks": sum(len(r["leaks"]) for r in results),
            "leak_checks_ran": sum(r["leak_check_ran"] for r in results),
            "subreaper": subreaper, "host": platform.node(), "python": platform.python_version(),
-           "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
            "seconds": round(sum(r["seconds"] for r in results), 1), "notebooks": results}
     out["row"] = row(out)
     if args.out:
