@@ -125,3 +125,23 @@ def test_default_notebooks_pick_up_every_chapter_and_lab():
     assert found == on_disk and len(found) >= 11
     assert matrix.machine_name(["NVIDIA H200", "NVIDIA H200"]) == "2× NVIDIA H200"
     assert matrix.machine_name([]) == "no GPU"
+
+
+@pytest.mark.gpu
+def test_planted_device_leak_is_caught_live(tmp_path):
+    """On a GPU: 256 MiB kept alive by a module (it survives the namespace) is a leak."""
+    from conftest import has_gpu
+
+    if not has_gpu():
+        pytest.skip("needs a usable CUDA GPU; runs live on the GPU machine")
+    leaky = _notebook(tmp_path / "device_leak.ipynb", START,
+                      "import cupy, helpers\nhelpers._planted = cupy.zeros(256 << 20, dtype=cupy.uint8)")
+    clean = _notebook(tmp_path / "device_clean.ipynb", START,
+                      "import cupy\nx = cupy.zeros(256 << 20, dtype=cupy.uint8)\nprint(int(x.sum()))")
+    out = tmp_path / "r.json"
+    _matrix("run", "--mode", "live", "--out", str(out), str(clean), str(leaky))
+    res = json.loads(out.read_text())
+    ok, bad = res["notebooks"]
+    assert ok["passed"] and ok["leaks"] == [], ok
+    text = "\n".join(bad["leaks"])
+    assert not bad["passed"] and "device memory" in text and "CuPy's pool" in text, bad

@@ -116,6 +116,13 @@ def _release() -> None:
             cp.get_default_pinned_memory_pool().free_all_blocks()
         except Exception:  # noqa: BLE001
             pass
+    nb = sys.modules.get("numba.cuda")
+    if nb is not None and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+        try:  # Numba frees device arrays lazily: flush what is already garbage
+            if nb.is_available():
+                nb.current_context().deallocations.clear()
+        except Exception:  # noqa: BLE001
+            pass
     gc.collect()
 
 
