@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import gpu
-from .errors import DeviceTimeoutError, InputError
+from .errors import DeviceTimeoutError, InputError, InputTypeError
 from .experiments import experiment
 from .host_memory import HOST_KINDS, HostBuffer, check_nbytes
 from .progress import Progress
@@ -144,7 +144,10 @@ def sweep(sizes: Iterable[int], directions: Iterable[str] = DIRECTIONS,
 
     With reps=None the repetition count adapts to the size (more for small, fast copies).
     """
-    sizes, directions, host_kinds = list(sizes), list(directions), list(host_kinds)
+    try:
+        sizes, directions, host_kinds = list(sizes), list(directions), list(host_kinds)
+    except TypeError as exc:
+        raise InputTypeError(f"sweep needs lists of sizes, directions and host kinds ({exc})") from None
     for what, values in (("size", sizes), ("direction", directions), ("host kind", host_kinds)):
         if not values:
             raise InputError(f"sweep needs at least one {what}")

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import host_memory, mode, progress, sandbox, syscalls, transfers, uva
+from helpers import driver_api, drm, host_memory, mode, progress, sandbox, syscalls, transfers, uva
 from helpers.errors import (
     CourseError,
     InputError,
@@ -195,3 +195,38 @@ def test_timeouts_everywhere_are_bounded():
         syscalls.run_child(["true"], 0)
     with pytest.raises(sandbox.SandboxError, match="timeout"):
         sandbox.run_python("pass", math.nan)
+
+
+# --- found by going through the helpers one by one -------------------------------------------
+
+def test_sweep_of_a_number_instead_of_sizes():
+    with pytest.raises(InputTypeError, match="sweep needs lists"):
+        transfers.sweep(4096, progress=False)
+
+
+@given(st.one_of(st.integers(max_value=0), st.integers(min_value=driver_api.MAX_EXAMPLE_BYTES + 1), not_ints))
+def test_driver_api_example_sizes(bad):
+    with pytest.raises(CourseError, match="size"):
+        driver_api.seed_pattern(bad)
+
+
+def test_drm_pattern_is_bounded():
+    with pytest.raises(ValueError, match="from 0 to 1 GiB"):
+        drm.pattern(1 << 70)  # used to spin building a zettabyte
+    assert drm.pattern(3) == bytes([0x5A, 0x79, 0x98])
+
+
+def test_driver_api_without_a_driver_library_is_no_gpu(monkeypatch):
+    """On a machine with the bindings but no libcuda the first call raised cuda.pathfinder's
+    DynamicLibNotFoundError; now driver() says there is no GPU."""
+    try:
+        from cuda.bindings import driver as drv
+    except ImportError:
+        pytest.skip("cuda.bindings not installed here")
+
+    def no_lib(_flags):
+        raise OSError('"cuda" is an NVIDIA driver library and can only be found via system search')
+
+    monkeypatch.setattr(drv, "cuInit", no_lib)
+    with pytest.raises(NoGPUError, match="CUDA driver library cannot be loaded"):
+        driver_api.driver()
