@@ -129,15 +129,18 @@ def test_default_notebooks_pick_up_every_chapter_and_lab():
 
 @pytest.mark.gpu
 def test_planted_device_leak_is_caught_live(tmp_path):
-    """On a GPU: 256 MiB kept alive by a module (it survives the namespace) is a leak."""
+    """On a GPU: 256 MiB of device memory and 128 MiB of cudaHostAlloc'd memory kept alive by a
+    module (they survive the namespace) are leaks; the same held in a variable are not."""
     from conftest import has_gpu
 
     if not has_gpu():
         pytest.skip("needs a usable CUDA GPU; runs live on the GPU machine")
     leaky = _notebook(tmp_path / "device_leak.ipynb", START,
-                      "import cupy, helpers\nhelpers._planted = cupy.zeros(256 << 20, dtype=cupy.uint8)")
+                      "import cupy, helpers\nhelpers._planted = cupy.zeros(256 << 20, dtype=cupy.uint8)\n"
+                      "helpers._planted_pinned = cupy.cuda.alloc_pinned_memory(128 << 20)")
     clean = _notebook(tmp_path / "device_clean.ipynb", START,
-                      "import cupy\nx = cupy.zeros(256 << 20, dtype=cupy.uint8)\nprint(int(x.sum()))")
+                      "import cupy\nx = cupy.zeros(256 << 20, dtype=cupy.uint8)\nprint(int(x.sum()))\n"
+                      "h = cupy.cuda.alloc_pinned_memory(128 << 20)")
     out = tmp_path / "r.json"
     _matrix("run", "--mode", "live", "--out", str(out), str(clean), str(leaky))
     res = json.loads(out.read_text())
@@ -145,3 +148,4 @@ def test_planted_device_leak_is_caught_live(tmp_path):
     assert ok["passed"] and ok["leaks"] == [], ok
     text = "\n".join(bad["leaks"])
     assert not bad["passed"] and "device memory" in text and "CuPy's pool" in text, bad
+    assert "pinned host memory" in text, f"the pinned (cudaHostAlloc) leak was not seen: {bad}"

@@ -6,8 +6,9 @@ The matrix runner adds two cells to a copy of each notebook:
   context): `baseline(path)` writes what the kernel holds then;
 - after the last cell: `final(path, ...)` drops the notebook's namespace (`%reset -f`), collects
   garbage, calls `helpers.course.finish()`, measures again and raises AssertionError, which
-  fails the notebook under nbval, when pinned host memory or device memory stayed above the
-  baseline or the kernel still has child processes.
+  fails the notebook under nbval, when pinned host memory (VmLck+VmPin, and the mappings of
+  /dev/nvidia* where cudaHostAlloc'd memory lives) or device memory stayed above the baseline
+  or the kernel still has child processes.
 
 What the notebook still holds in variables at its end is recorded too ('held'), but is not a
 leak: only what survives the namespace is. Everything is read from /proc and from CUDA's own
@@ -32,6 +33,24 @@ def locked_bytes(pid: int | str = "self") -> int:
         for line in f:
             if line.startswith(("VmLck:", "VmPin:")):
                 total += int(line.split()[1]) * 1024
+    return total
+
+
+def nvidia_mapped_bytes(pid: int | str = "self") -> int:
+    """Bytes of the process's address space mapped from /dev/nvidia* (nvidia-uvm left out).
+
+    cudaHostAlloc'd (pinned) memory is not in VmLck or VmPin: the NVIDIA driver neither
+    mlocks it nor accounts it as pinned (the H100 reference records locked_by_hostAlloc = 0).
+    The driver maps it into the process from its device files, so those mappings grow with
+    it. nvidia-uvm's mappings are huge address-space reservations, not memory, and are left out.
+    """
+    total = 0
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and parts[5].startswith("/dev/nvidia") and not parts[5].startswith("/dev/nvidia-uvm"):
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                total += hi - lo
     return total
 
 
@@ -79,7 +98,8 @@ def snapshot() -> dict:
             pool = int(cp.get_default_memory_pool().used_bytes())
         except Exception:  # noqa: BLE001
             pool = None
-    return {"pid": os.getpid(), "locked_host_bytes": locked_bytes(), "device_used_bytes": _device_used(),
+    return {"pid": os.getpid(), "locked_host_bytes": locked_bytes(), "nvidia_mapped_bytes": nvidia_mapped_bytes(),
+            "device_used_bytes": _device_used(),
             "cupy_pool_used_bytes": pool, "children": children()}
 
 
@@ -132,6 +152,10 @@ def leaks(base: dict, end: dict, *, pinned_tolerance: int, device_tolerance: int
     grew = end["locked_host_bytes"] - base["locked_host_bytes"]
     if grew > pinned_tolerance:
         out.append(f"pinned host memory: {grew} bytes more locked (VmLck+VmPin) than after the first cell")
+    grew = end.get("nvidia_mapped_bytes", 0) - base.get("nvidia_mapped_bytes", 0)
+    if grew > device_tolerance:
+        out.append(f"pinned host memory: {grew / MiB:.1f} MiB more mapped from /dev/nvidia* (cudaHostAlloc'd "
+                   "memory is mapped there, not counted in VmLck/VmPin) than after the first cell")
     if base.get("device_used_bytes") is not None and end.get("device_used_bytes") is not None:
         grew = end["device_used_bytes"] - base["device_used_bytes"]
         if grew > device_tolerance:
