@@ -75,7 +75,7 @@ class Kernel:
         deadline = time.monotonic() + timeout
         while not ready():
             assert time.monotonic() < deadline, "the long cell never got going"
-            time.sleep(0.1)
+            time.sleep(0.05)
         time.sleep(0.3)
         self.km.interrupt_kernel()
         while True:
@@ -129,12 +129,14 @@ def _running(pid: int) -> bool:
         return False
 
 
-def test_toy_device_wait_interrupted(kernel):
+def test_toy_device_wait_interrupted(kernel, tmp_path):
     kernel.run("from helpers.toygpu import ToyGPU")
     locked = kernel.locked()
+    waiting = tmp_path / "waiting"
     name = kernel.interrupt_when(
-        "with ToyGPU() as dev:\n    dev.wait(10**6, timeout=300)  # a fence that never comes",
-        lambda: len(kernel.children()) == 1)
+        f"with ToyGPU() as dev:\n    open({str(waiting)!r}, 'w').close()\n"
+        "    dev.wait(10**6, timeout=300)  # a fence that never comes",
+        lambda: waiting.exists() and len(kernel.children()) == 1)
     assert name == "KeyboardInterrupt"
     assert _gone([c["pid"] for c in kernel.children()]) and kernel.children() == []
     assert kernel.locked() <= locked
@@ -142,6 +144,23 @@ def test_toy_device_wait_interrupted(kernel):
     out = kernel.run("with ToyGPU() as dev:\n    print(dev.alive)\nprint(dev.alive)")
     assert out.split() == ["True", "False"]
     assert kernel.children() == []
+
+
+def test_toy_device_interrupted_while_starting(kernel, tmp_path):
+    """An interrupt inside ToyGPU() itself (here: a bring-up made slow on purpose) must not
+    strand the device process: the half-made object is kept alive by the traceback IPython
+    stores, so only ToyGPU's own clean-up can stop it."""
+    marker = tmp_path / "bringing-up"
+    kernel.run("import time\nfrom helpers.toygpu import ToyGPU, driver\n"
+               "def slow_bring_up(self, *args, **kwargs):\n"
+               f"    open({str(marker)!r}, 'w').close()\n"
+               "    time.sleep(300)\n"
+               "driver.ToyGPU.bring_up = slow_bring_up")
+    name = kernel.interrupt_when("dev = ToyGPU()", lambda: marker.exists() and len(kernel.children()) == 1)
+    assert name == "KeyboardInterrupt"
+    assert _gone([c["pid"] for c in kernel.children()]), "the toy device outlived an interrupted ToyGPU()"
+    assert kernel.children() == []
+    assert kernel.run("print('dev' in dir())").strip() == "False"
 
 
 def test_sandboxed_child_interrupted(kernel):
