@@ -74,6 +74,17 @@ def children(pid: int | None = None) -> list[dict]:
     return out
 
 
+def _live() -> bool:
+    """True when the course runs live in this kernel; a replay kernel on a GPU machine must not
+    be given a CUDA context by the leak check."""
+    try:
+        from helpers import mode
+
+        return mode.is_live()
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def _device_used() -> int | None:
     """Bytes in use on the current device (total − free, cudaMemGetInfo), None without CuPy/GPU.
 
@@ -81,6 +92,8 @@ def _device_used() -> int | None:
     """
     cp = sys.modules.get("cupy")
     if cp is None:
+        return None
+    if not _live():
         return None
     try:
         free, total = cp.cuda.runtime.memGetInfo()
@@ -129,7 +142,7 @@ def _release() -> None:
     except Exception as exc:  # noqa: BLE001 - reported, not hidden
         print(f"leakprobe: helpers.course.finish() failed: {type(exc).__name__}: {exc}")
     cp = sys.modules.get("cupy")
-    if cp is not None:
+    if cp is not None and _live():
         try:
             cp.fft.config.get_plan_cache().clear()
             cp.get_default_memory_pool().free_all_blocks()
