@@ -10,6 +10,8 @@
 #                         given by PYTHON already has CuPy: its packages are then reused)
 #   WHEELHOUSE=dir [dir]  install offline from these wheel folders (see `make wheelhouse`)
 #   BROWSER_TESTS=1       0 leaves the headless-Chromium tests out of `make test` (it says so)
+#   MATRIX_MODE=auto      `make matrix`: auto, live, replay (COURSE_MODE=replay) or hidden
+#                         (CUDA_VISIBLE_DEVICES= empty); MATRIX_OUT=file.json is its result
 #   COURSE_REPO_URL=...   the repository the site's launch buttons open (see book/teaching.md)
 PYTHON ?= python3
 VENV ?= .venv
@@ -31,7 +33,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
 .PHONY: lab test venv test-unit test-lint test-notebooks test-labs test-lab test-browser student grade \
-	book book-static bwcheck browser-tests-left-out wheelhouse clean
+	book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table
 
 $(STAMP): pyproject.toml
 	$(PYTHON) tools/mkvenv.py $(VENV) $(INHERIT)
@@ -71,6 +73,18 @@ test-labs: $(STAMP)
 	$(BIN)/python tools/labgrade.py run-student build/ci-student
 	$(BIN)/python tools/labgrade.py grade build/ci-student --expect fail
 	$(BIN)/python tools/labgrade.py grade labs --expect pass
+
+# The test matrix (tools/matrix.py): every notebook and lab under nbval in one configuration,
+# with leak checks (pinned host memory, device memory, child processes, orphans); writes
+# MATRIX_OUT (JSON) and prints its markdown row. `make matrix-table` merges every result in
+# build/matrix/ into build/matrix/matrix.md. Runs without a Jupyter server (GPU nodes too).
+MATRIX_MODE ?= auto
+MATRIX_OUT ?= build/matrix/$(MATRIX_MODE).json
+matrix: $(STAMP)
+	$(BIN)/python tools/matrix.py run --mode $(MATRIX_MODE) --out $(MATRIX_OUT)
+
+matrix-table:
+	$(PYTHON) tools/matrix.py merge $(sort $(wildcard build/matrix/*.json)) --out build/matrix/matrix.md
 
 # Instructors: student versions (solutions removed by nbgrader's ClearSolutions etc.).
 student: $(STAMP)

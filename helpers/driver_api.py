@@ -18,7 +18,7 @@ import ctypes
 import inspect
 from types import ModuleType
 
-from .errors import CourseError, NoGPUError
+from .errors import CourseError, InputError, InputTypeError, NoGPUError
 
 SEED_SIZE = 1024  # bytes, as in seed 003's examples
 MAX_EXAMPLE_BYTES = 64 << 20
@@ -37,6 +37,11 @@ def driver() -> ModuleType:
     except ImportError as exc:
         raise NoGPUError("the CUDA driver API bindings (cuda-python's cuda.bindings) are not "
                          f"importable here ({exc}); they come with numba-cuda") from None
+    try:  # the bindings load libcuda lazily: without a driver the first call raises, not returns
+        drv.cuInit(0)
+    except Exception as exc:  # noqa: BLE001 - cuda.pathfinder's DynamicLibNotFoundError and kin
+        raise NoGPUError(f"the CUDA driver library cannot be loaded here ({type(exc).__name__}: "
+                         f"{str(exc)[:160]})") from None
     return drv
 
 
@@ -94,15 +99,16 @@ def primary_context(ordinal: int = 0):
 
 def _check_size(nbytes) -> int:
     if isinstance(nbytes, bool) or not isinstance(nbytes, int):
-        raise TypeError(f"size must be a whole number of bytes, got {nbytes!r}")
+        raise InputTypeError(f"size must be a whole number of bytes, got {nbytes!r}")
     if not 0 < nbytes <= MAX_EXAMPLE_BYTES:
-        raise ValueError(f"size must be between 1 byte and {MAX_EXAMPLE_BYTES >> 20} MiB for these "
+        raise InputError(f"size must be between 1 byte and {MAX_EXAMPLE_BYTES >> 20} MiB for these "
                          f"examples, got {nbytes}")
     return nbytes
 
 
 def seed_pattern(nbytes: int) -> bytes:
     """The seed's data: byte i is i % 256."""
+    nbytes = _check_size(nbytes)
     return bytes(i % 256 for i in range(nbytes))
 
 

@@ -574,8 +574,8 @@ def dma_buf_sync(fd: int, flags: int) -> None:
 
 def pattern(nbytes: int, seed: int = 0x5A) -> bytes:
     """A recognisable byte pattern (i * 31 + seed mod 256) to write and read back."""
-    if not isinstance(nbytes, int) or nbytes < 0:
-        raise ValueError(f"nbytes must be an int >= 0, got {nbytes!r}")
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 0 <= nbytes <= 1 << 30:
+        raise ValueError(f"nbytes must be an int from 0 to 1 GiB, got {nbytes!r}")
     return bytes((i * 31 + seed) & 0xFF for i in range(nbytes))
 
 

@@ -13,6 +13,18 @@ class ReferenceDataError(CourseError):
     """A reference-data file is missing, malformed, or fails its schema or checksum."""
 
 
+class InputError(CourseError, ValueError):
+    """A helper was given a value it cannot use (a size, a mode, a choice); the message names it."""
+
+
+class InputTypeError(CourseError, TypeError):
+    """A helper was given the wrong kind of value (text for a size, a float for a count)."""
+
+
+class SystemInfoError(CourseError, RuntimeError):
+    """This machine does not expose what a helper reads (a /proc or /sys entry, a tool)."""
+
+
 class DeviceTimeoutError(CourseError, TimeoutError):
     """The GPU did not finish within the time the helper allows; nothing hangs forever."""
 

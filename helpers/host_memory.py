@@ -22,6 +22,7 @@ import os
 import numpy as np
 
 from . import gpu
+from .errors import InputError, InputTypeError, SystemInfoError
 from .resources import Closing
 from .sysinfo import fmt_bytes
 
@@ -32,11 +33,14 @@ SAFE_DEVICE_SHARE = 0.9  # of free device memory
 
 def available_host_bytes(meminfo: str = "/proc/meminfo") -> int:
     """MemAvailable from /proc/meminfo, in bytes (the kernel's estimate of usable memory)."""
-    with open(meminfo) as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{meminfo} has no MemAvailable line")
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError) as exc:
+        raise SystemInfoError(f"{meminfo}: cannot read MemAvailable ({type(exc).__name__}: {exc})") from None
+    raise SystemInfoError(f"{meminfo} has no MemAvailable line")
 
 
 def check_nbytes(nbytes, what: str = "buffer", *, host: bool = True, device: bool = False) -> int:
@@ -46,20 +50,20 @@ def check_nbytes(nbytes, what: str = "buffer", *, host: bool = True, device: boo
     host's available memory, and (with device=True) sizes over the device's free memory.
     """
     if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
-        raise TypeError(f"{what}: size must be a whole number of bytes, got {nbytes!r} "
+        raise InputTypeError(f"{what}: size must be a whole number of bytes, got {nbytes!r} "
                         f"({type(nbytes).__name__})")
     n = int(nbytes)
     if n <= 0:
-        raise ValueError(f"{what}: size must be a positive number of bytes, got {n}")
+        raise InputError(f"{what}: size must be a positive number of bytes, got {n}")
     if host:
         avail = available_host_bytes()
         if n > SAFE_HOST_SHARE * avail:
-            raise ValueError(f"{what}: {fmt_bytes(n)} is more than {SAFE_HOST_SHARE:.0%} of this "
+            raise InputError(f"{what}: {fmt_bytes(n)} is more than {SAFE_HOST_SHARE:.0%} of this "
                              f"machine's available memory ({fmt_bytes(avail)}); choose a smaller size")
     if device:
         free = gpu.free_device_bytes()
         if n > SAFE_DEVICE_SHARE * free:
-            raise ValueError(f"{what}: {fmt_bytes(n)} is more than {SAFE_DEVICE_SHARE:.0%} of the "
+            raise InputError(f"{what}: {fmt_bytes(n)} is more than {SAFE_DEVICE_SHARE:.0%} of the "
                              f"GPU's free memory ({fmt_bytes(free)}); choose a smaller size")
     return n
 
@@ -69,7 +73,7 @@ class HostBuffer(Closing):
 
     def __init__(self, nbytes: int, kind: str = "pinned", *, fill: int = 0xA5) -> None:
         if kind not in HOST_KINDS:
-            raise ValueError(f"host buffer kind must be one of {HOST_KINDS}, got {kind!r}")
+            raise InputError(f"host buffer kind must be one of {HOST_KINDS}, got {kind!r}")
         self.nbytes = check_nbytes(nbytes, f"{kind} host buffer")
         self.kind = kind
         self._pinned = self._mmap = None

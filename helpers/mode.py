@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from . import gpu
-from .errors import NoGPUError
+from .errors import InputError, NoGPUError
 
 
 class Mode(StrEnum):
@@ -46,7 +46,7 @@ def requested() -> str:
     """The COURSE_MODE the learner asked for (auto when unset); rejects unknown values."""
     value = os.environ.get("COURSE_MODE", "auto").strip().lower() or "auto"
     if value not in _VALID:
-        raise ValueError(f"COURSE_MODE={value!r} is not one of {', '.join(_VALID)}")
+        raise InputError(f"COURSE_MODE={value!r} is not one of {', '.join(_VALID)}")
     return value
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from .errors import InputError
+
 
 class Progress:
     """Prints `label: i/total (elapsed)` at most every `every_s` seconds, and a final line.
@@ -13,8 +15,8 @@ class Progress:
     """
 
     def __init__(self, total: int, label: str, every_s: float = 2.0, stream=None) -> None:
-        if total < 0:
-            raise ValueError(f"progress total must be >= 0, got {total}")
+        if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+            raise InputError(f"progress total must be a whole number >= 0, got {total!r}")
         self.total, self.label, self.every_s = total, label, every_s
         self.stream = stream or sys.stdout
         self.done = 0

@@ -100,6 +100,9 @@ def load(name_or_path: str | os.PathLike | None = None) -> Reference:
     except FileNotFoundError:
         have = ", ".join(list_names()) or "none"
         raise ReferenceDataError(f"{path}: no such reference file (available: {have})") from None
+    except (OSError, UnicodeDecodeError) as exc:  # a directory, unreadable, or not text at all
+        raise ReferenceDataError(f"{path.name}: cannot be read as a reference file "
+                                 f"({type(exc).__name__}: {exc})") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

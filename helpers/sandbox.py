@@ -126,6 +126,10 @@ def run_python(code: str, timeout_s: float = 60.0, *, env: dict | None = None) -
         _kill_group(proc)
         out, err = proc.communicate()
         timed_out = True
+    except BaseException:  # KeyboardInterrupt (a kernel interrupt): take the child down too
+        _kill_group(proc)
+        proc.wait()
+        raise
     dt = time.monotonic() - t0
     rc = proc.returncode
     signum = -rc if (rc is not None and rc < 0 and not timed_out) else None

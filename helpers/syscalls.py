@@ -14,6 +14,7 @@ live: `find_strace` says how to install it, and the notebook replays the recordi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -107,6 +108,11 @@ def run_child(cmd: list[str], timeout_s: float, what: str = "child process") -> 
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise ChildTimeoutError(f"{what} did not finish within {timeout_s:g} s and was killed") from None
+    except BaseException:  # KeyboardInterrupt (a kernel interrupt): strace and its tracee go too
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import gpu
-from .errors import DeviceTimeoutError
+from .errors import DeviceTimeoutError, InputError, InputTypeError
 from .experiments import experiment
 from .host_memory import HOST_KINDS, HostBuffer, check_nbytes
 from .progress import Progress
@@ -69,15 +69,23 @@ class TransferResult:
 
 
 def _check_choice(value: str, allowed: Iterable[str], what: str) -> str:
-    if value not in allowed:
-        raise ValueError(f"{what} must be one of {tuple(allowed)}, got {value!r}")
+    if not isinstance(value, str) or value not in allowed:
+        raise InputError(f"{what} must be one of {tuple(allowed)}, got {value!r}")
     return value
 
 
 def _check_reps(reps: int, warmup: int) -> None:
     for name, v, lo in (("reps", reps, 1), ("warmup", warmup, 0)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= MAX_REPS:
-            raise ValueError(f"{name} must be a whole number from {lo} to {MAX_REPS}, got {v!r}")
+            raise InputError(f"{name} must be a whole number from {lo} to {MAX_REPS}, got {v!r}")
+
+
+def _check_timeout(timeout_s: float) -> float:
+    """A finite, positive number of seconds (NaN would make every wait endless)."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float, np.integer, np.floating)) \
+            or not 0 < float(timeout_s) < float("inf"):
+        raise InputError(f"timeout_s must be a positive, finite number of seconds, got {timeout_s!r}")
+    return float(timeout_s)
 
 
 def wait_event(event, timeout_s: float, what: str = "GPU work") -> None:
@@ -86,7 +94,7 @@ def wait_event(event, timeout_s: float, what: str = "GPU work") -> None:
     Polling (with a short sleep once it is clearly not instant) keeps the wait interruptible
     and bounded, where cudaEventSynchronize could block a notebook forever.
     """
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + _check_timeout(timeout_s)
     spins = 0
     while not event.done:
         if time.monotonic() > deadline:
@@ -135,6 +143,7 @@ def measure_copy(nbytes: int, direction: str = "h2d", host_kind: str = "pinned",
     _check_choice(direction, DIRECTIONS, "direction")
     _check_choice(host_kind, HOST_KINDS, "host_kind")
     _check_reps(reps, warmup)
+    _check_timeout(timeout_s)
     n = check_nbytes(nbytes, f"{direction} copy", host=True, device=True)
     gpu.cupy()  # no GPU: a clear NoGPUError before any host memory is taken
     with HostBuffer(n, host_kind) as host:
@@ -149,9 +158,17 @@ def sweep(sizes: Iterable[int], directions: Iterable[str] = DIRECTIONS,
 
     With reps=None the repetition count adapts to the size (more for small, fast copies).
     """
-    sizes, directions, host_kinds = list(sizes), list(directions), list(host_kinds)
-    if not sizes:
-        raise ValueError("sweep needs at least one size")
+    try:
+        sizes, directions, host_kinds = list(sizes), list(directions), list(host_kinds)
+    except TypeError as exc:
+        raise InputTypeError(f"sweep needs lists of sizes, directions and host kinds ({exc})") from None
+    for what, values in (("size", sizes), ("direction", directions), ("host kind", host_kinds)):
+        if not values:
+            raise InputError(f"sweep needs at least one {what}")
+    for d in directions:
+        _check_choice(d, DIRECTIONS, "direction")
+    for k in host_kinds:
+        _check_choice(k, HOST_KINDS, "host_kind")
     bar = Progress(len(sizes) * len(directions) * len(host_kinds), "copies") if progress else None
     out = []
     for kind in host_kinds:
@@ -171,9 +188,17 @@ def adaptive_reps(nbytes: int) -> int:
 
 def sweep_sizes(lo: int = 4, hi: int = 256 << 20) -> list[int]:
     """Powers of two from lo to hi bytes inclusive."""
+    for name, v in (("lo", lo), ("hi", hi)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise InputError(f"{name} must be a whole number of bytes, got {v!r}")
+    lo, hi = int(lo), int(hi)
     if lo <= 0 or hi < lo:
-        raise ValueError(f"need 0 < lo <= hi, got lo={lo}, hi={hi}")
-    return [1 << k for k in range(int(np.log2(lo)), int(np.log2(hi)) + 1)]
+        raise InputError(f"need 0 < lo <= hi, got lo={lo}, hi={hi}")
+    # exact integer arithmetic: every power of two in [lo, hi] (log2 of a float rounds)
+    sizes = [1 << k for k in range((lo - 1).bit_length(), hi.bit_length()) if lo <= 1 << k <= hi]
+    if not sizes:
+        raise InputError(f"there is no power of two from lo={lo} to hi={hi} bytes")
+    return sizes
 
 
 def results_to_series(results: list[TransferResult]) -> dict:

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from . import driver_api, gpu
+from .errors import InputError
 from .experiments import experiment
 
 RUNTIME_TYPES = {0: "unregistered (pageable)", 1: "host (pinned)", 2: "device", 3: "managed"}
@@ -215,6 +216,9 @@ def _flag(v) -> str:
 def device_attributes(device: int = 0) -> dict:
     """The device attributes that decide what unified and pageable memory can do here."""
     cp = gpu.cupy()
+    count = cp.cuda.runtime.getDeviceCount()
+    if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device < count:
+        raise InputError(f"device must be a GPU index from 0 to {count - 1}, got {device!r}")
     return {name: int(cp.cuda.runtime.deviceGetAttribute(code, device))
             for name, (code, _) in DEVICE_ATTRIBUTES.items()}
 

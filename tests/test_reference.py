@@ -3,6 +3,7 @@ with an error naming the file."""
 
 import copy
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -112,3 +113,43 @@ def test_default_reference_env(monkeypatch, tmp_path):
     assert reference.default_reference_name() == "other-gpu"
     monkeypatch.setenv("COURSE_REFERENCE", "chosen")
     assert reference.default_reference_name() == "chosen"
+
+
+# --- any corruption, found by hypothesis -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def reference_text() -> str:
+    return FILES[0].read_text()
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40)
+@given(cut=st.floats(min_value=0.0, max_value=0.999))
+def test_any_truncation_is_named(tmp_path, reference_text, cut):
+    p = tmp_path / "cut-short.json"
+    p.write_text(reference_text[:int(len(reference_text) * cut)])
+    with pytest.raises(ReferenceDataError, match=r"cut-short\.json"):
+        reference.load(p)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40)
+@given(junk=st.binary(min_size=1, max_size=200))
+def test_binary_junk_is_named(tmp_path, junk):
+    p = tmp_path / "junk.json"
+    p.write_bytes(junk)
+    try:
+        doc = json.loads(junk)
+    except (ValueError, UnicodeDecodeError):
+        doc = None
+    if isinstance(doc, dict) and doc.get("schema_version") is not None:
+        return  # a real document by chance: judged by the schema tests in test_reference.py
+    with pytest.raises(ReferenceDataError, match=r"junk\.json"):
+        reference.load(p)
+
+
+def test_a_directory_or_a_number_is_named(tmp_path):
+    d = tmp_path / "dir.json"
+    d.mkdir()
+    with pytest.raises(ReferenceDataError, match=r"dir\.json"):
+        reference.load(d)
+    with pytest.raises(ReferenceDataError, match="x.json"):
+        reference.load(os.devnull + "/x.json")

@@ -249,22 +249,25 @@ class ToyGPU:
             os.close(irq_w)
         self._finalizer = weakref.finalize(self, _shutdown, self.proc, self._wfd, self._irq_r, self._dir,
                                            tuple(self._bar_fds.values()), self._stderr)
-        deadline = time.monotonic() + start_timeout
-        while not self._peek("STATUS") & R.Status.READY:
-            if self.proc.poll() is not None:
-                raise DeviceLostError(f"the toy GPU process exited during start-up:\n{self._stderr_text()}")
-            if time.monotonic() > deadline:
-                self.close()
-                raise DeviceTimeoutError(f"the toy GPU did not become READY within {start_timeout} s")
-            time.sleep(0.005)
         self._sys = _Arena(sysmem_bytes)
         self.ring: Buffer | None = None
         self.fence_slot: Buffer | None = None
         self.wptr = 0
         self._head = 0
         self._next_fence = 0
-        if bring_up:
-            self.bring_up(ring_entries)
+        try:
+            deadline = time.monotonic() + start_timeout
+            while not self._peek("STATUS") & R.Status.READY:
+                if self.proc.poll() is not None:
+                    raise DeviceLostError(f"the toy GPU process exited during start-up:\n{self._stderr_text()}")
+                if time.monotonic() > deadline:
+                    raise DeviceTimeoutError(f"the toy GPU did not become READY within {start_timeout} s")
+                time.sleep(0.005)
+            if bring_up:
+                self.bring_up(ring_entries)
+        except BaseException:  # a failure or a kernel interrupt half-way: no device process outlives it
+            self.close()
+            raise
 
     # -- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:
