@@ -13,6 +13,8 @@
 #   MATRIX_MODE=auto      `make matrix`: auto, live, replay (COURSE_MODE=replay) or hidden
 #                         (CUDA_VISIBLE_DEVICES= empty); MATRIX_OUT=file.json is its result
 #   COURSE_REPO_URL=...   the repository the site's launch buttons open (see book/teaching.md)
+#   BOOK_LABS=student     the labs `make book` publishes: student versions (default; or the environment's
+#                         COURSE_BOOK_LABS), or `solution` for an instructor's private site
 PYTHON ?= python3
 VENV ?= .venv
 CUDA_EXTRA ?= cuda12
@@ -22,6 +24,7 @@ PORT ?= 8888
 BROWSER_TESTS ?= 1
 STUDENT_DIR ?= build/student
 SUBMISSIONS ?=
+BOOK_LABS ?=
 
 comma := ,
 EXTRAS := lab,test,book$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
@@ -53,7 +56,7 @@ test: $(STAMP)
 		$(if $(filter 1,$(BROWSER_TESTS)),test-browser,browser-tests-left-out)
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not browser" tests
+	$(BIN)/python -m pytest -q -m "not browser and not built_site" tests
 
 test-lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book)
@@ -119,11 +122,16 @@ book-static: $(STAMP)
 
 # The HTML site (book/_build/html); warnings are errors, notebooks run through the cache.
 # COURSE_REPO_URL / COURSE_JUPYTERHUB_URL set the launch buttons (tools/bookconfig.py).
+# The labs appear as their student versions (book/labs, made by nbgrader; book/_build/_toc.yml maps
+# book/_toc.yml's lab entries to them) unless BOOK_LABS=solution (tools/booklabs.py); bookcheck
+# fails a student site on which any line of a lab's solution appears.
 book: book-static
 	$(BIN)/python tools/bookconfig.py book/_config.yml book/_build/_config.yml
-	$(BIN)/jupyter-book build . --config book/_build/_config.yml --toc book/_toc.yml \
+	$(BIN)/python tools/booklabs.py book/_toc.yml book/_build/_toc.yml $(if $(BOOK_LABS),--labs $(BOOK_LABS))
+	$(BIN)/jupyter-book build . --config book/_build/_config.yml --toc book/_build/_toc.yml \
 		--path-output book -W -n --keep-going
 	$(BIN)/python tools/bookcheck.py book/_build/html
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m built_site tests/test_book.py
 	@echo "site: book/_build/html/index.html"
 
 # Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU).
@@ -144,4 +152,4 @@ wheelhouse:
 		--platform $(WH_PLATFORM) --extras $(WH_EXTRAS) $(if $(WH_INSTALLED),--installed $(WH_INSTALLED))
 
 clean:
-	rm -rf book/_build book/_static .pytest_cache build
+	rm -rf book/_build book/_static book/labs .pytest_cache build

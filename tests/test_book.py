@@ -1,12 +1,15 @@
-"""The book's build tools: launch-button config, asset verification, the banner reader, the toc."""
+"""The book's build tools: launch-button config, asset verification, the banner reader, the toc,
+and which version of the labs the site shows (tools/booklabs.py)."""
 
+import html
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 
-from tools import bookassets, bookconfig
+from tools import bookassets, bookconfig, booklabs, sitecheck
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -116,6 +119,138 @@ def test_course_page_without_banner_is_a_build_warning(monkeypatch):
     warnings.clear()
     course_modes.read_banner(app, _doctree("mode      : LIVE: measured now\nGPU here  : NVIDIA H100\n"))
     assert not warnings and env.course_modes["notebooks/03_dma"]["mode"] == "LIVE"
+    env.docname = "book/labs/lab2_bandwidth_test"  # a lab's student version needs one too
+    course_modes.read_banner(app, _doctree("no banner"))
+    assert warnings and "no mode banner" in warnings[0]
+    warnings.clear()
     env.docname = "book/intro"  # pages outside notebooks/ and labs/ need no banner
     course_modes.read_banner(app, _doctree("no banner"))
     assert not warnings
+
+
+# --------------------------------------------------------------------------- labs on the site
+
+LAB2 = ROOT / "labs" / "lab2_bandwidth_test.ipynb"
+
+
+def test_labs_mode_is_student_unless_solutions_are_asked_for():
+    assert booklabs.choose_mode(None, {}) == "student"
+    assert booklabs.choose_mode(None, {"COURSE_BOOK_LABS": "solution"}) == "solution"
+    assert booklabs.choose_mode("student", {"COURSE_BOOK_LABS": "solution"}) == "student"
+    with pytest.raises(SystemExit, match="solutions"):
+        booklabs.choose_mode(None, {"COURSE_BOOK_LABS": "solutions"})
+
+
+def test_generated_toc_maps_every_lab_and_nothing_else():
+    toc = yaml.safe_load((ROOT / "book" / "_toc.yml").read_text())
+    toc["parts"][1]["chapters"].append({"file": "labs/lab9_new", "sections": [{"file": "labs/lab10_deep"}]})
+    labs = booklabs.lab_entries(toc)
+    assert {f"labs/{p.stem}" for p in (ROOT / "labs").glob("lab*.ipynb")} <= set(labs)
+    assert labs[-2:] == ["labs/lab9_new", "labs/lab10_deep"]  # nested sections are found too
+    mapped = booklabs.map_toc(toc, {e: f"book/labs/{e[5:]}" for e in labs})
+    before = [e["file"] for e in booklabs._entries(toc)]
+    after = [e["file"] for e in booklabs._entries(mapped)]
+    assert len(before) == len(after)
+    for b, a in zip(before, after, strict=True):
+        assert a == (f"book/labs/{b[5:]}" if b in labs else b)
+    assert toc["parts"][1]["chapters"][0]["file"].startswith("labs/")  # the source toc is untouched
+
+
+def _tree(tmp_path: Path, labs: list[Path]) -> Path:
+    """A copy of the course's book layout with only `labs`, and a stale build of both modes."""
+    root = tmp_path / "course"
+    (root / "labs").mkdir(parents=True)
+    for lab in labs:
+        (root / "labs" / lab.name).write_bytes(lab.read_bytes())
+    toc = {"format": "jb-book", "root": "book/intro",
+           "parts": [{"caption": "Labs", "chapters": [{"file": f"labs/{p.stem}"} for p in labs]}]}
+    (root / "book").mkdir()
+    (root / "book" / "_toc.yml").write_text(yaml.safe_dump(toc))
+    for d in ("html/labs", "html/_sources/labs", "html/book/labs", "jupyter_execute/labs"):
+        (root / "book" / "_build" / d).mkdir(parents=True)
+        (root / "book" / "_build" / d / "x.html").write_text("stale")
+    return root
+
+
+def test_student_site_labs_have_no_solution_and_say_so(tmp_path):
+    root = _tree(tmp_path, [LAB2])
+    (root / "book" / "labs").mkdir()
+    (root / "book" / "labs" / "lab7_gone.ipynb").write_text("{}")  # a lab since removed from the toc
+    build = root / "book" / "_build"
+    state = booklabs.prepare(root / "book" / "_toc.yml", build / "_toc.yml", "student", root=root)
+    assert state == {"mode": "student", "labs": {"labs/lab2_bandwidth_test": "book/labs/lab2_bandwidth_test"}}
+    assert booklabs.read_state(build) == state
+    assert "book/labs/lab2_bandwidth_test" in (build / "_toc.yml").read_text()
+    assert sorted(p.name for p in (root / "book" / "labs").iterdir()) == [LAB2.name]
+    text = (root / "book" / "labs" / LAB2.name).read_text()
+    nb = nbformat.read(root / "book" / "labs" / LAB2.name, as_version=4)
+    title, note, rest = nb.cells[0].source.split("\n\n", 2)  # the note sits under the title
+    assert title.startswith("# Lab 2") and "Student version" in note and "BOOK_LABS=solution" in note
+    assert rest.startswith("Chapter 0")
+    assert len(nb.cells) == len(nbformat.read(LAB2, as_version=4).cells)
+    assert "YOUR CODE HERE" in text
+    hidden = booklabs.solution_lines(LAB2)
+    assert len(hidden) >= 5 and not [ln for ln in hidden if ln in text]
+    # a solution page of an earlier BOOK_LABS=solution build is gone; the student pages stay
+    assert not (build / "html" / "labs").exists() and not (build / "html" / "_sources" / "labs").exists()
+    assert not (build / "jupyter_execute" / "labs").exists() and (build / "html" / "book" / "labs").exists()
+
+
+def test_solution_site_publishes_labs_as_they_are(tmp_path):
+    root = _tree(tmp_path, [LAB2])
+    build = root / "book" / "_build"
+    state = booklabs.prepare(root / "book" / "_toc.yml", build / "_toc.yml", "solution", root=root)
+    assert state["mode"] == "solution" and state["labs"] == {"labs/lab2_bandwidth_test": "labs/lab2_bandwidth_test"}
+    assert not (root / "book" / "labs").exists() and not (build / "html" / "book" / "labs").exists()
+    assert (build / "html" / "labs").exists()
+
+
+def test_toc_naming_a_missing_lab_is_refused(tmp_path):
+    root = _tree(tmp_path, [LAB2])
+    (root / "labs" / LAB2.name).unlink()
+    with pytest.raises(SystemExit, match="lab2_bandwidth_test"):
+        booklabs.prepare(root / "book" / "_toc.yml", root / "book" / "_build" / "_toc.yml", "solution", root=root)
+
+
+def test_a_solution_line_in_a_page_is_found_through_highlighting(tmp_path):
+    """The leak check reads pages as a reader sees them: tags stripped, entities decoded."""
+    site = tmp_path / "html"
+    (site / "book" / "labs").mkdir(parents=True)
+    (site / "_static").mkdir()
+    line = sorted(booklabs.solution_lines(LAB2), key=len)[-1]
+    nb = nbformat.read(LAB2, as_version=4)
+    lab_text = "\n".join(c.source for c in nb.cells)
+    outside = "\n".join(ln for c in nb.cells for ln in booklabs._regions(c.source)[1])
+    (site / "book" / "labs" / "lab2.html").write_text(f"<pre>{html.escape(outside)}</pre>")
+    (site / "_static" / "lib.js").write_text(lab_text)  # copied libraries are not pages
+    assert booklabs.solution_leaks(site, [LAB2]) == []
+    highlighted = "".join(f'<span class="n">{html.escape(tok)}</span>' for tok in line.split(" "))
+    (site / "book" / "labs" / "lab2.html").write_text(f"<pre>{highlighted.replace('</span><span', '</span> <span')}</pre>")
+    nbformat.write(nb, site / "lab2_copy.ipynb")
+    leaks = booklabs.solution_leaks(site, [LAB2])
+    assert [leak.split(":")[0] for leak in leaks] == ["book/labs/lab2.html", "lab2_copy.ipynb"]
+    assert LAB2.name in leaks[0]
+
+
+@pytest.mark.built_site
+def test_default_build_shows_no_solutions():
+    """Run by `make book` after the build: the site in book/_build shows the labs of its mode."""
+    build = ROOT / "book" / "_build"
+    site = build / "html"
+    state = booklabs.read_state(build)
+    assert state and site.is_dir(), "no site built by `make book` in book/_build"
+    labs = sorted((ROOT / "labs").glob("lab*.ipynb"))
+    leaks = booklabs.solution_leaks(site, labs)
+    for src, doc in state["labs"].items():
+        page = site / f"{doc}.html"
+        text = booklabs.page_text(page)
+        assert sitecheck.expected_for(site, f"{doc}.html", ROOT).notebook, f"{doc}: executed notebook not found"
+        if state["mode"] == "student":
+            assert doc == f"book/labs/{Path(src).name}" and "Student version" in text
+            assert "YOUR CODE HERE" in text and ": FAIL — not written yet" in text, doc
+        else:
+            assert doc == src and "Student version" not in text
+    if state["mode"] == "student":
+        assert leaks == [] and not (site / "labs").exists()
+    else:  # the check sees the solutions that this build published on purpose
+        assert len(leaks) >= len(state["labs"])

@@ -103,6 +103,18 @@ def test_chapter_page_without_banner_fails(browser, static_assets, tmp_path):
     assert any("no executed notebook" in p for p in probs)
 
 
+def test_launch_buttons_on_a_student_lab_page_fail(browser, static_assets, tmp_path):
+    """A student lab (book/labs/) must not offer launch buttons; other course pages must, with a repository."""
+    buttons = '<a href="https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/x.ipynb">Binder</a>'
+    banner = "<pre>mode      : REPLAY: recorded</pre>"
+    site = _site(tmp_path, {"book/labs/lab2_x.html": banner + buttons, "book/labs/lab3_y.html": banner},
+                 static_assets)
+    probs, state = _check(browser, site, "book/labs/lab2_x.html", want_launch=True)
+    assert state["launch"] == 1 and any("launch buttons on a student lab page" in p for p in probs)
+    probs, state = _check(browser, site, "book/labs/lab3_y.html", want_launch=True)
+    assert state["banner"] == "REPLAY" and not any("launch" in p for p in probs)
+
+
 def test_widget_view_without_state_fails(browser, static_assets, tmp_path):
     view = {"version_major": 2, "version_minor": 0, "model_id": "0123"}
     body = (f'<script type="application/vnd.jupyter.widget-view+json">{json.dumps(view)}</script>'

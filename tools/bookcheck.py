@@ -1,5 +1,9 @@
 """Check the built site: plotly.js is served locally, no page fetches a script from the
-network, and every figure's HTML reached its page.
+network, every figure's HTML reached its page, and no lab solution is on it.
+
+A line of a lab's solution (labs/*.ipynb, between BEGIN and END SOLUTION) found in any page,
+copied source or executed notebook of the site is a problem, unless the build published the
+solutions on purpose (`make book BOOK_LABS=solution`, tools/booklabs.py).
 
     python tools/bookcheck.py book/_build/html
 """
@@ -9,6 +13,12 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tools import booklabs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(site: str) -> int:
@@ -29,8 +39,15 @@ def main(site: str) -> int:
     status = root / "book" / "status.html"
     if not status.is_file() or "Run time" not in status.read_text():
         problems.append("book/status.html: missing or without the execution table")
+    state = booklabs.read_state(root.parent) or {}
+    leaks = booklabs.solution_leaks(root, sorted((ROOT / "labs").glob("lab*.ipynb")))
+    if state.get("mode") == "solution":
+        labs_note = f"lab solutions published on purpose (BOOK_LABS=solution; {len(leaks)} files show them)"
+    else:
+        problems += [f"{leak} (a student site must not show solutions)" for leak in leaks]
+        labs_note = "no lab solution on any page"
     print("\n".join(problems) if problems else
-          f"bookcheck: {len(pages)} pages, {figures} figures, all offline")
+          f"bookcheck: {len(pages)} pages, {figures} figures, all offline; {labs_note}")
     return 1 if problems else 0
 
 

@@ -10,8 +10,9 @@ The site is served from 127.0.0.1 only; any other request is failed and reported
 * every widget rendered: each widget-view output the executed notebook has appears in the page and
   was replaced by a rendered `.jupyter-widgets` view (the widget state is embedded in the page);
 * every LaTeX formula typeset by the site's own MathJax (each `.math` holds an `mjx-container`);
-* chapter and lab pages (notebooks/, labs/) show the mode banner (LIVE or REPLAY);
-* notebook pages carry the launch buttons when the build was given a repository URL.
+* chapter and lab pages (notebooks/, labs/, book/labs/) show the mode banner (LIVE or REPLAY);
+* notebook pages carry the launch buttons when the build was given a repository URL, except the
+  labs' student pages (book/labs/), which must not: their notebooks are not in the repository.
 
 Then the search page must find a word every chapter uses, and a screenshot of the first chapter
 page is written (its path is printed). Exit 1 on any problem.
@@ -33,7 +34,8 @@ from tools.cdp import BrowserError, Chromium, Page  # noqa: E402
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-COURSE_DIRS = ("notebooks/", "labs/")
+COURSE_DIRS = ("notebooks/", "labs/", "book/labs/")  # book/labs: the labs' student versions
+STUDENT_DIR = "book/labs/"  # written by tools/booklabs.py, in the build only
 
 # Evaluated in the page: what is there and what is drawn.
 STATE_JS = r"""(() => {
@@ -151,7 +153,10 @@ def check_page(page: Page, base: str, site: Path, rel: str, want_launch: bool,
         probs.append(f"{state['math'] - state['typeset']} of {state['math']} LaTeX formulas not typeset by MathJax")
     if rel.startswith(COURSE_DIRS) and not state["banner"]:
         probs.append("no mode banner (LIVE/REPLAY) on a chapter or lab page")
-    if want_launch and exp.notebook and not state["launch"]:
+    if rel.startswith(STUDENT_DIR):
+        if state["launch"]:
+            probs.append("launch buttons on a student lab page: they open a file the repository does not have")
+    elif want_launch and exp.notebook and not state["launch"]:
         probs.append("no launch buttons on a notebook page although the build had a repository URL")
     return probs, state
 

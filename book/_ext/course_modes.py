@@ -1,9 +1,10 @@
 """Sphinx extension: every chapter and lab page must show its mode banner; the status page lists them.
 
 While a notebook page is read, its executed outputs are searched for the banner that
-`helpers.course.start` prints ("mode      : REPLAY: ..."). A page under notebooks/ or labs/
-without one is a build warning (the book builds with -W, so the build fails): a reader must
-always see whether the numbers came from this machine or from a reference GPU.
+`helpers.course.start` prints ("mode      : REPLAY: ..."). A page under notebooks/, labs/ or
+book/labs/ (the labs' student versions, tools/booklabs.py) without one is a build warning (the
+book builds with -W, so the build fails): a reader must always see whether the numbers came from
+this machine or from a reference GPU.
 
 The directive ``{course-run-table}`` (on the status page, which is therefore read, and with
 `execution_mode: force` in its metadata executed, at every build) becomes a table with, per notebook,
@@ -25,7 +26,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 LOGGER = logging.getLogger(__name__)
-COURSE_DIRS = ("notebooks/", "labs/")
+COURSE_DIRS = ("notebooks/", "labs/", "book/labs/")  # book/labs: the labs' student versions
 _LINE = re.compile(r"^(mode|GPU here|reference)\s*:\s*(.+)$", re.M)
 
 
