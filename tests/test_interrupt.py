@@ -97,8 +97,8 @@ class Kernel:
         return leakprobe.locked_bytes(self.pid)
 
     def pinned(self) -> int:
-        """Locked bytes plus /dev/nvidia* mappings (where cudaHostAlloc'd memory is)."""
-        return leakprobe.locked_bytes(self.pid) + leakprobe.nvidia_mapped_bytes(self.pid)
+        """Locked bytes plus shared anonymous mappings (where cudaHostAlloc'd memory is)."""
+        return leakprobe.locked_bytes(self.pid) + leakprobe.pinned_mapped_bytes(self.pid)
 
     def close(self) -> None:
         self.kc.stop_channels()
@@ -213,7 +213,7 @@ def test_transfer_sweep_interrupted_leaves_no_pinned_or_device_memory():
                 "progress=False)\n")
         name = k.interrupt_when(code, lambda: progress.exists() and k.pinned() > base_pinned + (32 << 20),
                                 timeout=60, why="64 MiB pinned buffers never showed in VmLck+VmPin or in the "
-                                "/dev/nvidia* mappings: the pinned-memory measure does not see cudaHostAlloc here")
+                                "shared anonymous mappings: the pinned-memory measure does not see cudaHostAlloc here")
         assert name == "KeyboardInterrupt"
         k.run("import gc; gc.collect(); course.finish(quiet=True)")
         assert k.pinned() <= base_pinned + (1 << 20), "pinned memory left behind by the interrupted sweep"
