@@ -22,7 +22,6 @@ import time
 import weakref
 from collections import deque
 from dataclasses import asdict, dataclass, field
-from multiprocessing import shared_memory
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +45,37 @@ N_SAMPLES = card.N_SAMPLES
 
 class RadarInputError(CourseError, ValueError):
     """A frame size, rate, design or buffer count the pipeline cannot run."""
+
+
+class ShmRing:
+    """A file in /dev/shm mapped into this process: the card's ring, shared with its process.
+
+    multiprocessing.shared_memory would do the same but starts Python's resource-tracker
+    process, which then outlives every notebook that used a card (and before Python 3.13 it
+    cannot be told not to). The course opens and unlinks the file itself instead.
+    """
+
+    def __init__(self, nbytes: int) -> None:
+        import mmap
+        import secrets
+
+        self.name = f"course-radar-{os.getpid()}-{secrets.token_hex(4)}"
+        fd = os.open(f"/dev/shm/{self.name}", os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        try:
+            os.ftruncate(fd, nbytes)
+            self.buf = mmap.mmap(fd, nbytes)
+        except BaseException:
+            os.unlink(f"/dev/shm/{self.name}")
+            raise
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Unmap (BufferError while a NumPy view or a registration still uses the memory)."""
+        self.buf.close()
+
+    def unlink(self) -> None:
+        os.unlink(f"/dev/shm/{self.name}")
 
 
 class CaptureCardError(CourseError, RuntimeError):
@@ -129,7 +159,7 @@ class CaptureCard:
         self.seed = int(seed)
         check_ring_memory(self.slots, self.frame_bytes)
         self.proc: subprocess.Popen | None = None
-        self.shm = shared_memory.SharedMemory(create=True, size=card.layout_bytes(self.slots, self.frame_bytes))
+        self.shm = ShmRing(card.layout_bytes(self.slots, self.frame_bytes))
         buf = self.shm.buf
         self.ctl = np.ndarray((card.CTL_WORDS,), np.int64, buf, 0)
         self.ctl[:] = 0

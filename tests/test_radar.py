@@ -426,3 +426,16 @@ def test_closing_rows_give_every_design_at_both_rates():
     assert [r[0] for r in rows] == list(radar.DESIGNS)
     assert all(len(r) == len(radar.CLOSING_HEADERS) for r in rows)
     assert rows[0][2] == 0 and rows[0][3] == 0
+
+
+def test_a_closed_card_leaves_the_process_without_children():
+    """No producer and no helper daemon (such as multiprocessing's resource tracker) stays behind."""
+    tail = ("c.close()\n"
+            "kids = [k for t in os.listdir('/proc/self/task')\n"
+            "        for k in open(f'/proc/self/task/{t}/children').read().split()]\n"
+            "print(json.dumps(kids), flush=True)")
+    p, info = _start_parent(tail)
+    kids = json.loads(p.stdout.readline())
+    p.wait(10)
+    assert kids == [], f"child processes left after close(): {kids}"
+    assert not os.path.exists(f"/dev/shm/{info['shm']}")
