@@ -102,3 +102,20 @@ def pytest_configure(config):
     """
     if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and gpu.probe().usable:
         import numba.cuda  # noqa: F401
+
+
+@pytest.fixture(scope="module")
+def toy_device():
+    """One toy GPU device process per test module (starting one takes a moment)."""
+    from toygpu_util import start_device
+
+    dev = start_device()
+    yield dev
+    dev.close()
+
+
+@pytest.fixture(name="gpu")
+def recovered_toy_gpu(toy_device):
+    """The module's toy GPU, recovered from any device error the previous test left behind."""
+    toy_device.recover()
+    return toy_device

@@ -17,19 +17,6 @@ from helpers.toygpu.driver import ToyGPU
 E = R.ErrorCode
 
 
-@pytest.fixture(scope="module")
-def toy_device():
-    dev = start_device()
-    yield dev
-    dev.close()
-
-
-@pytest.fixture
-def gpu(toy_device):
-    toy_device.recover()
-    return toy_device
-
-
 def expect(gpu: ToyGPU, cmds, cls, code: E, info: int | None = None):
     """Run cmds; assert the device refuses them with `code` (and `info`) and stays usable."""
     with pytest.raises(cls) as err:

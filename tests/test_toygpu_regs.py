@@ -3,23 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from toygpu_util import start_device
 
 from helpers.toygpu import ToyGPU, commands, link, regs
 from helpers.toygpu import driver as drv
-
-
-@pytest.fixture(scope="module")
-def toy_device():
-    dev = start_device()
-    yield dev
-    dev.close()
-
-
-@pytest.fixture
-def gpu(toy_device):
-    toy_device.recover()
-    return toy_device
 
 
 def test_register_map_is_consistent():
