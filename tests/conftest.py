@@ -119,3 +119,26 @@ def recovered_toy_gpu(toy_device):
     """The module's toy GPU, recovered from any device error the previous test left behind."""
     toy_device.recover()
     return toy_device
+
+
+@pytest.fixture
+def stand_in_recorder(monkeypatch):
+    """The recorder on a stand-in GPU, with the committed H100 provenance and a system report of
+    nothing; returns `use(registry)`, which makes `registry` ({id: Experiment}) all it records."""
+    import json
+
+    from helpers import experiments, provenance, reference, sysinfo
+
+    monkeypatch.delenv("COURSE_MODE", raising=False)
+    monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Stand-in GPU", 1, "Stand-in GPU"))
+    monkeypatch.setattr(gpu, "release_pools", lambda: None)
+    fake_prov = json.loads((reference.data_dir() / "h100-pcie.json").read_text())["provenance"]
+    monkeypatch.setattr(provenance, "live_provenance", lambda argv: dict(fake_prov, command_line=argv))
+    monkeypatch.setattr(sysinfo, "collect", lambda: sysinfo.SystemReport("k", None, [], {}, "none", None,
+                                                                          None, [], [], []))
+
+    def use(registry: dict) -> None:
+        monkeypatch.setattr(experiments, "_REGISTRY", dict(registry))
+        monkeypatch.setattr(experiments, "discover", lambda: dict(experiments._REGISTRY))
+
+    return use

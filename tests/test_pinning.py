@@ -257,22 +257,14 @@ def test_register_verdict_from_numbers():
     assert pinning.register_rows(_register_data())[2][-1] == "50.0"
 
 
-def test_live_or_replay_reads_a_recording(monkeypatch, tmp_path):
+def test_live_or_replay_reads_a_recording(stand_in_recorder, tmp_path):
     """A reference file written by the recorder (stand-in GPU) replays through live_or_replay."""
     import json
 
-    from helpers import course, experiments, gpu, provenance, record, reference, sysinfo
+    from helpers import course, experiments, record
 
-    monkeypatch.delenv("COURSE_MODE", raising=False)
-    monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Stand-in GPU", 1, "Stand-in GPU"))
-    monkeypatch.setattr(gpu, "release_pools", lambda: None)
-    fake_prov = json.loads((reference.data_dir() / "h100-pcie.json").read_text())["provenance"]
-    monkeypatch.setattr(provenance, "live_provenance", lambda argv: dict(fake_prov, command_line=argv))
-    monkeypatch.setattr(sysinfo, "collect", lambda: sysinfo.SystemReport("k", None, [], {}, "none", None,
-                                                                          None, [], [], []))
-    monkeypatch.setattr(experiments, "_REGISTRY", {
+    stand_in_recorder({
         "pinning.cost_vs_size": experiments.Experiment("pinning.cost_vs_size", 4, "t", lambda q: _cost_data())})
-    monkeypatch.setattr(experiments, "discover", lambda: dict(experiments._REGISTRY))
     out = tmp_path / "stand-in.json"
     assert record.main(["--out", str(out)]) == 0
     ctx = course.Context(pinning.Mode.REPLAY, "test", None, str(out))

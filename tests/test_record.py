@@ -1,11 +1,10 @@
 """The recorder refuses to run without a GPU, and what it writes validates (checked with a
 stand-in experiment and a faked provenance, since CI has no GPU)."""
 
-import json
 
 import pytest
 
-from helpers import experiments, gpu, provenance, record, reference, sysinfo
+from helpers import experiments, record, reference
 
 
 def test_refuses_without_gpu(no_gpu, tmp_path, capsys):
@@ -26,22 +25,13 @@ def test_lists_experiments(capsys):
         assert eid in out
 
 
-def test_writes_a_valid_file(monkeypatch, tmp_path):
-    monkeypatch.delenv("COURSE_MODE", raising=False)
-    monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Stand-in GPU", 1, "Stand-in GPU"))
-    monkeypatch.setattr(gpu, "release_pools", lambda: None)
-    fake_prov = json.loads((reference.data_dir() / "h100-pcie.json").read_text())["provenance"]
-    monkeypatch.setattr(provenance, "live_provenance", lambda argv: dict(fake_prov, command_line=argv))
-    monkeypatch.setattr(sysinfo, "collect", lambda: sysinfo.SystemReport("k", None, [], {}, "none", None,
-                                                                          None, [], [], []))
-
+def test_writes_a_valid_file(stand_in_recorder, tmp_path):
     def skipper(quick):
         raise record.SkipExperiment("needs two GPUs")
 
-    monkeypatch.setattr(experiments, "_REGISTRY", {
+    stand_in_recorder({
         "demo.one": experiments.Experiment("demo.one", 0, "demo", lambda quick: {"quick": quick, "x": [1, 2]}),
         "demo.skip": experiments.Experiment("demo.skip", 0, "skip", skipper)})
-    monkeypatch.setattr(experiments, "discover", lambda: dict(experiments._REGISTRY))
     out = tmp_path / "stand-in.json"
     assert record.main(["--out", str(out), "--quick"]) == 0
     ref = reference.load(out)
