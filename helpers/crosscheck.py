@@ -54,6 +54,25 @@ def agreement(course_gbps: float, c_gbps: float) -> float:
     return abs(course_gbps - c_gbps) / c_gbps
 
 
+def disagreements(experiments_data: dict) -> list[str]:
+    """Why a recording is not fit to commit: its cross-checks out of tolerance (empty: none).
+
+    `experiments_data` maps experiment id -> the data the experiment returned. A course that
+    disagrees with an independent C measurement taken in the same run has measured something
+    other than the copy (noise at the start of a fresh machine did this once), so the numbers
+    of that run are not the machine's.
+    """
+    out = []
+    big = experiments_data.get("crosscheck.bwcheck")
+    if big:
+        for d in DIRECTIONS:
+            diff = agreement(big["course_gbps"][d], big["c_gbps"][d])
+            if diff > big.get("tolerance", TOLERANCE):
+                out.append(f"crosscheck.bwcheck {d}: course {big['course_gbps'][d]:.2f} vs C "
+                           f"{big['c_gbps'][d]:.2f} GB/s ({diff:.1%} apart, tolerance {TOLERANCE:.0%})")
+    return out
+
+
 @experiment("crosscheck.bwcheck", chapter=0,
             title="Pinned 256 MiB bandwidth: course (CuPy events) vs tools/bwcheck (C/CUDA), same run")
 def record_crosscheck(quick: bool) -> dict:

@@ -15,10 +15,26 @@ import sys
 import time
 from pathlib import Path
 
-from . import experiments, gpu, mode, provenance, reference, sysinfo
+from . import crosscheck, experiments, gpu, mode, provenance, reference, sysinfo
 from .errors import SkipExperiment
 
 __all__ = ["SkipExperiment", "main"]
+
+# Exit status when the file was written but its own cross-check says the run is not the
+# machine's (see crosscheck.disagreements): re-record before committing it.
+EXIT_CROSSCHECK_FAILED = 3
+
+
+def warm_up() -> None:
+    """A few seconds of pinned copies both ways before the first measurement, discarded.
+
+    The first minute of a freshly started GPU machine once measured 5-10% low (H100, 21:13 UTC
+    on 2026-11-21) while the C cross-check right after did not: the link and clocks settle first.
+    """
+    from .transfers import DIRECTIONS, measure_copy
+
+    for d in DIRECTIONS:
+        measure_copy(64 << 20, d, "pinned", reps=20, warmup=3)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -57,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
            "system": sysinfo.collect().as_dict(), "experiments": {}}
     skipped = {}
     print(f"recording {len(chosen)} experiment(s) on {info.probe.name} -> {args.out}", flush=True)
+    print("warming up (pinned copies both ways, discarded)", flush=True)
+    warm_up()
+    gpu.release_pools()
     for i, e in enumerate(chosen, 1):
         t0 = time.monotonic()
         print(f"[{i}/{len(chosen)}] {e.id}: {e.title}", flush=True)
@@ -82,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes, {len(doc['experiments'])} experiments)")
+    problems = crosscheck.disagreements({k: v["data"] for k, v in doc["experiments"].items()})
+    if problems:
+        print("record: THIS RUN FAILED ITS OWN CROSS-CHECK; do not commit the file, record again:\n  "
+              + "\n  ".join(problems), file=sys.stderr)
+        return EXIT_CROSSCHECK_FAILED
     return 0
 
 

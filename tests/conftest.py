@@ -127,9 +127,10 @@ def stand_in_recorder(monkeypatch):
     nothing; returns `use(registry)`, which makes `registry` ({id: Experiment}) all it records."""
     import json
 
-    from helpers import experiments, provenance, reference, sysinfo
+    from helpers import experiments, provenance, record, reference, sysinfo
 
     monkeypatch.delenv("COURSE_MODE", raising=False)
+    monkeypatch.setattr(record, "warm_up", lambda: None)
     monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Stand-in GPU", 1, "Stand-in GPU"))
     monkeypatch.setattr(gpu, "release_pools", lambda: None)
     fake_prov = json.loads((reference.data_dir() / "h100-pcie.json").read_text())["provenance"]

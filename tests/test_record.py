@@ -62,3 +62,34 @@ def test_skip_experiment_is_one_class_when_run_as_main():
 
     fresh = runpy.run_module("helpers.record", run_name="not_main")  # a second execution of the file
     assert fresh["SkipExperiment"] is record.SkipExperiment is errors.SkipExperiment
+
+
+def test_warms_up_before_the_first_experiment(stand_in_recorder, monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(record, "warm_up", lambda: calls.append("warm-up"))
+    stand_in_recorder({"demo.one": experiments.Experiment("demo.one", 0, "demo",
+                                                          lambda quick: calls.append("demo.one") or {})})
+    assert record.main(["--out", str(tmp_path / "w.json")]) == 0
+    assert calls == ["warm-up", "demo.one"]
+
+
+def _bwcheck(course: float, c: float):
+    return lambda quick: {"nbytes": 256 << 20, "reps": 30, "tolerance": 0.02,
+                          "course_gbps": {"h2d": course, "d2h": c}, "c_gbps": {"h2d": c, "d2h": c}}
+
+
+def test_a_run_that_fails_its_cross_check_says_so(stand_in_recorder, tmp_path, capsys):
+    """The recorder writes what it measured, but exits 3 and says not to commit it."""
+    stand_in_recorder({"crosscheck.bwcheck": experiments.Experiment("crosscheck.bwcheck", 0, "x",
+                                                                    _bwcheck(49.3, 55.0))})
+    out = tmp_path / "noisy.json"
+    assert record.main(["--out", str(out)]) == record.EXIT_CROSSCHECK_FAILED
+    err = capsys.readouterr().err
+    assert "do not commit" in err and "crosscheck.bwcheck h2d" in err and "d2h" not in err.split("h2d", 1)[1]
+    assert reference.load(out).has("crosscheck.bwcheck")
+
+
+def test_a_run_within_tolerance_exits_zero(stand_in_recorder, tmp_path):
+    stand_in_recorder({"crosscheck.bwcheck": experiments.Experiment("crosscheck.bwcheck", 0, "x",
+                                                                    _bwcheck(54.9, 55.0))})
+    assert record.main(["--out", str(tmp_path / "ok.json")]) == 0
