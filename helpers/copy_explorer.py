@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import experiments, latency_model, widgets
+from .errors import SkipExperiment
 from .latency_model import ModelInputError
 from .mode import Mode
 from .transfers import DIRECTIONS, measure_copy
@@ -29,8 +30,6 @@ def obtain(ctx, experiment_id: str, *, quick: bool = False) -> tuple[dict, list]
     recording, and the parts say REPLAY, so the figure never claims a live number it lacks.
     """
     if ctx.live:
-        from .record import SkipExperiment
-
         reg = experiments.discover()
         if experiment_id not in reg:
             raise ModelInputError(f"no experiment {experiment_id!r} is registered")

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from .errors import SkipExperiment
 from .experiments import experiment
 from .transfers import DIRECTIONS, measure_copy
 
@@ -23,8 +24,6 @@ SOURCE = Path(__file__).resolve().parent.parent / "tools" / "bwcheck" / "bwcheck
 
 def binary() -> Path:
     """Path to the compiled bwcheck, building it with nvcc if needed (BWCHECK overrides)."""
-    from .record import SkipExperiment
-
     env = os.environ.get("BWCHECK")
     if env:
         return Path(env)

@@ -169,13 +169,9 @@ def from_data(data: dict) -> dict:
 @experiment("path.ioctl_trace", chapter=1,
             title="Every ioctl of a CUDA program by node and request, at start-up vs during N round trips")
 def record_ioctl_trace(quick: bool) -> dict:
-    from .record import SkipExperiment
-    from .syscalls import StraceMissingError, find_strace
+    from .syscalls import strace_or_skip
 
-    try:
-        find_strace()
-    except StraceMissingError as exc:
-        raise SkipExperiment(str(exc)) from None
+    strace_or_skip()
     return trace_census(10 if quick else 100)
 
 

@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from . import gpu, mode, p2p_topology, reference
-from .errors import CourseError, DeviceTimeoutError
+from .errors import CourseError, DeviceTimeoutError, SkipExperiment
 from .experiments import experiment
 from .mode import Mode
 from .progress import Progress
@@ -270,8 +270,6 @@ def measure_matrices(quick: bool = False, devices=None, reps: int | None = None)
 
 # -- recorder experiments ---------------------------------------------------------------------
 def _need_two():
-    from .record import SkipExperiment
-
     if device_count() < 2:
         raise SkipExperiment(f"peer-to-peer needs two or more GPUs; this machine has {device_count()}")
 
@@ -303,8 +301,6 @@ def matrices_experiment(quick: bool) -> dict:
 
 @experiment("p2p.nccl_allreduce", chapter=8, title="NCCL all-reduce across all GPUs (where NCCL is available)")
 def nccl_experiment(quick: bool) -> dict:
-    from .record import SkipExperiment
-
     _need_two()
     try:
         return nccl_allreduce(quick)
@@ -386,8 +382,6 @@ def obtain(experiment_id: str, *, quick: bool = True) -> tuple[dict, Mode, str, 
         raise P2PError(f"unknown p2p experiment {experiment_id!r}; known: {', '.join(runners)}")
     live = mode.is_live()
     if live and device_count() >= 2:
-        from .record import SkipExperiment
-
         try:
             data = runners[experiment_id](quick)
             return data, Mode.LIVE, gpu.probe().name or "this machine", f"{device_count()} GPUs here"

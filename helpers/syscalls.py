@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import CourseError
+from .errors import CourseError, SkipExperiment
 from .experiments import experiment
 
 WORKLOAD = Path(__file__).resolve().parent / "_copy_workload.py"
@@ -64,6 +64,14 @@ class CensusInputError(CourseError, ValueError):
 
 
 # --- finding strace -------------------------------------------------------------------
+
+def strace_or_skip() -> str:
+    """find_strace() for the recorder: without strace the experiment is skipped, saying why."""
+    try:
+        return find_strace()
+    except StraceMissingError as exc:
+        raise SkipExperiment(str(exc)) from None
+
 
 def find_strace() -> str:
     """Path of the strace to use: $COURSE_STRACE if set, else the first `strace` on PATH."""
@@ -397,12 +405,8 @@ def figure(data: dict, mode, source: str, names=FOCUS):
 @experiment("path.syscall_census", chapter=1,
             title="strace -f -c of N pageable round trips (copy in, kernel, copy out), N = 0..1000")
 def record_syscall_census(quick: bool) -> dict:
-    from .record import SkipExperiment
 
-    try:
-        find_strace()
-    except StraceMissingError as exc:
-        raise SkipExperiment(str(exc)) from None
+    strace_or_skip()
     gpu_runs = census(QUICK_ROUNDS if quick else ROUNDS)
     contrast = census(QUICK_ROUNDS if quick else ROUNDS, workload="writes", progress=False)
     return {"gpu": gpu_runs, "writes": contrast}
