@@ -97,6 +97,26 @@ def primary_context(ordinal: int = 0):
         drv.cuDevicePrimaryCtxRelease(dev)
 
 
+@contextlib.contextmanager
+def _device_memory(drv, n: int):
+    """cuMemAlloc(n), freed with cuMemFree on exit."""
+    dptr = check(drv.cuMemAlloc(n), "cuMemAlloc")
+    try:
+        yield dptr
+    finally:
+        check(drv.cuMemFree(dptr), "cuMemFree")
+
+
+@contextlib.contextmanager
+def _pinned_host_memory(drv, n: int, flags: int, what: str):
+    """cuMemHostAlloc(n, flags), freed with cuMemFreeHost on exit."""
+    hptr = check(drv.cuMemHostAlloc(n, flags), what)
+    try:
+        yield hptr
+    finally:
+        check(drv.cuMemFreeHost(hptr), "cuMemFreeHost")
+
+
 def _check_size(nbytes) -> int:
     if isinstance(nbytes, bool) or not isinstance(nbytes, int):
         raise InputTypeError(f"size must be a whole number of bytes, got {nbytes!r}")
@@ -118,13 +138,9 @@ def example1_device_roundtrip(nbytes: int = SEED_SIZE) -> dict:
     drv = driver()
     src = ctypes.create_string_buffer(seed_pattern(n), n)
     back = ctypes.create_string_buffer(n)
-    with primary_context():
-        dptr = check(drv.cuMemAlloc(n), "cuMemAlloc")
-        try:
-            check(drv.cuMemcpyHtoD(dptr, ctypes.addressof(src), n), "cuMemcpyHtoD")
-            check(drv.cuMemcpyDtoH(ctypes.addressof(back), dptr, n), "cuMemcpyDtoH")
-        finally:
-            check(drv.cuMemFree(dptr), "cuMemFree")
+    with primary_context(), _device_memory(drv, n) as dptr:
+        check(drv.cuMemcpyHtoD(dptr, ctypes.addressof(src), n), "cuMemcpyHtoD")
+        check(drv.cuMemcpyDtoH(ctypes.addressof(back), dptr, n), "cuMemcpyDtoH")
     return {"example": 1, "nbytes": n, "device_ptr": as_int(dptr), "first16": list(back.raw[:16]),
             "intact": back.raw == src.raw}
 
@@ -133,21 +149,15 @@ def example3_pinned(nbytes: int = SEED_SIZE) -> dict:
     """Seed 003 Example 3: cuMemHostAlloc(PORTABLE) pinned staging, DMA to the device and back."""
     n = _check_size(nbytes)
     drv = driver()
+    pattern = seed_pattern(n)
     back = ctypes.create_string_buffer(n)
-    with primary_context():
-        hptr = check(drv.cuMemHostAlloc(n, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc")
-        try:
-            ctypes.memmove(as_int(hptr), seed_pattern(n), n)  # a host pointer: the CPU may write
-            dptr = check(drv.cuMemAlloc(n), "cuMemAlloc")
-            try:
-                check(drv.cuMemcpyHtoD(dptr, hptr, n), "cuMemcpyHtoD")
-                check(drv.cuMemcpyDtoH(ctypes.addressof(back), dptr, n), "cuMemcpyDtoH")
-            finally:
-                check(drv.cuMemFree(dptr), "cuMemFree")
-        finally:
-            check(drv.cuMemFreeHost(hptr), "cuMemFreeHost")
+    with primary_context(), _pinned_host_memory(drv, n, CU_MEMHOSTALLOC_PORTABLE, "cuMemHostAlloc") as hptr:
+        ctypes.memmove(as_int(hptr), pattern, n)  # a host pointer: the CPU may write
+        with _device_memory(drv, n) as dptr:
+            check(drv.cuMemcpyHtoD(dptr, hptr, n), "cuMemcpyHtoD")
+            check(drv.cuMemcpyDtoH(ctypes.addressof(back), dptr, n), "cuMemcpyDtoH")
     return {"example": 3, "nbytes": n, "host_ptr": as_int(hptr), "first16": list(back.raw[:16]),
-            "intact": back.raw == seed_pattern(n)}
+            "intact": back.raw == pattern}
 
 
 def example2_done_right(nbytes: int = SEED_SIZE) -> dict:
@@ -159,23 +169,18 @@ def example2_done_right(nbytes: int = SEED_SIZE) -> dict:
     """
     n = _check_size(nbytes)
     drv = driver()
+    pattern = seed_pattern(n)
     back = ctypes.create_string_buffer(n)
-    with primary_context():
-        hptr = check(drv.cuMemHostAlloc(n, CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc(DEVICEMAP)")
-        try:
-            ctypes.memmove(as_int(hptr), seed_pattern(n), n)
-            dview = check(drv.cuMemHostGetDevicePointer(hptr, 0), "cuMemHostGetDevicePointer")
-            dptr = check(drv.cuMemAlloc(n), "cuMemAlloc")
-            try:  # a device-to-device copy reads the host page through the GPU's mapping
-                check(drv.cuMemcpyDtoD(dptr, dview, n), "cuMemcpyDtoD")
-                check(drv.cuMemcpyDtoH(ctypes.addressof(back), dptr, n), "cuMemcpyDtoH")
-            finally:
-                check(drv.cuMemFree(dptr), "cuMemFree")
-        finally:
-            check(drv.cuMemFreeHost(hptr), "cuMemFreeHost")
+    with primary_context(), _pinned_host_memory(drv, n, CU_MEMHOSTALLOC_DEVICEMAP,
+                                                "cuMemHostAlloc(DEVICEMAP)") as hptr:
+        ctypes.memmove(as_int(hptr), pattern, n)
+        dview = check(drv.cuMemHostGetDevicePointer(hptr, 0), "cuMemHostGetDevicePointer")
+        with _device_memory(drv, n) as dptr:  # a device-to-device copy reads the host page through the GPU's mapping
+            check(drv.cuMemcpyDtoD(dptr, dview, n), "cuMemcpyDtoD")
+            check(drv.cuMemcpyDtoH(ctypes.addressof(back), dptr, n), "cuMemcpyDtoH")
     return {"example": "2 done right", "nbytes": n, "host_ptr": as_int(hptr),
             "device_view": as_int(dview), "same_address": as_int(hptr) == as_int(dview),
-            "first16": list(back.raw[:16]), "intact": back.raw == seed_pattern(n)}
+            "first16": list(back.raw[:16]), "intact": back.raw == pattern}
 
 
 POINTER_ATTRIBUTES = ("MEMORY_TYPE", "IS_MANAGED", "MAPPED", "DEVICE_ORDINAL", "DEVICE_POINTER",

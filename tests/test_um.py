@@ -386,3 +386,77 @@ def test_kernel_config_and_why_no_hmm():
     assert "driver build" in " ".join(uva.why_no_hmm({"pageableMemoryAccess": 0}, "N", full))
     assert "switched off by module parameter" in " ".join(uva.why_no_hmm({"pageableMemoryAccess": 0}, "Y", None))
     assert uva.why_no_hmm({"pageableMemoryAccess": 1}, "N", None) == []
+
+
+class _FakeDriver:
+    """A stand-in for cuda.bindings.driver: allocations are ctypes buffers, copies memmove."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    def __init__(self):
+        import ctypes
+
+        self._ctypes = ctypes
+        self.live: dict[int, object] = {}
+        self.calls: list[str] = []
+
+    def _alloc(self, n):
+        buf = self._ctypes.create_string_buffer(n)
+        addr = self._ctypes.addressof(buf)
+        self.live[addr] = buf
+        return 0, addr
+
+    def _free(self, name, ptr):
+        self.calls.append(name)
+        self.live.pop(ptr)
+        return (0,)
+
+    def _copy(self, name, dst, src, n):
+        self.calls.append(name)
+        self._ctypes.memmove(dst, src, n)
+        return (0,)
+
+    cuInit = staticmethod(lambda flags: (0,))
+    cuDeviceGet = staticmethod(lambda i: (0, i))
+    cuDevicePrimaryCtxRetain = staticmethod(lambda dev: (0, "ctx"))
+    cuCtxPushCurrent = staticmethod(lambda ctx: (0,))
+    cuCtxPopCurrent = staticmethod(lambda: (0, "ctx"))
+    cuDevicePrimaryCtxRelease = staticmethod(lambda dev: (0,))
+
+    def cuMemAlloc(self, n):
+        return self._alloc(n)
+
+    def cuMemHostAlloc(self, n, flags):
+        return self._alloc(n)
+
+    def cuMemHostGetDevicePointer(self, hptr, flags):
+        return 0, hptr
+
+    def cuMemFree(self, p):
+        return self._free("cuMemFree", p)
+
+    def cuMemFreeHost(self, p):
+        return self._free("cuMemFreeHost", p)
+
+    def cuMemcpyHtoD(self, d, s, n):
+        return self._copy("HtoD", d, s, n)
+
+    def cuMemcpyDtoH(self, d, s, n):
+        return self._copy("DtoH", d, s, n)
+
+    def cuMemcpyDtoD(self, d, s, n):
+        return self._copy("DtoD", d, s, n)
+
+
+@pytest.mark.parametrize("example", ["example1_device_roundtrip", "example3_pinned", "example2_done_right"])
+def test_driver_api_examples_free_everything(monkeypatch, example):
+    """Each seed example moves the pattern intact and frees every allocation it made (fake driver)."""
+    from helpers import driver_api
+
+    fake = _FakeDriver()
+    monkeypatch.setattr(driver_api, "driver", lambda: fake)
+    out = getattr(driver_api, example)(4096)
+    assert out["intact"] and out["first16"] == list(range(16))
+    assert fake.live == {}, f"{example} left {len(fake.live)} allocation(s) behind"
+    assert "DtoH" in fake.calls
