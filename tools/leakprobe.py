@@ -23,20 +23,12 @@ import json
 import os
 import sys
 
+from helpers.host_memory import pinned_bytes_of_process as locked_bytes  # VmLck + VmPin
+
 MiB = 1 << 20
 # The CUDA driver keeps a few small pinned staging buffers of its own once pageable copies ran;
 # a leaked buffer a notebook allocated is larger than this.
 PINNED_MAPPED_TOLERANCE = 32 * MiB
-
-
-def locked_bytes(pid: int | str = "self") -> int:
-    """VmLck + VmPin of a process from /proc/<pid>/status (what the kernel counts as pinned)."""
-    total = 0
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(("VmLck:", "VmPin:")):
-                total += int(line.split()[1]) * 1024
-    return total
 
 
 def pinned_mapped_bytes(pid: int | str = "self") -> int:
