@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from helpers import gpu, mode
+from helpers import gpu
 
 # CI machines are shared and slow at times: a property test is judged by its examples, not
 # by how fast one example ran, so hypothesis's per-example deadline is off everywhere.
@@ -62,12 +62,9 @@ def fake_sysfs(tmp_path: Path) -> Path:
 def no_gpu(monkeypatch):
     """Make the helpers believe no GPU is usable, whatever the machine has.
 
-    On a machine with a real GPU, replay must not switch numba to its CUDA simulator: numba
-    picks simulator or GPU once, at its first import, for the whole test process, and the
-    live tests that run later need the GPU.
+    (On a machine with a GPU, pytest_configure below has already imported numba.cuda, so
+    replay cannot switch this test session to numba's CUDA simulator.)
     """
-    if gpu.probe().usable:
-        monkeypatch.setattr(mode, "configure_numba", lambda: False)
     fake = gpu.GPUProbe(False, "hidden by the test")
     monkeypatch.setattr(gpu, "probe", lambda: fake)
     monkeypatch.delenv("COURSE_MODE", raising=False)
