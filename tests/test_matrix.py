@@ -128,7 +128,8 @@ def test_a_spent_budget_leaves_the_rest_not_reached(tmp_path):
 
 def test_a_run_cut_short_still_leaves_what_it_finished(tmp_path):
     """The result is rewritten after every notebook, so a GPU call that runs out of time
-    still brings back the rows it did finish."""
+    still brings back the rows it did finish; and a second run started meanwhile on the same
+    machine is refused (its GPU check would count the first run's notebooks as leaks)."""
     import signal
     import time
 
@@ -143,6 +144,8 @@ def test_a_run_cut_short_still_leaves_what_it_finished(tmp_path):
         deadline = time.monotonic() + 240
         while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
+        second = _matrix("run", "--mode", "replay", str(first))  # while the slow one runs
+        assert second.returncode == 2 and f"another matrix run (pid {proc.pid})" in second.stderr
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)

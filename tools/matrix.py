@@ -17,6 +17,11 @@ pytest process per notebook, and checks for leaks three ways:
   started and abandoned is re-parented here when the kernel exits; each is reported and
   killed.
 
+Rows run one after another, never side by side on one machine (a lock refuses a second run):
+the nvidia-smi check would count one row's notebooks as the other's leaks. The result is
+rewritten after every notebook, and --budget-s stops starting new ones, so a run cut short
+still reports what it finished; the rest are listed as not reached and counted as not passed.
+
 Modes: auto (whatever the machine gives: live with a GPU, replay without), live
 (COURSE_MODE=live: fails without a GPU), replay (COURSE_MODE=replay: replay forced on a GPU),
 hidden (CUDA_VISIBLE_DEVICES= empty: a GPU machine that shows no GPU to CUDA).
@@ -164,7 +169,7 @@ def instrumented_copy(nb_path: Path, report: Path, *, pinned_tolerance: int, dev
     nb.cells.append(end)
     for i, c in enumerate(nb.cells):
         c.id = f"mx{i:03d}"
-    out = nb_path.with_name(COPY_PREFIX + nb_path.name)
+    out = nb_path.with_name(f"{COPY_PREFIX}{os.getpid()}-{nb_path.name}")  # one per run
     nbformat.write(nb, str(out))
     return out
 
@@ -247,6 +252,32 @@ def _write(path: str | None, out: dict) -> None:
         tmp.replace(path)
 
 
+def one_run_at_a_time():
+    """An exclusive lock held for the whole run, or MatrixError if another run holds it.
+
+    Rows must not run side by side on one machine: the nvidia-smi check around a notebook
+    sees every process on the GPU, so another row's notebook would show up as this one's
+    leak (two rows run at once on the H100 did exactly that).
+    """
+    import fcntl
+
+    path = Path(tempfile.gettempdir()) / "course-matrix.lock"
+    f = open(path, "a+")  # noqa: SIM115 - held open until the process exits
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "?"
+        f.close()
+        raise MatrixError(f"another matrix run (pid {holder}) is running on this machine; "
+                          "run the rows one after another (its GPU check would count their notebooks "
+                          "as each other's leaks)") from None
+    f.truncate(0)
+    f.write(str(os.getpid()))
+    f.flush()
+    return f
+
+
 def run(args: argparse.Namespace) -> dict:
     """Run the configuration; write the JSON result and print the table row."""
     if args.mode not in MODES:
@@ -258,6 +289,7 @@ def run(args: argparse.Namespace) -> dict:
     names = gpus()
     env = dict(os.environ, **MODE_ENV[args.mode])
     env["PYTHONPATH"] = os.pathsep.join(x for x in (env.get("PYTHONPATH"), str(ROOT)) if x)
+    lock = one_run_at_a_time()  # noqa: F841 - released when this process exits
     subreaper = become_subreaper()
     results: list[dict] = []
     started = time.monotonic()
