@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import figures
+from .errors import InputError, InputTypeError
 from .mode import Mode
 from .toygpu import ToyGPU
 from .toygpu import commands as C
@@ -21,7 +22,7 @@ from .toygpu import commands as C
 
 def _check_gpu(gpu) -> None:
     if not isinstance(gpu, ToyGPU):
-        raise TypeError(f"expected a ToyGPU, got {type(gpu).__name__}")
+        raise InputTypeError(f"expected a ToyGPU, got {type(gpu).__name__}")
 
 
 def batching(gpu: ToyGPU, n_commands: int, batch: int) -> dict:
@@ -35,9 +36,9 @@ def batching(gpu: ToyGPU, n_commands: int, batch: int) -> dict:
     """
     _check_gpu(gpu)
     if not isinstance(n_commands, int) or n_commands < 1:
-        raise ValueError(f"n_commands must be a positive int, got {n_commands!r}")
+        raise InputError(f"n_commands must be a positive int, got {n_commands!r}")
     if not isinstance(batch, int) or not 1 <= batch < gpu.ring_entries:
-        raise ValueError(f"batch must be an int from 1 to {gpu.ring_entries - 1} (ring size - 1), got {batch!r}")
+        raise InputError(f"batch must be an int from 1 to {gpu.ring_entries - 1} (ring size - 1), got {batch!r}")
     dva = gpu.alloc_vram(4096)
     before, dev0 = gpu.counters.copy(), gpu.device_counters()["MODEL_TIME_NS"]
     for start in range(0, n_commands, batch):
@@ -61,7 +62,7 @@ def batching_rows(results: list[dict]) -> list[tuple[str, ...]]:
 def batching_figure(results: list[dict], seed: int) -> figures.CourseFigure:
     """Modelled CPU submission cost per command vs batch size (SIMULATED)."""
     if not results:
-        raise ValueError("batching_figure needs results from batching()")
+        raise InputError("batching_figure needs results from batching()")
     fig = go.Figure()
     fig.add_scatter(x=[r["batch"] for r in results], y=[r["cpu_us_per_command"] for r in results],
                     mode="lines+markers", name="CPU bus time per command")
@@ -79,7 +80,7 @@ def indirect_demo(gpu: ToyGPU, n: int = 200) -> dict:
     """
     _check_gpu(gpu)
     if not isinstance(n, int) or not 1 <= n <= C.MAX_IB_ENTRIES:
-        raise ValueError(f"n must be an int from 1 to {C.MAX_IB_ENTRIES}, got {n!r}")
+        raise InputError(f"n must be an int from 1 to {C.MAX_IB_ENTRIES}, got {n!r}")
     dva = gpu.alloc_vram(n * 8)
     ib = gpu.alloc_sys(n * C.ENTRY_BYTES, align=C.ENTRY_BYTES)
     count = gpu.write_commands(ib, [C.fill(dva + 8 * i, 8, i) for i in range(n)])
