@@ -121,6 +121,10 @@ class CopyJob:
 @contextmanager
 def simulated_copy(nbytes: int, direction: str = "h2d", *, t0_s: float = 8e-6, bw_Bps: float = 20e9):
     """A CopyJob on FakeCuda (SIMULATED); job.cuda.copy_time(nbytes) is the true answer."""
+    if direction not in ("h2d", "d2h"):
+        raise InputError(f"direction must be 'h2d' or 'd2h', got {direction!r}")
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+        raise InputError(f"nbytes must be a positive whole number of bytes, got {nbytes!r}")
     fake = FakeCuda(t0_s, bw_Bps)
     yield CopyJob(fake, fake.stream, 0xD0, 0x50, int(nbytes), H2D if direction == "h2d" else D2H, True)
 

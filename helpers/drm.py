@@ -278,6 +278,8 @@ def ioctl(fd: int, request: int, arg: ctypes.Structure, call: str = "ioctl") -> 
     """
     if not isinstance(fd, int) or isinstance(fd, bool) or fd < 0:
         raise InputError(f"fd must be an open file descriptor (int >= 0), got {fd!r}")
+    if not isinstance(request, int) or isinstance(request, bool):
+        raise InputTypeError(f"request must be an int (an ioctl number), got {type(request).__name__}")
     if not isinstance(arg, ctypes.Structure):
         raise InputTypeError(f"arg must be a ctypes.Structure instance, got {type(arg).__name__}")
     expected = (request >> IOC_SIZESHIFT) & ((1 << IOC_SIZEBITS) - 1)
@@ -460,7 +462,7 @@ class DRMDevice:
 
     def get_cap(self, capability: int) -> int:
         """DRM_IOCTL_GET_CAP: the value of one DRM_CAP_* capability."""
-        if not isinstance(capability, int) or capability < 0:
+        if not isinstance(capability, int) or isinstance(capability, bool) or capability < 0:
             raise InputError(f"capability must be a DRM_CAP_* number, got {capability!r}")
         return int(ioctl(self._check_open(), DRM_IOCTL_GET_CAP, DrmGetCap(capability=capability),
                          f"DRM_IOCTL_GET_CAP({capability:#x})").value)
@@ -548,7 +550,7 @@ class DRMDevice:
 def read_fdinfo(fd: int, pid: str | int = "self") -> dict[str, str]:
     """/proc/<pid>/fdinfo/<fd> as a dict. For a dma-buf, dma_buf_show_fdinfo
     (drivers/dma-buf/dma-buf.c) adds size, count, exp_name and name to the generic lines."""
-    if not isinstance(fd, int) or fd < 0:
+    if not isinstance(fd, int) or isinstance(fd, bool) or fd < 0:
         raise InputError(f"fd must be an int >= 0, got {fd!r}")
     return parse_fdinfo(Path(f"/proc/{pid}/fdinfo/{fd}").read_text())
 
@@ -567,6 +569,8 @@ def parse_fdinfo(text: str) -> dict[str, str]:
 
 def dma_buf_sync(fd: int, flags: int) -> None:
     """DMA_BUF_IOCTL_SYNC: tell the exporter a CPU access starts or ends (cache maintenance)."""
+    if not isinstance(flags, int) or isinstance(flags, bool):
+        raise InputTypeError(f"flags must be an int (DMA_BUF_SYNC_*), got {type(flags).__name__}")
     if flags & ~(DMA_BUF_SYNC_RW | DMA_BUF_SYNC_END) or not flags & DMA_BUF_SYNC_RW:
         raise InputError(f"flags must be READ and/or WRITE, optionally with END; got {flags:#x}")
     ioctl(fd, DMA_BUF_IOCTL_SYNC, DmaBufSync(flags=flags), "DMA_BUF_IOCTL_SYNC")

@@ -139,7 +139,7 @@ def queued_launches(kind: str = "empty", n: int = 500, blocks: int = 5, hold_s: 
     _check_kind(kind)
     n = _check_count("n", n, 1, MAX_LAUNCHES)
     blocks = _check_count("blocks", blocks, 1, 100)
-    if not (isinstance(hold_s, (int, float)) and 0 < hold_s <= 1):
+    if isinstance(hold_s, bool) or not (isinstance(hold_s, (int, float)) and 0 < hold_s <= 1):
         raise InputError(f"hold_s must be a number of seconds in (0, 1], got {hold_s!r}")
     cp = gpu.cupy()
     stream = cp.cuda.Stream(non_blocking=True)

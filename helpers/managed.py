@@ -82,7 +82,7 @@ def check_managed_nbytes(nbytes, free_bytes: int | None = None,
     n = int(nbytes)
     if n <= 0:
         raise InputError(f"managed allocation: size must be positive, got {n}")
-    if not 0 < share <= 1:
+    if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < share <= 1:
         raise InputError(f"share must be in (0, 1], got {share}")
     free = gpu.free_device_bytes() if free_bytes is None else int(free_bytes)
     if free < 0:

@@ -17,6 +17,8 @@ Kernel sources behind the chapter (linux repository):
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 
 from . import figures, sysinfo
@@ -128,7 +130,7 @@ def access_cost(gpu: ToyGPU, method: str, nbytes: int, offset: int = 0) -> dict:
         raise InputTypeError(f"expected a ToyGPU, got {type(gpu).__name__}")
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}, got {method!r}")
-    if not isinstance(nbytes, int) or nbytes < 64 or nbytes % 64:
+    if not _is_int(nbytes) or nbytes < 64 or nbytes % 64:
         raise InputError(f"nbytes must be a positive multiple of 64, got {nbytes!r}")
     before = gpu.counters.copy()
     if method.startswith("uncached read"):
@@ -184,12 +186,24 @@ def cost_rows(results: list[dict]) -> list[tuple[str, ...]]:
              f"{r['model_gbps']:.3f}") for r in results]
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_width(width) -> None:
+    if not _is_int(width) or width not in (1, 2, 4, 8, 16, 32, 64):
+        raise InputError(f"width must be a power of two from 1 to 64 bytes, got {width!r}")
+
+
 def implied_read_ns(nbytes: int = SEED002_BYTES, seconds: float = SEED002_SECONDS[1],
                     width: int = 8) -> float:
     """ns per load if copying `nbytes` with `width`-byte loads, one after another, took `seconds`."""
-    if not isinstance(width, int) or width not in (1, 2, 4, 8, 16, 32, 64):
-        raise InputError(f"width must be a power of two from 1 to 64 bytes, got {width!r}")
-    if nbytes <= 0 or seconds <= 0:
+    _check_width(width)
+    if not (_is_number(nbytes) and _is_number(seconds) and nbytes > 0 and seconds > 0):
         raise InputError(f"nbytes and seconds must be positive, got {nbytes!r}, {seconds!r}")
     return seconds / (nbytes / width) * 1e9
 
@@ -212,7 +226,8 @@ def seed002_rows(params: LinkParams | None = None) -> list[tuple[str, ...]]:
 def uc_read_ms(nbytes: int, width: int = 8, params: LinkParams | None = None) -> float:
     """Modelled ms to read `nbytes` with uncached loads of `width` bytes (no jitter)."""
     p = params or LinkParams()
-    if nbytes <= 0 or nbytes % width:
+    _check_width(width)
+    if not _is_int(nbytes) or nbytes <= 0 or nbytes % width:
         raise InputError(f"nbytes must be a positive multiple of width={width}, got {nbytes!r}")
     one = p.mmio_read_rtt_ns + (width + p.tlp_overhead_bytes) / p.link_gbps
     return nbytes // width * one / 1e6
@@ -221,6 +236,6 @@ def uc_read_ms(nbytes: int, width: int = 8, params: LinkParams | None = None) ->
 def dma_ms(nbytes: int, params: LinkParams | None = None) -> float:
     """Modelled ms for the toy's DMA engine to move `nbytes` in one descriptor (no jitter)."""
     p = params or LinkParams()
-    if not isinstance(nbytes, int) or nbytes <= 0:
+    if not _is_int(nbytes) or nbytes <= 0:
         raise InputError(f"nbytes must be a positive int, got {nbytes!r}")
     return (p.dma_latency_ns + nbytes / p.dma_gbps) / 1e6

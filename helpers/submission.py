@@ -20,6 +20,10 @@ from .toygpu import ToyGPU
 from .toygpu import commands as C
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _check_gpu(gpu) -> None:
     if not isinstance(gpu, ToyGPU):
         raise InputTypeError(f"expected a ToyGPU, got {type(gpu).__name__}")
@@ -35,9 +39,9 @@ def batching(gpu: ToyGPU, n_commands: int, batch: int) -> dict:
     'mmio_reads', 'mmio_writes', 'cpu_model_us', 'device_model_us', 'cpu_us_per_command'}.
     """
     _check_gpu(gpu)
-    if not isinstance(n_commands, int) or n_commands < 1:
+    if not _is_int(n_commands) or n_commands < 1:
         raise InputError(f"n_commands must be a positive int, got {n_commands!r}")
-    if not isinstance(batch, int) or not 1 <= batch < gpu.ring_entries:
+    if not _is_int(batch) or not 1 <= batch < gpu.ring_entries:
         raise InputError(f"batch must be an int from 1 to {gpu.ring_entries - 1} (ring size - 1), got {batch!r}")
     dva = gpu.alloc_vram(4096)
     before, dev0 = gpu.counters.copy(), gpu.device_counters()["MODEL_TIME_NS"]
@@ -79,7 +83,7 @@ def indirect_demo(gpu: ToyGPU, n: int = 200) -> dict:
     really holds what the n commands wrote.
     """
     _check_gpu(gpu)
-    if not isinstance(n, int) or not 1 <= n <= C.MAX_IB_ENTRIES:
+    if not _is_int(n) or not 1 <= n <= C.MAX_IB_ENTRIES:
         raise InputError(f"n must be an int from 1 to {C.MAX_IB_ENTRIES}, got {n!r}")
     dva = gpu.alloc_vram(n * 8)
     ib = gpu.alloc_sys(n * C.ENTRY_BYTES, align=C.ENTRY_BYTES)

@@ -345,7 +345,7 @@ class TTMModel:
         placements = tuple(Domain(p) for p in placements)
         if not placements or len(set(placements)) != len(placements):
             raise InputError(f"placements must be a non-empty list of distinct domains, got {placements}")
-        if not isinstance(priority, int) or not 0 <= priority < TTM_MAX_BO_PRIORITY:
+        if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority < TTM_MAX_BO_PRIORITY:
             raise InputError(f"priority must be 0..{TTM_MAX_BO_PRIORITY - 1} (TTM_MAX_BO_PRIORITY), got {priority!r}")
         if contiguous and Domain.VRAM not in placements:
             raise InputError("contiguous only applies to BOs that may live in VRAM")
@@ -457,9 +457,9 @@ def workload(name: str, vram_bytes: int, *, steps: int = 200, seed: int = 1) -> 
     """
     if name not in WORKLOADS:
         raise InputError(f"unknown workload {name!r}; choose one of {WORKLOADS}")
-    if not isinstance(vram_bytes, int) or vram_bytes < 64 * 64 * 1024:
+    if not isinstance(vram_bytes, int) or isinstance(vram_bytes, bool) or vram_bytes < 64 * 64 * 1024:
         raise InputError(f"vram_bytes must be an int >= 4 MiB, got {vram_bytes!r}")
-    if not isinstance(steps, int) or steps < 1:
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise InputError(f"steps must be a positive int, got {steps!r}")
     rng = random.Random(f"{name}:{vram_bytes}:{steps}:{seed}")
     unit = 64 * 1024

@@ -172,6 +172,21 @@ def _int(name: str, v, lo: int = 0, hi: int = 1 << 64) -> int:
     return int(v)
 
 
+def _check_timeout(name: str, t) -> float:
+    """A finite, positive number of seconds: every wait on the toy GPU ends."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+        raise InputError(f"{name} must be a finite positive number of seconds, got {t!r}")
+    return float(t)
+
+
+def _check_ring_entries(ring_entries) -> int:
+    """A ring of 2..4096 entries, a power of two (the device wraps its head with a mask)."""
+    n = _int("ring_entries", ring_entries, 2, 4097)
+    if n & (n - 1):
+        raise InputError(f"ring_entries must be a power of two, got {ring_entries}")
+    return n
+
+
 def _shutdown(proc: subprocess.Popen, wfd: int, irq_fd: int, tmpdir: str, bar_fds: tuple = (),
               stderr=None) -> None:
     """Stop the device: close its write pipe (it exits on EOF), then make sure it is gone."""
@@ -205,8 +220,10 @@ class ToyGPU:
         _int("seed", seed, 0, 1 << 63)
         if link is not None and not isinstance(link, LinkParams):
             raise InputTypeError(f"link must be LinkParams, got {type(link).__name__}")
-        if not (isinstance(timeout, (int, float)) and timeout > 0):
-            raise InputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        for name, t in (("timeout", timeout), ("start_timeout", start_timeout)):
+            _check_timeout(name, t)
+        if bring_up:
+            _check_ring_entries(ring_entries)  # before the device process starts, not after
         self.seed, self.timeout, self.ring_entries = int(seed), float(timeout), ring_entries
         self.link = LinkModel(link, seed=seed)
         self.counters = Counters()
@@ -448,9 +465,7 @@ class ToyGPU:
         self._program_device(ring_entries)
 
     def _program_device(self, ring_entries: int) -> None:
-        _int("ring_entries", ring_entries, 2, 4097)
-        if ring_entries & (ring_entries - 1):
-            raise InputError(f"ring_entries must be a power of two, got {ring_entries}")
+        _check_ring_entries(ring_entries)
         self.write("PT_BASE", 0, check=False)
         self.write("PT_ENTRIES", self.pt_entries, check=False)
         if self.ring is None or self.ring.nbytes != ring_entries * C.ENTRY_BYTES:
@@ -620,7 +635,7 @@ class ToyGPU:
         _int("fence value", value, 0)
         if how not in ("irq", "poll", "register"):
             raise InputError(f"how must be 'irq', 'poll' or 'register', got {how!r}")
-        timeout = self.timeout if timeout is None else timeout
+        timeout = self.timeout if timeout is None else _check_timeout("timeout", timeout)
         deadline = time.monotonic() + timeout
         while True:
             done = (self.read("LAST_FENCE") if how == "register" else self.fence_value()) >= value
