@@ -3,8 +3,9 @@
 Each test starts a real IPython kernel (jupyter_client), runs a long cell, interrupts it the
 way Jupyter's stop button does (SIGINT), then checks from outside, in /proc, that the kernel
 has no child process left and no more locked memory than before, and that the next cell
-works. The toy-device wait and the sandboxed children run anywhere; the transfer sweep needs
-a GPU (marked gpu, run on the GPU machine) and also checks device memory.
+works. The toy-device wait, the sandboxed children and the radar capture card run anywhere;
+the transfer sweep and the live radar pipeline need a GPU (marked gpu, run on the GPU
+machine) and also check device memory.
 """
 
 from __future__ import annotations
@@ -194,6 +195,26 @@ def test_traced_child_interrupted(kernel, tmp_path):
     assert kernel.run("print(syscalls.run_child(['echo', 'ok'], 30).stdout.strip())").strip() == "ok"
 
 
+def _rings(pid: int) -> list[str]:
+    """The radar capture card's shared-memory rings a process created (helpers.radar.ShmRing)."""
+    return sorted(str(x) for x in Path("/dev/shm").glob(f"course-radar-{pid}-*"))
+
+
+def test_radar_capture_interrupted(kernel):
+    """The capture card (a producer process and a /dev/shm ring) stops with the interrupted cell."""
+    kernel.run("from helpers import radar")
+    locked = kernel.locked()
+    name = kernel.interrupt_when("radar.run_cpu_consumer(4 << 20, 8e-3, 1_000_000)",
+                                 lambda: len(kernel.children()) == 1 and _rings(kernel.pid))
+    assert name == "KeyboardInterrupt"
+    assert _gone([c["pid"] for c in kernel.children()]) and kernel.children() == []
+    assert _rings(kernel.pid) == [], "the ring outlived the interrupted run"
+    assert kernel.locked() <= locked
+    out = kernel.run("r = radar.run_cpu_consumer(1 << 20, 8e-3, 20)\nprint(len(r.latency_us), r.dropped)")
+    assert out.split() == ["20", "0"]
+    assert kernel.children() == [] and _rings(kernel.pid) == []
+
+
 @needs_gpu
 @pytest.mark.gpu
 def test_transfer_sweep_interrupted_leaves_no_pinned_or_device_memory():
@@ -223,4 +244,32 @@ def test_transfer_sweep_interrupted_leaves_no_pinned_or_device_memory():
         assert k.run("print(transfers.measure_copy(1 << 20, 'h2d', 'pinned', reps=2).nbytes)").strip() == str(1 << 20)
     finally:
         progress.unlink(missing_ok=True)
+        k.close()
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_radar_pipeline_interrupted_leaves_no_registration_or_device_memory():
+    """Interrupting the live pipeline (ring registered with cudaHostRegister, 16 MiB frames)
+    leaves no producer, no ring, no pinned or device memory, and the next run works."""
+    k = Kernel({"COURSE_MODE": "live"})
+    try:
+        k.run("from helpers import course, radar, gpu\nctx = course.start('t', quiet=True)\n"
+              "cp = gpu.cupy()\nradar.run_pipeline('registered', 1 << 20, 8e-3, frames=10)")
+        base_dev = int(k.run("f, t = cp.cuda.runtime.memGetInfo(); print(t - f)"))
+        base_pinned = k.pinned()
+        name = k.interrupt_when("radar.run_pipeline('pipelined', 16 << 20, 8e-3, frames=1_000_000)",
+                                lambda: len(k.children()) == 1 and _rings(k.pid), timeout=90)
+        assert name == "KeyboardInterrupt"
+        assert _gone([c["pid"] for c in k.children()]) and k.children() == []
+        assert _rings(k.pid) == [], "the ring outlived the interrupted pipeline"
+        k.run("import gc; gc.collect()")
+        assert k.pinned() <= base_pinned + (1 << 20), "pinned memory left behind by the interrupted pipeline"
+        used = int(k.run("f, t = cp.cuda.runtime.memGetInfo(); print(t - f)"))
+        assert used - base_dev <= 64 << 20, f"{(used - base_dev) >> 20} MiB of device memory left behind"
+        out = k.run("r = radar.run_pipeline('registered', 4 << 20, 8e-3, frames=50)\n"
+                    "print(len(r.latency_us), r.checked > 0, r.max_error < 1e-3)")
+        assert out.split() == ["50", "True", "True"]
+        assert k.children() == [] and _rings(k.pid) == []
+    finally:
         k.close()

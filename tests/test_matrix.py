@@ -114,6 +114,44 @@ def test_merge_makes_a_table_and_names_a_bad_file(planted, tmp_path):
     assert proc.returncode == 2 and str(bad) in proc.stderr
 
 
+def test_a_spent_budget_leaves_the_rest_not_reached(tmp_path):
+    first = _notebook(tmp_path / "first.ipynb", "import time\ntime.sleep(1.0)")
+    second = _notebook(tmp_path / "second.ipynb", "print('never run')")
+    out = tmp_path / "r.json"
+    proc = _matrix("run", "--mode", "replay", "--budget-s", "0.5", "--out", str(out), str(first), str(second))
+    res = json.loads(out.read_text())
+    assert proc.returncode == 1, "a row with a notebook not reached is not green"
+    assert [r["notebook"] for r in res["notebooks"]] == [str(first)]
+    assert res["not_reached"] == [str(second)] and (res["passed"], res["total"]) == (1, 2)
+    assert "| 1/2 (1 not reached) | 0 |" in res["row"]
+
+
+def test_a_run_cut_short_still_leaves_what_it_finished(tmp_path):
+    """The result is rewritten after every notebook, so a GPU call that runs out of time
+    still brings back the rows it did finish."""
+    import signal
+    import time
+
+    first = _notebook(tmp_path / "first.ipynb", "print(1)")
+    slow = _notebook(tmp_path / "slow.ipynb", "import time\ntime.sleep(300)")
+    out = tmp_path / "r.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x))
+    proc = subprocess.Popen([sys.executable, str(MATRIX), "run", "--mode", "replay", "--out", str(out),
+                             str(first), str(slow)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    res = json.loads(out.read_text())
+    assert [r["notebook"] for r in res["notebooks"]] == [str(first)] and res["notebooks"][0]["passed"]
+    assert res["not_reached"] == [str(slow)]
+    assert res["row"].endswith("| 1/2 (1 not reached) | 0 |")
+
+
 def test_default_notebooks_pick_up_every_chapter_and_lab():
     sys.path.insert(0, str(ROOT / "tools"))
     try:

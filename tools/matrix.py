@@ -218,6 +218,35 @@ def default_notebooks() -> list[Path]:
                   if not p.name.startswith(COPY_PREFIX))
 
 
+def summary(args: argparse.Namespace, names: list[str], subreaper: bool, notebooks: list[Path],
+            results: list[dict]) -> dict:
+    """The result so far: notebooks not reached yet count in the total, not as passed."""
+    mode = MODE_LABEL.get(args.mode) or ("live" if names else "replay")
+    if not names:
+        mode = f"{mode}, no GPU" if args.mode != "auto" else "no GPU (replay)"
+    done = {r["notebook"] for r in results}
+    not_reached = [str(p.relative_to(ROOT) if p.is_relative_to(ROOT) else p) for p in notebooks]
+    not_reached = [n for n in not_reached if n not in done]
+    out = {"config": args.name or args.mode, "machine": machine_name(names), "gpus": names,
+           "mode": mode, "requested_mode": args.mode,
+           "passed": sum(r["passed"] for r in results), "total": len(notebooks),
+           "leaks": sum(len(r["leaks"]) for r in results),
+           "leak_checks_ran": sum(r["leak_check_ran"] for r in results), "not_reached": not_reached,
+           "subreaper": subreaper, "host": platform.node(), "python": platform.python_version(),
+           "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+           "seconds": round(sum(r["seconds"] for r in results), 1), "notebooks": results}
+    out["row"] = row(out)
+    return out
+
+
+def _write(path: str | None, out: dict) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(path).with_suffix(".tmp")
+        tmp.write_text(json.dumps(out, indent=1) + "\n")
+        tmp.replace(path)
+
+
 def run(args: argparse.Namespace) -> dict:
     """Run the configuration; write the JSON result and print the table row."""
     if args.mode not in MODES:
@@ -230,8 +259,13 @@ def run(args: argparse.Namespace) -> dict:
     env = dict(os.environ, **MODE_ENV[args.mode])
     env["PYTHONPATH"] = os.pathsep.join(x for x in (env.get("PYTHONPATH"), str(ROOT)) if x)
     subreaper = become_subreaper()
-    results = []
-    for nb in notebooks:
+    results: list[dict] = []
+    started = time.monotonic()
+    for i, nb in enumerate(notebooks):
+        if args.budget_s and time.monotonic() - started > args.budget_s:
+            print(f"[matrix {args.mode}] budget of {args.budget_s} s spent: "
+                  f"{len(notebooks) - i} notebook(s) not reached", flush=True)
+            break
         print(f"[matrix {args.mode}] {nb.name} ...", flush=True)
         r = run_notebook(nb, env, timeout_s=args.cell_timeout, pinned_tolerance=args.pinned_tolerance,
                          device_tolerance=args.device_tolerance_mib * MiB,
@@ -241,21 +275,10 @@ def run(args: argparse.Namespace) -> dict:
               + "".join(f"\n    leak: {x}" for x in r["leaks"])
               + (f"\n{r['output_tail']}" if not r["passed"] else ""), flush=True)
         results.append(r)
-    mode = MODE_LABEL.get(args.mode) or ("live" if names else "replay")
-    if not names:
-        mode = f"{mode}, no GPU" if args.mode != "auto" else "no GPU (replay)"
-    out = {"config": args.name or args.mode, "machine": machine_name(names), "gpus": names,
-           "mode": mode, "requested_mode": args.mode,
-           "passed": sum(r["passed"] for r in results), "total": len(results),
-           "leaks": sum(len(r["leaks"]) for r in results),
-           "leak_checks_ran": sum(r["leak_check_ran"] for r in results),
-           "subreaper": subreaper, "host": platform.node(), "python": platform.python_version(),
-           "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-           "seconds": round(sum(r["seconds"] for r in results), 1), "notebooks": results}
-    out["row"] = row(out)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+        out = summary(args, names, subreaper, notebooks, results)
+        _write(args.out, out)  # after every notebook: a run cut short still leaves its rows
+    out = summary(args, names, subreaper, notebooks, results)
+    _write(args.out, out)
     print(TABLE_HEAD)
     print(out["row"])
     return out
@@ -266,9 +289,13 @@ def run(args: argparse.Namespace) -> dict:
 def row(result: dict) -> str:
     """One markdown table row from a result."""
     leaks = result["leaks"]
-    if result.get("leak_checks_ran", result["total"]) < result["total"]:
-        leaks = f"{leaks} ({result['total'] - result['leak_checks_ran']} notebook(s) not checked)"
-    return (f"| {result['machine']} | {result['mode']} | {result['passed']}/{result['total']} | {leaks} |")
+    ran = result["total"] - len(result.get("not_reached", []))
+    if result.get("leak_checks_ran", ran) < ran:
+        leaks = f"{leaks} ({ran - result['leak_checks_ran']} notebook(s) not checked)"
+    passed = f"{result['passed']}/{result['total']}"
+    if result.get("not_reached"):
+        passed += f" ({len(result['not_reached'])} not reached)"
+    return f"| {result['machine']} | {result['mode']} | {passed} | {leaks} |"
 
 
 def load_result(path: str) -> dict:
@@ -299,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--name", default=None, help="the configuration's name in the JSON (default: the mode)")
     r.add_argument("--out", default=None, help="write the JSON result here")
     r.add_argument("--cell-timeout", type=int, default=600)
+    r.add_argument("--budget-s", type=float, default=0,
+                   help="start no notebook after this many seconds (0: no limit); the rest are 'not reached'")
     r.add_argument("--pinned-tolerance", type=int, default=MiB, help="bytes (default 1 MiB)")
     r.add_argument("--device-tolerance-mib", type=int, default=64, help="MiB (default 64)")
     m = sub.add_parser("merge", help="markdown table from result files")
