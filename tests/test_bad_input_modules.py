@@ -199,6 +199,9 @@ def test_link_model_arguments():
             link.LinkModel(seed=bad)
     with pytest.raises(InputError, match="placement must be one of"):
         link.FabricParams(placement="moon")
+    with pytest.raises(InputError, match=r"FabricParams.card_gbps and .switch_gbps must be > 0, got 0 and 26.0"):
+        link.FabricParams(card_gbps=0)
+    assert link.FabricParams(rc_p2p_gbps=0).peer_gbps() > 0  # same switch: the root complex is not on the path
     with pytest.raises(InputError, match="no peer path on placement 'root_ports'"):
         link.card_dma_ns(link.LinkModel(), link.FabricParams(placement="root_ports", rc_p2p_gbps=0), 4096, peer=True)
     assert link.LinkModel(seed=0).params == link.LinkParams()

@@ -157,7 +157,8 @@ class FabricParams:
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
                 raise InputError(f"FabricParams.{k} must be a finite number >= 0, got {v!r}")
         if self.card_gbps <= 0 or self.switch_gbps <= 0:
-            raise InputError("card_gbps and switch_gbps must be > 0")
+            raise InputError(f"FabricParams.card_gbps and .switch_gbps must be > 0, got {self.card_gbps!r} "
+                             f"and {self.switch_gbps!r}")
 
     @property
     def peer_crosses_root_complex(self) -> bool:
