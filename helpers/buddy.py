@@ -41,6 +41,8 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 
+from .errors import InputError, InputTypeError
+
 FREE, SPLIT, ALLOCATED, DEAD = "free", "split", "allocated", "merged away"
 
 
@@ -58,9 +60,9 @@ def _ilog2(n: int) -> int:
 
 def _check_int(name: str, v, minimum: int = 0) -> int:
     if not isinstance(v, int) or isinstance(v, bool):
-        raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+        raise InputTypeError(f"{name} must be an int, got {type(v).__name__}")
     if v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+        raise InputError(f"{name} must be >= {minimum}, got {v}")
     return v
 
 
@@ -100,9 +102,9 @@ class BuddyAllocator:
         _check_int("size", size, 1)
         _check_int("chunk_size", chunk_size, 1)
         if not _is_pow2(chunk_size):
-            raise ValueError(f"chunk_size must be a power of two, got {chunk_size}")
+            raise InputError(f"chunk_size must be a power of two, got {chunk_size}")
         if size < chunk_size:
-            raise ValueError(f"size ({size}) must be at least chunk_size ({chunk_size})")
+            raise InputError(f"size ({size}) must be at least chunk_size ({chunk_size})")
         size -= size % chunk_size  # round_down(size, chunk_size)
         self.size = size
         self.chunk_size = chunk_size
@@ -177,12 +179,12 @@ class BuddyAllocator:
         """
         _check_int("size", size, 1)
         if size % self.chunk_size:
-            raise ValueError(f"size {size} is not a multiple of the chunk size {self.chunk_size}")
+            raise InputError(f"size {size} is not a multiple of the chunk size {self.chunk_size}")
         if min_block_size is None:
             min_block_size = self.chunk_size
         _check_int("min_block_size", min_block_size, 1)
         if not _is_pow2(min_block_size) or min_block_size < self.chunk_size:
-            raise ValueError(f"min_block_size must be a power of two >= chunk size, got {min_block_size}")
+            raise InputError(f"min_block_size must be a power of two >= chunk size, got {min_block_size}")
         if size > self.size:
             raise OutOfSpace(f"{size} bytes requested from a {self.size}-byte allocator")
         original = size
@@ -224,7 +226,7 @@ class BuddyAllocator:
     def _trim(self, block: Block, new_size: int) -> list[Block]:
         """drm_buddy_block_trim: give back the tail of an allocated block beyond new_size."""
         if block.state != ALLOCATED or new_size > block.size or new_size % self.chunk_size or not new_size:
-            raise ValueError(f"cannot trim a {block.size}-byte {block.state} block to {new_size}")
+            raise InputError(f"cannot trim a {block.size}-byte {block.state} block to {new_size}")
         if new_size == block.size:
             return [block]
         block.state = FREE
@@ -263,9 +265,9 @@ class BuddyAllocator:
     def free_block(self, block: Block) -> None:
         """Free one allocated block and merge it with free buddies (drm_buddy_free_block)."""
         if not isinstance(block, Block):
-            raise TypeError(f"expected a Block, got {type(block).__name__}")
+            raise InputTypeError(f"expected a Block, got {type(block).__name__}")
         if block.state != ALLOCATED:
-            raise ValueError(f"block at {block.offset:#x} is {block.state}, not allocated (double free?)")
+            raise InputError(f"block at {block.offset:#x} is {block.state}, not allocated (double free?)")
         self.avail += block.size
         while block.parent is not None:
             buddy = block.buddy()

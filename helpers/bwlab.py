@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import gpu
-from .errors import CourseError
+from .errors import CourseError, InputError
 from .host_memory import HostBuffer, check_nbytes
 from .reference import Reference
 
@@ -94,7 +94,7 @@ class _Runtime:
 
     def memcpyAsync(self, dst, src, size, kind, stream) -> None:  # noqa: N802 - CUDA's name
         if kind not in (H2D, D2H):
-            raise ValueError(f"memcpyAsync: kind {kind} is not host-to-device (1) or device-to-host (2)")
+            raise InputError(f"memcpyAsync: kind {kind} is not host-to-device (1) or device-to-host (2)")
         self.fake.stream.clock_s += self.fake.copy_time(int(size))
         self.fake.log.append("copy")
 
@@ -121,6 +121,10 @@ class CopyJob:
 @contextmanager
 def simulated_copy(nbytes: int, direction: str = "h2d", *, t0_s: float = 8e-6, bw_Bps: float = 20e9):
     """A CopyJob on FakeCuda (SIMULATED); job.cuda.copy_time(nbytes) is the true answer."""
+    if direction not in ("h2d", "d2h"):
+        raise InputError(f"direction must be 'h2d' or 'd2h', got {direction!r}")
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+        raise InputError(f"nbytes must be a positive whole number of bytes, got {nbytes!r}")
     fake = FakeCuda(t0_s, bw_Bps)
     yield CopyJob(fake, fake.stream, 0xD0, 0x50, int(nbytes), H2D if direction == "h2d" else D2H, True)
 
@@ -129,7 +133,7 @@ def simulated_copy(nbytes: int, direction: str = "h2d", *, t0_s: float = 8e-6, b
 def live_copy(nbytes: int, direction: str = "h2d"):
     """A CopyJob between a pinned host buffer and a device buffer on this GPU; freed on exit."""
     if direction not in ("h2d", "d2h"):
-        raise ValueError(f"direction must be 'h2d' or 'd2h', got {direction!r}")
+        raise InputError(f"direction must be 'h2d' or 'd2h', got {direction!r}")
     n = check_nbytes(nbytes, f"{direction} copy", host=True, device=True)
     cp = gpu.cupy()
     stream = cp.cuda.Stream(non_blocking=True)

@@ -188,7 +188,7 @@ def obtain(ctx, experiment_id: str, live=None, *, needs_gpu: bool = True) -> Obt
     recording is replayed; a reference file without this experiment raises a clear
     ReferenceDataError naming it.
     """
-    from .errors import CourseError
+    from .errors import CourseError, InputError, InputTypeError
 
     if live is not None and (ctx.live or not needs_gpu):
         try:
@@ -196,6 +196,8 @@ def obtain(ctx, experiment_id: str, live=None, *, needs_gpu: bool = True) -> Obt
             return Obtained(live(), Mode.LIVE, where)
         except (syscalls.StraceMissingError, syscalls.StraceFailedError) as exc:
             print(f"cannot measure this live: {exc}\n→ replaying the reference recording instead")
+        except (InputError, InputTypeError):
+            raise  # bad input is the caller's to fix: a replay would hide it
         except CourseError as exc:
             if ctx.live:
                 raise

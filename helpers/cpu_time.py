@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .errors import CourseError
+from .errors import CourseError, InputError
 from .experiments import experiment
 
 SCHEDS = ("auto", "blocking")
@@ -34,11 +34,11 @@ def measure(nbytes: int = NBYTES, reps: int = REPS, sched: str = "auto", timeout
     from .syscalls import WORKLOAD, run_child
 
     if sched not in SCHEDS:
-        raise ValueError(f"sched must be one of {SCHEDS}, got {sched!r}")
+        raise InputError(f"sched must be one of {SCHEDS}, got {sched!r}")
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not (1 << 20) <= nbytes <= (1 << 30):
-        raise ValueError(f"copy size must be 1 MiB to 1 GiB, got {nbytes!r}")
+        raise InputError(f"copy size must be 1 MiB to 1 GiB, got {nbytes!r}")
     if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 100:
-        raise ValueError(f"reps must be 1 to 100, got {reps!r}")
+        raise InputError(f"reps must be 1 to 100, got {reps!r}")
     proc = run_child([sys.executable, str(WORKLOAD), "cputime", str(nbytes), str(reps), sched],
                      timeout_s, f"cputime workload ({sched})")
     if proc.returncode != 0:
@@ -51,7 +51,7 @@ def per_gb(run: dict) -> dict:
     """CPU seconds per GB moved (1 GB = 1e9 B), bandwidth, and CPU busy share of wall time."""
     gb = run["nbytes"] * run["reps"] / 1e9
     if gb <= 0 or run["wall"] <= 0:
-        raise ValueError(f"a run must move bytes in positive time, got {run!r}")
+        raise InputError(f"a run must move bytes in positive time, got {run!r}")
     return {"user_s_per_gb": run["user"] / gb, "sys_s_per_gb": run["sys"] / gb,
             "thread_user_s_per_gb": run["thread_user"] / gb, "thread_sys_s_per_gb": run["thread_sys"] / gb,
             "gbps": gb / run["wall"], "cpu_share": (run["user"] + run["sys"]) / run["wall"]}

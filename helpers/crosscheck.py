@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import InputError, SkipExperiment
+from .errors import InputError, SkipExperiment, SystemInfoError
 from .experiments import experiment
 from .transfers import DIRECTIONS, measure_copy
 
@@ -42,14 +42,14 @@ def run_bwcheck(nbytes: int = 256 << 20, reps: int = 30, timeout_s: float = 120)
     proc = subprocess.run([str(binary()), str(nbytes), str(reps)], capture_output=True, text=True,
                           timeout=timeout_s)
     if proc.returncode != 0:
-        raise RuntimeError(f"bwcheck exited {proc.returncode}: {proc.stderr.strip()}")
+        raise SystemInfoError(f"bwcheck exited {proc.returncode}: {proc.stderr.strip()}")
     return json.loads(proc.stdout)
 
 
 def agreement(course_gbps: float, c_gbps: float) -> float:
     """Relative difference |course - C| / C."""
     if c_gbps <= 0:
-        raise ValueError(f"C bandwidth must be positive, got {c_gbps}")
+        raise InputError(f"C bandwidth must be positive, got {c_gbps}")
     return abs(course_gbps - c_gbps) / c_gbps
 
 
@@ -128,7 +128,7 @@ def run_bwcheck_small(reps: int = 200, timeout_s: float = 120) -> dict:
     proc = subprocess.run([str(binary()), "--small", str(reps)], capture_output=True, text=True,
                           timeout=timeout_s)
     if proc.returncode != 0:
-        raise RuntimeError(f"bwcheck --small exited {proc.returncode}: {proc.stderr.strip()}")
+        raise SystemInfoError(f"bwcheck --small exited {proc.returncode}: {proc.stderr.strip()}")
     return json.loads(proc.stdout)
 
 
@@ -145,10 +145,10 @@ def small_copy_comparison(course: dict, c: dict, tolerance: float = SMALL_TOLERA
     diffs: dict = {}
     for d in DIRECTIONS:
         if d not in course or d not in c:
-            raise ValueError(f"both measurements need a {d!r} entry")
+            raise InputError(f"both measurements need a {d!r} entry")
         for size, fig in course[d].items():
             if size not in c[d]:
-                raise ValueError(f"the C program has no {d} figure for {size} bytes")
+                raise InputError(f"the C program has no {d} figure for {size} bytes")
             for key in ("gated_median_s", "isolated_median_s"):
                 diffs.setdefault(key, {}).setdefault(d, {})[size] = agreement(fig[key], c[d][size][key])
     worst = max(v for dd in diffs["gated_median_s"].values() for v in dd.values())

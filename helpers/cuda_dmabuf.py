@@ -26,6 +26,7 @@ import mmap
 import os
 
 from .drm import read_fdinfo
+from .errors import InputError, InputTypeError
 from .experiments import experiment
 
 EXPERIMENT_ID = "dmabuf.cuda_export"
@@ -54,9 +55,9 @@ def export_device_memory(nbytes: int = 2 << 20, fill: int = 0x5A) -> dict:
     through the mapping match the fill). Raises NoGPUError without a usable GPU.
     """
     if not isinstance(nbytes, int) or nbytes <= 0 or nbytes % mmap.PAGESIZE:
-        raise ValueError(f"nbytes must be a positive multiple of the page size ({mmap.PAGESIZE}), got {nbytes!r}")
+        raise InputError(f"nbytes must be a positive multiple of the page size ({mmap.PAGESIZE}), got {nbytes!r}")
     if not isinstance(fill, int) or not 0 <= fill <= 255:
-        raise ValueError(f"fill must be a byte value 0..255, got {fill!r}")
+        raise InputError(f"fill must be a byte value 0..255, got {fill!r}")
     from . import gpu
 
     cp = gpu.cupy()
@@ -136,7 +137,7 @@ def recorded(ref) -> dict | None:
 def summary_rows(result: dict) -> list[tuple[str, str]]:
     """(item, value) rows for a Table, from export_device_memory's (or a recording's) dict."""
     if not isinstance(result, dict):
-        raise TypeError(f"result must be a dict, got {type(result).__name__}")
+        raise InputTypeError(f"result must be a dict, got {type(result).__name__}")
     rows = [("CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED", str(result.get("dma_buf_supported"))),
             ("CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED",
              f"not answered: {result['dma_buf_mmap_supported_error']} (this driver does not accept the attribute)"
@@ -159,7 +160,7 @@ def summary_rows(result: dict) -> list[tuple[str, str]]:
 def explain(result: dict) -> str:
     """What the export's outcome means, decided from the result (live or recorded)."""
     if not isinstance(result, dict):
-        raise TypeError(f"result must be a dict, got {type(result).__name__}")
+        raise InputTypeError(f"result must be a dict, got {type(result).__name__}")
     if not result.get("dma_buf_supported"):
         return ("The device reports no dma-buf support (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = "
                 f"{result.get('dma_buf_supported')}), so no export was attempted.")

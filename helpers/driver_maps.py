@@ -33,7 +33,7 @@ import re
 import sys
 from dataclasses import asdict, dataclass
 
-from .errors import CourseError
+from .errors import CourseError, InputError
 from .experiments import experiment
 
 USERMODE_BYTES = 0x10000  # NVC361_NV_USERMODE__SIZE, src/common/sdk/nvidia/inc/class/clc361.h
@@ -182,7 +182,7 @@ def record(nbytes: int = 64 << 20, timeout_s: float = 120.0) -> dict:
     from .syscalls import WORKLOAD, run_child
 
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 4096 <= nbytes <= (1 << 30):
-        raise ValueError(f"maps workload size must be 4 KiB to 1 GiB, got {nbytes!r}")
+        raise InputError(f"maps workload size must be 4 KiB to 1 GiB, got {nbytes!r}")
     proc = run_child([sys.executable, str(WORKLOAD), "maps", str(nbytes)], timeout_s, "maps workload")
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or "").strip().splitlines()[-3:])

@@ -36,7 +36,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import CourseError
+from .errors import CourseError, InputError, InputTypeError
 
 # --------------------------------------------------------------------------------------------
 # The _IOC encoding (include/uapi/asm-generic/ioctl.h). x86, arm64, riscv and most other
@@ -62,10 +62,10 @@ _GENERIC_IOCTL_ARCHES = ("x86_64", "i386", "i686", "aarch64", "arm64", "armv7l",
 def _type_code(type_: int | str) -> int:
     if isinstance(type_, str):
         if len(type_) != 1:
-            raise ValueError(f"ioctl type must be one character (like 'd' for DRM), got {type_!r}")
+            raise InputError(f"ioctl type must be one character (like 'd' for DRM), got {type_!r}")
         type_ = ord(type_)
     if not isinstance(type_, int) or isinstance(type_, bool):
-        raise TypeError(f"ioctl type must be an int or a 1-char str, got {type(type_).__name__}")
+        raise InputTypeError(f"ioctl type must be an int or a 1-char str, got {type(type_).__name__}")
     return type_
 
 
@@ -80,9 +80,9 @@ def _IOC(direction: int, type_: int | str, nr: int, size: int) -> int:
     for name, value, bits in (("direction", direction, IOC_DIRBITS), ("type", t, IOC_TYPEBITS),
                               ("nr", nr, IOC_NRBITS), ("size", size, IOC_SIZEBITS)):
         if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"_IOC {name} must be an int, got {type(value).__name__}")
+            raise InputTypeError(f"_IOC {name} must be an int, got {type(value).__name__}")
         if not 0 <= value < (1 << bits):
-            raise ValueError(f"_IOC {name}={value} does not fit in {bits} bits")
+            raise InputError(f"_IOC {name}={value} does not fit in {bits} bits")
     return (direction << IOC_DIRSHIFT) | (t << IOC_TYPESHIFT) | (nr << IOC_NRSHIFT) | (size << IOC_SIZESHIFT)
 
 
@@ -92,7 +92,7 @@ def _size_of(argtype) -> int:
     try:
         return ctypes.sizeof(argtype)
     except TypeError:
-        raise TypeError(f"ioctl argument type must be a ctypes type or a size in bytes, got {argtype!r}") from None
+        raise InputTypeError(f"ioctl argument type must be a ctypes type or a size in bytes, got {argtype!r}") from None
 
 
 def _IO(type_: int | str, nr: int) -> int:
@@ -118,9 +118,9 @@ def _IOWR(type_: int | str, nr: int, argtype) -> int:
 def decode_ioctl(request: int) -> dict:
     """Split a request number into its fields: direction, type, nr, size (for teaching)."""
     if not isinstance(request, int) or isinstance(request, bool):
-        raise TypeError(f"request must be an int, got {type(request).__name__}")
+        raise InputTypeError(f"request must be an int, got {type(request).__name__}")
     if not 0 <= request < (1 << 32):
-        raise ValueError(f"request {request:#x} is not a 32-bit ioctl number")
+        raise InputError(f"request {request:#x} is not a 32-bit ioctl number")
     d = (request >> IOC_DIRSHIFT) & ((1 << IOC_DIRBITS) - 1)
     names = {0: "none", 1: "write", 2: "read", 3: "read|write"}
     t = (request >> IOC_TYPESHIFT) & 0xFF
@@ -277,12 +277,14 @@ def ioctl(fd: int, request: int, arg: ctypes.Structure, call: str = "ioctl") -> 
     the errno's usual meaning for DRM.
     """
     if not isinstance(fd, int) or isinstance(fd, bool) or fd < 0:
-        raise ValueError(f"fd must be an open file descriptor (int >= 0), got {fd!r}")
+        raise InputError(f"fd must be an open file descriptor (int >= 0), got {fd!r}")
+    if not isinstance(request, int) or isinstance(request, bool):
+        raise InputTypeError(f"request must be an int (an ioctl number), got {type(request).__name__}")
     if not isinstance(arg, ctypes.Structure):
-        raise TypeError(f"arg must be a ctypes.Structure instance, got {type(arg).__name__}")
+        raise InputTypeError(f"arg must be a ctypes.Structure instance, got {type(arg).__name__}")
     expected = (request >> IOC_SIZESHIFT) & ((1 << IOC_SIZEBITS) - 1)
     if expected and expected != ctypes.sizeof(arg):
-        raise ValueError(f"{call}: request {request:#x} encodes a {expected}-byte argument, "
+        raise InputError(f"{call}: request {request:#x} encodes a {expected}-byte argument, "
                          f"but {type(arg).__name__} is {ctypes.sizeof(arg)} bytes")
     try:
         fcntl.ioctl(fd, request, arg, True)
@@ -362,7 +364,7 @@ def _generic_ioctl_arch() -> bool:
 def default_node(prefer: str = "primary") -> str:
     """The first usable node, primary (card*) by default since dumb buffers need one."""
     if prefer not in ("primary", "render"):
-        raise ValueError(f"prefer must be 'primary' or 'render', got {prefer!r}")
+        raise InputError(f"prefer must be 'primary' or 'render', got {prefer!r}")
     p = probe()
     if not p.available:
         raise NoDRMDeviceError(p.reason)
@@ -408,7 +410,7 @@ class DRMDevice:
         if path is None:
             path = default_node()
         if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str or path, got {type(path).__name__}")
+            raise InputTypeError(f"path must be a str or path, got {type(path).__name__}")
         self.path = os.fspath(path)
         if not _generic_ioctl_arch():
             raise DRMError(f"unsupported ioctl encoding on {platform.machine()}")
@@ -441,7 +443,7 @@ class DRMDevice:
 
     def _check_open(self) -> int:
         if self.fd < 0:
-            raise ValueError(f"{self.path}: the device is closed")
+            raise InputError(f"{self.path}: the device is closed")
         return self.fd
 
     # queries ---------------------------------------------------------------------------
@@ -460,8 +462,8 @@ class DRMDevice:
 
     def get_cap(self, capability: int) -> int:
         """DRM_IOCTL_GET_CAP: the value of one DRM_CAP_* capability."""
-        if not isinstance(capability, int) or capability < 0:
-            raise ValueError(f"capability must be a DRM_CAP_* number, got {capability!r}")
+        if not isinstance(capability, int) or isinstance(capability, bool) or capability < 0:
+            raise InputError(f"capability must be a DRM_CAP_* number, got {capability!r}")
         return int(ioctl(self._check_open(), DRM_IOCTL_GET_CAP, DrmGetCap(capability=capability),
                          f"DRM_IOCTL_GET_CAP({capability:#x})").value)
 
@@ -470,7 +472,7 @@ class DRMDevice:
         """DRM_IOCTL_MODE_CREATE_DUMB: a linear, CPU-mappable buffer; returns its handle."""
         for name, v in (("width", width), ("height", height), ("bpp", bpp)):
             if not isinstance(v, int) or isinstance(v, bool) or not 0 < v < 1 << 16:
-                raise ValueError(f"{name} must be an int in 1..65535, got {v!r}")
+                raise InputError(f"{name} must be an int in 1..65535, got {v!r}")
         a = ioctl(self._check_open(), DRM_IOCTL_MODE_CREATE_DUMB,
                   DrmModeCreateDumb(height=height, width=width, bpp=bpp), "DRM_IOCTL_MODE_CREATE_DUMB")
         self._handles.add(a.handle)
@@ -528,7 +530,7 @@ class DRMDevice:
         The caller owns the returned fd and must close it (or use :meth:`exported`).
         """
         if flags & ~(DRM_CLOEXEC | DRM_RDWR):
-            raise ValueError(f"flags may only combine DRM_CLOEXEC and DRM_RDWR, got {flags:#x}")
+            raise InputError(f"flags may only combine DRM_CLOEXEC and DRM_RDWR, got {flags:#x}")
         return int(ioctl(self._check_open(), DRM_IOCTL_PRIME_HANDLE_TO_FD,
                          DrmPrimeHandle(handle=handle, flags=flags, fd=-1), "DRM_IOCTL_PRIME_HANDLE_TO_FD").fd)
 
@@ -548,15 +550,15 @@ class DRMDevice:
 def read_fdinfo(fd: int, pid: str | int = "self") -> dict[str, str]:
     """/proc/<pid>/fdinfo/<fd> as a dict. For a dma-buf, dma_buf_show_fdinfo
     (drivers/dma-buf/dma-buf.c) adds size, count, exp_name and name to the generic lines."""
-    if not isinstance(fd, int) or fd < 0:
-        raise ValueError(f"fd must be an int >= 0, got {fd!r}")
+    if not isinstance(fd, int) or isinstance(fd, bool) or fd < 0:
+        raise InputError(f"fd must be an int >= 0, got {fd!r}")
     return parse_fdinfo(Path(f"/proc/{pid}/fdinfo/{fd}").read_text())
 
 
 def parse_fdinfo(text: str) -> dict[str, str]:
     """'key:\\tvalue' lines to a dict (later duplicates win); blank lines ignored."""
     if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__}")
+        raise InputTypeError(f"text must be str, got {type(text).__name__}")
     out = {}
     for line in text.splitlines():
         if ":" in line:
@@ -567,15 +569,17 @@ def parse_fdinfo(text: str) -> dict[str, str]:
 
 def dma_buf_sync(fd: int, flags: int) -> None:
     """DMA_BUF_IOCTL_SYNC: tell the exporter a CPU access starts or ends (cache maintenance)."""
+    if not isinstance(flags, int) or isinstance(flags, bool):
+        raise InputTypeError(f"flags must be an int (DMA_BUF_SYNC_*), got {type(flags).__name__}")
     if flags & ~(DMA_BUF_SYNC_RW | DMA_BUF_SYNC_END) or not flags & DMA_BUF_SYNC_RW:
-        raise ValueError(f"flags must be READ and/or WRITE, optionally with END; got {flags:#x}")
+        raise InputError(f"flags must be READ and/or WRITE, optionally with END; got {flags:#x}")
     ioctl(fd, DMA_BUF_IOCTL_SYNC, DmaBufSync(flags=flags), "DMA_BUF_IOCTL_SYNC")
 
 
 def pattern(nbytes: int, seed: int = 0x5A) -> bytes:
     """A recognisable byte pattern (i * 31 + seed mod 256) to write and read back."""
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 0 <= nbytes <= 1 << 30:
-        raise ValueError(f"nbytes must be an int from 0 to 1 GiB, got {nbytes!r}")
+        raise InputError(f"nbytes must be an int from 0 to 1 GiB, got {nbytes!r}")
     return bytes((i * 31 + seed) & 0xFF for i in range(nbytes))
 
 

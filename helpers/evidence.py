@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import experiments
-from .errors import ReferenceDataError
+from .errors import InputError, ReferenceDataError
 from .mode import Mode
 
 
@@ -39,7 +39,7 @@ def get(ctx, experiment_id: str, *, quick: bool = False) -> Evidence:
     """Run `experiment_id` live when ctx.live, else read its recording from ctx's reference."""
     registry = experiments.discover()
     if experiment_id not in registry:
-        raise ValueError(f"no experiment {experiment_id!r} is registered (have: {', '.join(registry)})")
+        raise InputError(f"no experiment {experiment_id!r} is registered (have: {', '.join(registry)})")
     if ctx.live:
         data = registry[experiment_id].run(quick)
         return Evidence(experiment_id, data, Mode.LIVE, ctx.gpu_name or "this GPU")

@@ -16,6 +16,7 @@ import uuid
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from .errors import InputError
 from .mode import Mode
 
 _BADGE = {
@@ -38,7 +39,7 @@ class CourseFigure:
 
     def __init__(self, fig: go.Figure, parts: list[tuple[Mode | str, str]]):
         if not parts:
-            raise ValueError("a course figure needs at least one (mode, source) provenance part")
+            raise InputError("a course figure needs at least one (mode, source) provenance part")
         self.fig = fig
         self.parts = [(Mode(m), s) for m, s in parts]
         title = fig.layout.title.text or ""

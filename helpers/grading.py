@@ -27,6 +27,8 @@ import traceback
 import warnings
 from dataclasses import dataclass
 
+from .errors import InputError
+
 PASS_MARK, FAIL_MARK = "✔", "✘"
 
 
@@ -76,7 +78,7 @@ class check:  # noqa: N801 - used as a context manager, reads like a statement
 
     def __init__(self, grade_id: str) -> None:
         if not grade_id or not isinstance(grade_id, str):
-            raise ValueError(f"a check needs its cell's nbgrader grade_id, got {grade_id!r}")
+            raise InputError(f"a check needs its cell's nbgrader grade_id, got {grade_id!r}")
         self.grade_id = grade_id
         self._warnings: warnings.catch_warnings | None = None
         self._caught: list = []

@@ -30,7 +30,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import figures, gpu
-from .errors import ReferenceDataError
+from .errors import InputError, InputTypeError, ReferenceDataError
 from .experiments import experiment
 from .mode import Mode
 from .reference import Reference
@@ -79,13 +79,13 @@ def _kernel(name: str):
 
 def _check_count(name: str, value, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
+        raise InputError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
     return int(value)
 
 
 def _check_kind(kind: str) -> None:
     if kind not in LAUNCH_KINDS:
-        raise ValueError(f"kind must be one of {LAUNCH_KINDS}, got {kind!r}")
+        raise InputError(f"kind must be one of {LAUNCH_KINDS}, got {kind!r}")
 
 
 def _launcher(kind: str, x):
@@ -139,8 +139,8 @@ def queued_launches(kind: str = "empty", n: int = 500, blocks: int = 5, hold_s: 
     _check_kind(kind)
     n = _check_count("n", n, 1, MAX_LAUNCHES)
     blocks = _check_count("blocks", blocks, 1, 100)
-    if not (isinstance(hold_s, (int, float)) and 0 < hold_s <= 1):
-        raise ValueError(f"hold_s must be a number of seconds in (0, 1], got {hold_s!r}")
+    if isinstance(hold_s, bool) or not (isinstance(hold_s, (int, float)) and 0 < hold_s <= 1):
+        raise InputError(f"hold_s must be a number of seconds in (0, 1], got {hold_s!r}")
     cp = gpu.cupy()
     stream = cp.cuda.Stream(non_blocking=True)
     x = cp.zeros(1, dtype=cp.int32)
@@ -447,11 +447,11 @@ def obtain(experiment_id: str, live: bool, ref: Reference | None = None, *, quic
     its figure is absent; `require()` turns that into a ReferenceDataError.
     """
     if experiment_id not in _MEASURE:
-        raise ValueError(f"unknown experiment {experiment_id!r}; one of {sorted(_MEASURE)}")
+        raise InputError(f"unknown experiment {experiment_id!r}; one of {sorted(_MEASURE)}")
     if live:
         return Obtained(experiment_id, _MEASURE[experiment_id](quick), Mode.LIVE, gpu.probe().name or "this GPU")
     if ref is None:
-        raise ValueError("replay needs the reference (ctx.reference())")
+        raise InputError("replay needs the reference (ctx.reference())")
     try:
         return Obtained(experiment_id, ref.experiment(experiment_id), Mode.REPLAY, ref.label)
     except ReferenceDataError as exc:
@@ -462,7 +462,7 @@ def obtain(experiment_id: str, live: bool, ref: Reference | None = None, *, quic
 def require(ob: Obtained) -> dict:
     """The data, or ReferenceDataError with the reason it is missing."""
     if not isinstance(ob, Obtained):
-        raise TypeError(f"expected an Obtained, got {type(ob).__name__}")
+        raise InputTypeError(f"expected an Obtained, got {type(ob).__name__}")
     if ob.data is None:
         raise ReferenceDataError(ob.missing or f"{ob.experiment_id}: no data")
     return ob.data

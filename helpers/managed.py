@@ -32,7 +32,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import driver_api, figures, gpu
-from .errors import CourseError
+from .errors import CourseError, InputError, InputTypeError, ReferenceDataError
 from .experiments import experiment
 from .host_memory import check_nbytes
 from .mode import Mode
@@ -78,15 +78,15 @@ def check_managed_nbytes(nbytes, free_bytes: int | None = None,
     runs it. `free_bytes` defaults to what the driver reports now.
     """
     if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
-        raise TypeError(f"managed allocation: size must be a whole number of bytes, got {nbytes!r}")
+        raise InputTypeError(f"managed allocation: size must be a whole number of bytes, got {nbytes!r}")
     n = int(nbytes)
     if n <= 0:
-        raise ValueError(f"managed allocation: size must be positive, got {n}")
-    if not 0 < share <= 1:
-        raise ValueError(f"share must be in (0, 1], got {share}")
+        raise InputError(f"managed allocation: size must be positive, got {n}")
+    if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < share <= 1:
+        raise InputError(f"share must be in (0, 1], got {share}")
     free = gpu.free_device_bytes() if free_bytes is None else int(free_bytes)
     if free < 0:
-        raise ValueError(f"free device memory cannot be negative, got {free}")
+        raise InputError(f"free device memory cannot be negative, got {free}")
     if n > share * free:
         raise OversubscriptionError(
             f"managed allocation of {fmt_bytes(n)} refused: it is more than {share:.0%} of the GPU's "
@@ -134,7 +134,7 @@ def location(drv: ModuleType, device: int):
 
 def _check_device(device) -> int:
     if isinstance(device, bool) or not isinstance(device, numbers.Integral) or device < CPU:
-        raise ValueError(f"device must be a GPU ordinal (0, 1, ...) or CPU (-1), got {device!r}")
+        raise InputError(f"device must be a GPU ordinal (0, 1, ...) or CPU (-1), got {device!r}")
     return int(device)
 
 
@@ -165,7 +165,7 @@ def prefetch(ptr: int, nbytes: int, device: int, stream_ptr: int = 0,
 def advise(ptr: int, nbytes: int, advice: str, device: int, drv: ModuleType | None = None) -> str:
     """Give the driver `advice` (a key of ADVICE) about [ptr, ptr+nbytes) for `device`."""
     if advice not in ADVICE:
-        raise ValueError(f"advice must be one of {tuple(ADVICE)}, got {advice!r}")
+        raise InputError(f"advice must be one of {tuple(ADVICE)}, got {advice!r}")
     _check_device(device)
     drv = drv or _bindings()
     if drv is None:
@@ -226,11 +226,11 @@ def measure_one(nbytes: int, mode: str, kernel: _Kernel | None = None, stream=No
     per 4 KiB page afterwards (host_read_s) — and the number of words the GPU found wrong.
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise InputError(f"mode must be one of {MODES}, got {mode!r}")
     n = check_managed_nbytes(nbytes)
     check_nbytes(n, "managed allocation (its pages start in host memory)")
     if n % 4096:
-        raise ValueError(f"size must be a multiple of 4096 bytes, got {n}")
+        raise InputError(f"size must be a multiple of 4096 bytes, got {n}")
     cp = gpu.cupy()
     kernel = kernel or _Kernel(cp)
     stream = stream or cp.cuda.Stream(non_blocking=True)
@@ -327,12 +327,15 @@ def check_runs(data: dict) -> list[dict]:
     """The runs of a recorded um.migration, validated (clear error on a malformed recording)."""
     runs = data.get("runs") if isinstance(data, dict) else None
     if not isinstance(runs, list) or not runs:
-        raise ValueError("um.migration data has no runs; was it recorded with this course version?")
+        raise ReferenceDataError("experiment um.migration: the data has no runs (no 'runs' list); re-record it with "
+                                 "`python -m helpers.record --only um.migration` (data/reference/<machine>.json)")
     need = {"nbytes", "mode", "kernel_first_s", "kernel_second_s", "host_read_s", "bad_words"}
     for r in runs:
         missing = need - set(r)
         if missing or r["mode"] not in MODES:
-            raise ValueError(f"malformed um.migration run (missing {sorted(missing)}, mode {r.get('mode')!r})")
+            raise ReferenceDataError(f"experiment um.migration: malformed run (missing {sorted(missing)}, mode "
+                                     f"{r.get('mode')!r}; modes are {MODES}); re-record it with "
+                                     "`python -m helpers.record --only um.migration`")
     return runs
 
 

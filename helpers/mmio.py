@@ -17,9 +17,12 @@ Kernel sources behind the chapter (linux repository):
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 
 from . import figures, sysinfo
+from .errors import InputError, InputTypeError
 from .mode import Mode
 from .toygpu import ToyGPU
 from .toygpu.link import LinkParams
@@ -37,7 +40,7 @@ SEED002_SECONDS = (1.711, 1.701)
 
 def _check_report(report) -> None:
     if not isinstance(report, sysinfo.SystemReport):
-        raise TypeError(f"expected a sysinfo.SystemReport, got {type(report).__name__}")
+        raise InputTypeError(f"expected a sysinfo.SystemReport, got {type(report).__name__}")
 
 
 def bar_role(gpu: sysinfo.PCIDevice, bar: sysinfo.Bar) -> str:
@@ -47,7 +50,7 @@ def bar_role(gpu: sysinfo.PCIDevice, bar: sysinfo.Bar) -> str:
     BAR0/BAR1/BAR2 appear as resource0/2/4.
     """
     if not isinstance(bar, sysinfo.Bar):
-        raise TypeError(f"expected a sysinfo.Bar, got {type(bar).__name__}")
+        raise InputTypeError(f"expected a sysinfo.Bar, got {type(bar).__name__}")
     if bar.index == sysinfo.PCI_ROM_RESOURCE:
         return "expansion ROM (firmware image)"
     if bar.is_io:
@@ -92,7 +95,7 @@ def aperture_figure(machines: list[tuple[str, int, int, Mode | None, str]]) -> f
     the numbers come from.
     """
     if not machines:
-        raise ValueError("aperture_figure needs at least one machine")
+        raise InputError("aperture_figure needs at least one machine")
     fig = go.Figure()
     names = [m[0] for m in machines]
     fig.add_bar(name="largest BAR (CPU-visible window)", x=names, y=[m[1] / 2**30 for m in machines],
@@ -107,7 +110,7 @@ def aperture_figure(machines: list[tuple[str, int, int, Mode | None, str]]) -> f
             parts.append((mode, source))
             seen.add((mode, source))
     if not parts:
-        raise ValueError("at least one machine needs a mode (live or replay) for the provenance line")
+        raise InputError("at least one machine needs a mode (live or replay) for the provenance line")
     return figures.CourseFigure(fig, parts)
 
 
@@ -124,11 +127,11 @@ def access_cost(gpu: ToyGPU, method: str, nbytes: int, offset: int = 0) -> dict:
     'model_gbps'}.
     """
     if not isinstance(gpu, ToyGPU):
-        raise TypeError(f"expected a ToyGPU, got {type(gpu).__name__}")
+        raise InputTypeError(f"expected a ToyGPU, got {type(gpu).__name__}")
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if not isinstance(nbytes, int) or nbytes < 64 or nbytes % 64:
-        raise ValueError(f"nbytes must be a positive multiple of 64, got {nbytes!r}")
+        raise InputError(f"method must be one of {METHODS}, got {method!r}")
+    if not _is_int(nbytes) or nbytes < 64 or nbytes % 64:
+        raise InputError(f"nbytes must be a positive multiple of 64, got {nbytes!r}")
     before = gpu.counters.copy()
     if method.startswith("uncached read"):
         width = int(method.split(",")[1].strip().split()[0])
@@ -157,14 +160,14 @@ def access_cost(gpu: ToyGPU, method: str, nbytes: int, offset: int = 0) -> dict:
 def access_sweep(gpu: ToyGPU, sizes: list[int], methods: tuple[str, ...] = METHODS) -> list[dict]:
     """access_cost for every (method, size): the data behind the chapter's figure."""
     if not sizes:
-        raise ValueError("access_sweep needs at least one size")
+        raise InputError("access_sweep needs at least one size")
     return [access_cost(gpu, m, n) for m in methods for n in sizes]
 
 
 def sweep_figure(results: list[dict], seed: int) -> figures.CourseFigure:
     """Modelled bandwidth vs size, one line per access method (SIMULATED)."""
     if not results:
-        raise ValueError("sweep_figure needs results from access_sweep")
+        raise InputError("sweep_figure needs results from access_sweep")
     fig = go.Figure()
     for m in dict.fromkeys(r["method"] for r in results):
         rs = [r for r in results if r["method"] == m]
@@ -183,13 +186,25 @@ def cost_rows(results: list[dict]) -> list[tuple[str, ...]]:
              f"{r['model_gbps']:.3f}") for r in results]
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_width(width) -> None:
+    if not _is_int(width) or width not in (1, 2, 4, 8, 16, 32, 64):
+        raise InputError(f"width must be a power of two from 1 to 64 bytes, got {width!r}")
+
+
 def implied_read_ns(nbytes: int = SEED002_BYTES, seconds: float = SEED002_SECONDS[1],
                     width: int = 8) -> float:
     """ns per load if copying `nbytes` with `width`-byte loads, one after another, took `seconds`."""
-    if not isinstance(width, int) or width not in (1, 2, 4, 8, 16, 32, 64):
-        raise ValueError(f"width must be a power of two from 1 to 64 bytes, got {width!r}")
-    if nbytes <= 0 or seconds <= 0:
-        raise ValueError(f"nbytes and seconds must be positive, got {nbytes!r}, {seconds!r}")
+    _check_width(width)
+    if not (_is_number(nbytes) and _is_number(seconds) and nbytes > 0 and seconds > 0):
+        raise InputError(f"nbytes and seconds must be positive, got {nbytes!r}, {seconds!r}")
     return seconds / (nbytes / width) * 1e9
 
 
@@ -211,8 +226,9 @@ def seed002_rows(params: LinkParams | None = None) -> list[tuple[str, ...]]:
 def uc_read_ms(nbytes: int, width: int = 8, params: LinkParams | None = None) -> float:
     """Modelled ms to read `nbytes` with uncached loads of `width` bytes (no jitter)."""
     p = params or LinkParams()
-    if nbytes <= 0 or nbytes % width:
-        raise ValueError(f"nbytes must be a positive multiple of width={width}, got {nbytes!r}")
+    _check_width(width)
+    if not _is_int(nbytes) or nbytes <= 0 or nbytes % width:
+        raise InputError(f"nbytes must be a positive multiple of width={width}, got {nbytes!r}")
     one = p.mmio_read_rtt_ns + (width + p.tlp_overhead_bytes) / p.link_gbps
     return nbytes // width * one / 1e6
 
@@ -220,6 +236,6 @@ def uc_read_ms(nbytes: int, width: int = 8, params: LinkParams | None = None) ->
 def dma_ms(nbytes: int, params: LinkParams | None = None) -> float:
     """Modelled ms for the toy's DMA engine to move `nbytes` in one descriptor (no jitter)."""
     p = params or LinkParams()
-    if not isinstance(nbytes, int) or nbytes <= 0:
-        raise ValueError(f"nbytes must be a positive int, got {nbytes!r}")
+    if not _is_int(nbytes) or nbytes <= 0:
+        raise InputError(f"nbytes must be a positive int, got {nbytes!r}")
     return (p.dma_latency_ns + nbytes / p.dma_gbps) / 1e6

@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .errors import CourseError
+from .errors import CourseError, ReferenceDataError
 
 RESULT_PREFIX = "RESULT:"
 MAX_TIMEOUT_S = 600.0
@@ -59,7 +59,7 @@ class Outcome:
     def from_dict(cls, d: dict) -> Outcome:
         """Rebuild an Outcome from recorded JSON (replay); rejects unknown statuses."""
         if not isinstance(d, dict) or d.get("status") not in STATUSES:
-            raise ValueError(f"not a recorded sandbox outcome: {d!r:.200}")
+            raise ReferenceDataError(f"not a recorded sandbox outcome (status must be one of {STATUSES}): {d!r:.200}")
         keys = cls.__dataclass_fields__
         return cls(**{k: v for k, v in d.items() if k in keys})
 

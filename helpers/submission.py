@@ -14,14 +14,19 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import figures
+from .errors import InputError, InputTypeError
 from .mode import Mode
 from .toygpu import ToyGPU
 from .toygpu import commands as C
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _check_gpu(gpu) -> None:
     if not isinstance(gpu, ToyGPU):
-        raise TypeError(f"expected a ToyGPU, got {type(gpu).__name__}")
+        raise InputTypeError(f"expected a ToyGPU, got {type(gpu).__name__}")
 
 
 def batching(gpu: ToyGPU, n_commands: int, batch: int) -> dict:
@@ -34,10 +39,10 @@ def batching(gpu: ToyGPU, n_commands: int, batch: int) -> dict:
     'mmio_reads', 'mmio_writes', 'cpu_model_us', 'device_model_us', 'cpu_us_per_command'}.
     """
     _check_gpu(gpu)
-    if not isinstance(n_commands, int) or n_commands < 1:
-        raise ValueError(f"n_commands must be a positive int, got {n_commands!r}")
-    if not isinstance(batch, int) or not 1 <= batch < gpu.ring_entries:
-        raise ValueError(f"batch must be an int from 1 to {gpu.ring_entries - 1} (ring size - 1), got {batch!r}")
+    if not _is_int(n_commands) or n_commands < 1:
+        raise InputError(f"n_commands must be a positive int, got {n_commands!r}")
+    if not _is_int(batch) or not 1 <= batch < gpu.ring_entries:
+        raise InputError(f"batch must be an int from 1 to {gpu.ring_entries - 1} (ring size - 1), got {batch!r}")
     dva = gpu.alloc_vram(4096)
     before, dev0 = gpu.counters.copy(), gpu.device_counters()["MODEL_TIME_NS"]
     for start in range(0, n_commands, batch):
@@ -61,7 +66,7 @@ def batching_rows(results: list[dict]) -> list[tuple[str, ...]]:
 def batching_figure(results: list[dict], seed: int) -> figures.CourseFigure:
     """Modelled CPU submission cost per command vs batch size (SIMULATED)."""
     if not results:
-        raise ValueError("batching_figure needs results from batching()")
+        raise InputError("batching_figure needs results from batching()")
     fig = go.Figure()
     fig.add_scatter(x=[r["batch"] for r in results], y=[r["cpu_us_per_command"] for r in results],
                     mode="lines+markers", name="CPU bus time per command")
@@ -78,8 +83,8 @@ def indirect_demo(gpu: ToyGPU, n: int = 200) -> dict:
     really holds what the n commands wrote.
     """
     _check_gpu(gpu)
-    if not isinstance(n, int) or not 1 <= n <= C.MAX_IB_ENTRIES:
-        raise ValueError(f"n must be an int from 1 to {C.MAX_IB_ENTRIES}, got {n!r}")
+    if not _is_int(n) or not 1 <= n <= C.MAX_IB_ENTRIES:
+        raise InputError(f"n must be an int from 1 to {C.MAX_IB_ENTRIES}, got {n!r}")
     dva = gpu.alloc_vram(n * 8)
     ib = gpu.alloc_sys(n * C.ENTRY_BYTES, align=C.ENTRY_BYTES)
     count = gpu.write_commands(ib, [C.fill(dva + 8 * i, 8, i) for i in range(n)])

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import gpu
+from .errors import InputError, SystemInfoError
 
 # include/linux/ioport.h
 IORESOURCE_IO = 0x00000100
@@ -68,17 +69,17 @@ def parse_resource(text: str) -> list[Bar]:
     """Decode a PCI device's sysfs `resource` file into its non-empty windows.
 
     Each line is `start end flags` in hex; line N is resource N (0-5 BARs, 6 the ROM).
-    Raises ValueError naming the line when the text is not in that format.
+    Raises InputError (a ValueError) naming the line when the text is not in that format.
     """
     bars: list[Bar] = []
     for i, line in enumerate(text.strip().splitlines()):
         parts = line.split()
         if len(parts) != 3:
-            raise ValueError(f"resource line {i} has {len(parts)} fields, expected 3: {line!r}")
+            raise InputError(f"resource line {i} has {len(parts)} fields, expected 3: {line!r}")
         try:
             start, end, flags = (int(p, 16) for p in parts)
         except ValueError:
-            raise ValueError(f"resource line {i} is not three hex numbers: {line!r}") from None
+            raise InputError(f"resource line {i} is not three hex numbers: {line!r}") from None
         if i <= PCI_ROM_RESOURCE and end >= start and (flags or end > start):
             bars.append(Bar(i, start, end, flags))
     return bars
@@ -127,7 +128,11 @@ def read_pci_device(dev: Path) -> PCIDevice:
     res = _read(dev / "resource")
     bars = []
     if res:
-        for b in parse_resource(res):
+        try:
+            parsed = parse_resource(res)
+        except InputError as exc:
+            raise SystemInfoError(f"{dev / 'resource'}: {exc}") from None
+        for b in parsed:
             wc = (dev / f"resource{b.index}_wc").exists()
             bars.append(Bar(b.index, b.start, b.end, b.flags, wc))
     numa = _read(dev / "numa_node")

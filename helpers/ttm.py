@@ -49,6 +49,7 @@ from enum import IntEnum
 
 from . import widgets
 from .buddy import BuddyAllocator, OutOfSpace
+from .errors import InputError, InputTypeError, ReferenceDataError
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -86,7 +87,7 @@ class LinkModel:
         for name in ("latency_s", "h2d_bytes_per_s", "d2h_bytes_per_s"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not v >= 0 or (name != "latency_s" and v == 0):
-                raise ValueError(f"LinkModel.{name} must be a positive number, got {v!r}")
+                raise InputError(f"LinkModel.{name} must be a positive number, got {v!r}")
 
     @classmethod
     def from_reference(cls, ref=None) -> LinkModel:
@@ -107,7 +108,8 @@ class LinkModel:
             bw[s["direction"]] = s["nbytes"][-1] / s["median_s"][-1]
             lat.append(s["median_s"][0])
         if set(bw) != {"h2d", "d2h"}:
-            raise ValueError(f"{ref.name}: pinned h2d and d2h series are both needed, found {sorted(bw)}")
+            raise ReferenceDataError(f"{ref.name}, experiment transfers.pinned_vs_pageable: pinned h2d and d2h series "
+                                     f"are both needed, found {sorted(bw)}")
         return cls(sum(lat) / len(lat), bw["h2d"], bw["d2h"], f"pinned-copy fit of {ref.label}")
 
     def move_seconds(self, nbytes: int, src: Domain, dst: Domain) -> float:
@@ -201,7 +203,7 @@ class TTMModel:
                  link: LinkModel | None = None, policy: str | Policy = "lru", seed: int = 0):
         for name, v in (("vram_bytes", vram_bytes), ("gtt_bytes", gtt_bytes)):
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+                raise InputError(f"{name} must be a positive int, got {v!r}")
         self.vram = BuddyAllocator(vram_bytes, chunk_size)
         self.gtt_bytes = gtt_bytes
         self.gtt_used = 0
@@ -261,7 +263,7 @@ class TTMModel:
             return False
         victim = self.policy(cands, needed, self)
         if victim not in cands:
-            raise ValueError(f"policy {self.policy_name!r} returned {getattr(victim, 'name', victim)!r}, "
+            raise InputError(f"policy {self.policy_name!r} returned {getattr(victim, 'name', victim)!r}, "
                              "which is not one of the eviction candidates")
         # ttm_bo_evict: the driver's evict_flags choose the destination; VRAM goes to GTT
         # when GTT has room (making room there by pushing GTT BOs to SYSTEM), else SYSTEM.
@@ -335,18 +337,18 @@ class TTMModel:
                priority: int = 0, contiguous: bool = False) -> BufferObject:
         """Create a BO and place it (amdgpu_bo_create -> ttm_bo_init_reserved -> ttm_bo_validate)."""
         if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty str, got {name!r}")
+            raise InputError(f"name must be a non-empty str, got {name!r}")
         if name in self.bos:
-            raise ValueError(f"a BO named {name!r} already exists")
+            raise InputError(f"a BO named {name!r} already exists")
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-            raise ValueError(f"size must be a positive int (bytes), got {size!r}")
+            raise InputError(f"size must be a positive int (bytes), got {size!r}")
         placements = tuple(Domain(p) for p in placements)
         if not placements or len(set(placements)) != len(placements):
-            raise ValueError(f"placements must be a non-empty list of distinct domains, got {placements}")
-        if not isinstance(priority, int) or not 0 <= priority < TTM_MAX_BO_PRIORITY:
-            raise ValueError(f"priority must be 0..{TTM_MAX_BO_PRIORITY - 1} (TTM_MAX_BO_PRIORITY), got {priority!r}")
+            raise InputError(f"placements must be a non-empty list of distinct domains, got {placements}")
+        if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority < TTM_MAX_BO_PRIORITY:
+            raise InputError(f"priority must be 0..{TTM_MAX_BO_PRIORITY - 1} (TTM_MAX_BO_PRIORITY), got {priority!r}")
         if contiguous and Domain.VRAM not in placements:
-            raise ValueError("contiguous only applies to BOs that may live in VRAM")
+            raise InputError("contiguous only applies to BOs that may live in VRAM")
         bo = BufferObject(name, _round_up(size, 4096), placements, priority, contiguous)
         self.bos[name] = bo
         self._reserved = {name}
@@ -391,7 +393,7 @@ class TTMModel:
         """Drop one pin (ttm_bo_unpin); the BO returns to the LRU tail."""
         bo = self._get(name)
         if not bo.pinned:
-            raise ValueError(f"{name!r} is not pinned")
+            raise InputError(f"{name!r} is not pinned")
         bo.pin_count -= 1
         self.touch(bo)
 
@@ -399,7 +401,7 @@ class TTMModel:
         """Free a BO's memory wherever it is (ttm_bo_put -> ttm_bo_release)."""
         bo = self._get(name)
         if bo.pinned:
-            raise ValueError(f"{name!r} is pinned; unpin it before destroying it")
+            raise InputError(f"{name!r} is pinned; unpin it before destroying it")
         self._release(bo)
         del self.bos[name]
 
@@ -407,7 +409,7 @@ class TTMModel:
         try:
             return self.bos[name]
         except KeyError:
-            raise ValueError(f"no BO named {name!r}") from None
+            raise InputError(f"no BO named {name!r}") from None
 
     # totals ------------------------------------------------------------------------------------
     def totals(self) -> dict:
@@ -428,10 +430,10 @@ def _resolve_policy(policy: str | Policy) -> tuple[str, Policy]:
         try:
             return policy, POLICIES[policy]
         except KeyError:
-            raise ValueError(f"unknown policy {policy!r}; choose one of {sorted(POLICIES)} or pass a function") from None
+            raise InputError(f"unknown policy {policy!r}; choose one of {sorted(POLICIES)} or pass a function") from None
     if callable(policy):
         return getattr(policy, "__name__", "custom"), policy
-    raise TypeError(f"policy must be a name or a function, got {type(policy).__name__}")
+    raise InputTypeError(f"policy must be a name or a function, got {type(policy).__name__}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -454,11 +456,11 @@ def workload(name: str, vram_bytes: int, *, steps: int = 200, seed: int = 1) -> 
       fragment VRAM (watch the fragmentation curve).
     """
     if name not in WORKLOADS:
-        raise ValueError(f"unknown workload {name!r}; choose one of {WORKLOADS}")
-    if not isinstance(vram_bytes, int) or vram_bytes < 64 * 64 * 1024:
-        raise ValueError(f"vram_bytes must be an int >= 4 MiB, got {vram_bytes!r}")
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+        raise InputError(f"unknown workload {name!r}; choose one of {WORKLOADS}")
+    if not isinstance(vram_bytes, int) or isinstance(vram_bytes, bool) or vram_bytes < 64 * 64 * 1024:
+        raise InputError(f"vram_bytes must be an int >= 4 MiB, got {vram_bytes!r}")
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise InputError(f"steps must be a positive int, got {steps!r}")
     rng = random.Random(f"{name}:{vram_bytes}:{steps}:{seed}")
     unit = 64 * 1024
     lo, hi = max(1, vram_bytes // 64 // unit), max(1, vram_bytes // 8 // unit)
@@ -555,7 +557,7 @@ def simulate(ops: Sequence[tuple] | str, vram_bytes: int, gtt_bytes: int | None 
             elif kind == "destroy":
                 m.destroy(op[1])
             else:
-                raise ValueError(f"operation {i}: unknown kind {kind!r}")
+                raise InputError(f"operation {i}: unknown kind {kind!r}")
         except OutOfSpace:
             failures += 1
         for mv in m.moves[before:]:
@@ -636,7 +638,7 @@ def figure_vram_map(model_or_run_blocks: BuddyAllocator, title: str = "VRAM map"
 
     a = model_or_run_blocks
     if not isinstance(a, BuddyAllocator):
-        raise TypeError(f"expected a BuddyAllocator, got {type(a).__name__}")
+        raise InputTypeError(f"expected a BuddyAllocator, got {type(a).__name__}")
     fig = go.Figure()
     for state, colour in (("allocated", "#b2182b"), ("free", "#d9d9d9")):
         bl = [b for b in a.leaves() if b.state == state]

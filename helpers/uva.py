@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from . import driver_api, gpu
-from .errors import InputError
+from .errors import InputError, ReferenceDataError
 from .experiments import experiment
 
 RUNTIME_TYPES = {0: "unregistered (pageable)", 1: "host (pinned)", 2: "device", 3: "managed"}
@@ -81,7 +81,7 @@ def maps_entry(addr: int, maps_text: str | None = None) -> dict | None:
     ('---p'): the CPU may not touch it, which is why a host write through it ends in SIGSEGV.
     """
     if isinstance(addr, bool) or not isinstance(addr, int) or addr < 0:
-        raise ValueError(f"address must be a non-negative int, got {addr!r}")
+        raise InputError(f"address must be a non-negative int, got {addr!r}")
     if maps_text is None:
         with open("/proc/self/maps") as f:
             maps_text = f.read()
@@ -185,7 +185,8 @@ def attribute_rows(data: dict) -> list[tuple]:
     """Table rows from recorded (or live) pointer data: what each address is, per runtime and driver."""
     ptrs = data.get("pointers") if isinstance(data, dict) else None
     if not isinstance(ptrs, list) or not ptrs:
-        raise ValueError("um.pointer_attributes data has no pointers")
+        raise ReferenceDataError("experiment um.pointer_attributes: the data has no 'pointers' list; re-record it with "
+                                 "`python -m helpers.record --only um.pointer_attributes`")
     rows = []
     for r in ptrs:
         rt, dr, mp = r.get("runtime", {}), r.get("driver", {}), r.get("maps")
@@ -325,7 +326,8 @@ def explain_attributes(attrs: dict) -> list[str]:
     """What this system lets a program do with managed and pageable memory, decided from `attrs`."""
     missing = [k for k in ("pageableMemoryAccess", "concurrentManagedAccess", "managedMemory") if k not in attrs]
     if missing:
-        raise ValueError(f"device attributes lack {missing}")
+        raise ReferenceDataError(f"device attributes lack {missing}: they come from experiment um.device_attributes "
+                                 "(live, or its recording in data/reference/<machine>.json)")
     out = []
     if not attrs["managedMemory"]:
         out.append("No managed memory on this device: cudaMallocManaged fails.")

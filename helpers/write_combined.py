@@ -16,6 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import experiments, figures
+from .errors import InputError
 from .pinning import ChapterData, PinnedAlloc, time_copy
 from .progress import Progress
 
@@ -42,7 +43,7 @@ def cpu_read_gbps(src: np.ndarray, *, budget_s: float = 0.4, reps: int = 3) -> t
     much as fits in `budget_s` per repetition: the measurement stays bounded in time.
     """
     if src.ndim != 1 or src.dtype != np.uint8 or src.size < 4096:
-        raise ValueError("cpu_read_gbps needs a 1-D uint8 array of at least 4096 bytes")
+        raise InputError("cpu_read_gbps needs a 1-D uint8 array of at least 4096 bytes")
     probe = min(src.size, 1 << 20)
     dst = np.empty(src.size, dtype=np.uint8)
     t0 = time.perf_counter()
@@ -61,7 +62,7 @@ def cpu_write_gbps(dst: np.ndarray, reps: int = 3) -> float:
 def measure(nbytes: int, kind: str) -> dict:
     """Every metric for one kind of pinned memory; frees the buffer before returning."""
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        raise InputError(f"kind must be one of {KINDS}, got {kind!r}")
     with PinnedAlloc(nbytes, kind) as buf:
         read, read_n = cpu_read_gbps(buf.array)
         return {"kind": kind, "nbytes": nbytes, "cpu_read_bytes": read_n, "cpu_read_gbps": read,

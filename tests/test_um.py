@@ -63,7 +63,7 @@ def test_outcome_round_trip_and_bad_records():
     back = sandbox.Outcome.from_dict(json.loads(json.dumps(o.to_dict())))
     assert back == o
     for bad in ({}, {"status": "exploded"}, [], None):
-        with pytest.raises(ValueError):
+        with pytest.raises(ReferenceDataError, match="not a recorded sandbox outcome"):
             sandbox.Outcome.from_dict(bad)
 
 
@@ -230,7 +230,7 @@ def test_explain_attributes_follows_the_values():
     assert "ATS" in ats
     old = " ".join(uva.explain_attributes({**base, "concurrentManagedAccess": 0}))
     assert "whole allocation moves" in old
-    with pytest.raises(ValueError):
+    with pytest.raises(ReferenceDataError, match="um.device_attributes"):
         uva.explain_attributes({"managedMemory": 1})
 
 
@@ -292,7 +292,7 @@ def test_migration_rates_and_rows():
 @pytest.mark.parametrize("bad", [{}, {"runs": []}, {"runs": [{"mode": "fault"}]},
                                  {"runs": [_run(1, "teleport", 1, 1)]}, None])
 def test_migration_rejects_malformed_recordings(bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(ReferenceDataError, match="experiment um.migration"):
         managed.table_rows(bad)
 
 
@@ -301,7 +301,7 @@ def test_pointer_rows():
     assert rows[0][2] == "device" and rows[0][4] == "yes" and rows[0][8] == "---p [anon]"
     assert rows[1][2].startswith("unregistered") and rows[1][5] == "CUDA_ERROR_INVALID_VALUE"
     assert rows[1][8] == "not mapped for the CPU"
-    with pytest.raises(ValueError):
+    with pytest.raises(ReferenceDataError, match="experiment um.pointer_attributes"):
         uva.attribute_rows({"pointers": []})
 
 

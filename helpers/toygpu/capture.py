@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError, InputTypeError
 from . import regs as R
 from .driver import _chunks
 from .link import FabricParams, card_dma_ns
@@ -45,14 +46,14 @@ class CaptureCard:
 
     def __init__(self, gpu, fabric: FabricParams | None = None):
         if fabric is not None and not isinstance(fabric, FabricParams):
-            raise TypeError(f"fabric must be FabricParams, got {type(fabric).__name__}")
+            raise InputTypeError(f"fabric must be FabricParams, got {type(fabric).__name__}")
         self.gpu = gpu
         self.fabric = fabric or FabricParams()
 
     def _frame(self, frame) -> np.ndarray:
         buf = np.ascontiguousarray(frame).view(np.uint8).reshape(-1)
         if buf.size == 0 or buf.size % 8:
-            raise ValueError(f"a frame must be a non-empty multiple of 8 bytes, got {buf.size} bytes")
+            raise InputError(f"a frame must be a non-empty multiple of 8 bytes, got {buf.size} bytes")
         return buf
 
     def bar1_runs(self, dva: int, nbytes: int) -> list[tuple[int, int]]:
@@ -62,7 +63,7 @@ class CaptureCard:
         while pos < nbytes:
             phys = self.gpu.translate(dva + pos)
             if phys is None:
-                raise ValueError(f"DVA {dva + pos:#x} is not mapped: allocate the destination with alloc_vram first")
+                raise InputError(f"DVA {dva + pos:#x} is not mapped: allocate the destination with alloc_vram first")
             take = min(R.PAGE_SIZE - (dva + pos) % R.PAGE_SIZE, nbytes - pos)
             if runs and runs[-1][0] + runs[-1][1] == phys:
                 runs[-1] = (runs[-1][0], runs[-1][1] + take)
@@ -95,4 +96,4 @@ class CaptureCard:
             finally:
                 self.gpu.free_sys(stage)
             return FrameReport("bounce", self.fabric.placement, n, 2 * n, 2 * n, ns, len(descs))
-        raise ValueError(f"route must be 'bounce' or 'peer', got {route!r}")
+        raise InputError(f"route must be 'bounce' or 'peer', got {route!r}")

@@ -23,6 +23,8 @@ from enum import IntEnum
 
 import numpy as np
 
+from ..errors import InputError, InputTypeError
+
 ENTRY_BYTES = 64
 ENTRY_WORDS = ENTRY_BYTES // 8
 DESC_BYTES = 32
@@ -83,9 +85,9 @@ def _entry(op: Op, flags: int = 0, *args: int) -> np.ndarray:
     words[0] = int(op) | flags
     for i, a in enumerate(args, start=1):
         if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
-            raise TypeError(f"{op.name} argument {i} must be an int, got {type(a).__name__}")
+            raise InputTypeError(f"{op.name} argument {i} must be an int, got {type(a).__name__}")
         if not 0 <= int(a) < 1 << 64:
-            raise ValueError(f"{op.name} argument {i} = {a} does not fit in 64 unsigned bits")
+            raise InputError(f"{op.name} argument {i} = {a} does not fit in 64 unsigned bits")
         words[i] = int(a)
     return words
 
@@ -113,7 +115,7 @@ def fill(dva: int, nbytes: int, pattern: int) -> np.ndarray:
 def saxpy(x_dva: int, y_dva: int, n: int, a: float) -> np.ndarray:
     """A SAXPY entry: y = a*x + y on n float32 elements in VRAM (the toy's compute op)."""
     if not isinstance(a, (int, float, np.floating)):
-        raise TypeError(f"saxpy scale a must be a number, got {type(a).__name__}")
+        raise InputTypeError(f"saxpy scale a must be a number, got {type(a).__name__}")
     a_bits = struct.unpack("<I", struct.pack("<f", float(a)))[0]
     return _entry(Op.SAXPY, 0, x_dva, y_dva, n, a_bits)
 
@@ -138,10 +140,10 @@ def descriptors(triples: list[tuple[int, int, int]]) -> np.ndarray:
     out = np.zeros((len(triples), DESC_WORDS), dtype=np.uint64)
     for i, t in enumerate(triples):
         if len(t) != 3:
-            raise ValueError(f"descriptor {i} must be (bus address, DVA, length), got {t!r}")
+            raise InputError(f"descriptor {i} must be (bus address, DVA, length), got {t!r}")
         for j, v in enumerate(t):
             if not isinstance(v, (int, np.integer)) or not 0 <= int(v) < 1 << 64:
-                raise ValueError(f"descriptor {i} field {j} = {v!r} is not a 64-bit unsigned int")
+                raise InputError(f"descriptor {i} field {j} = {v!r} is not a 64-bit unsigned int")
             out[i, j] = int(v)
     return out.reshape(-1)
 

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CourseError, DeviceTimeoutError
+from ..errors import CourseError, DeviceTimeoutError, InputError, InputTypeError
 from . import commands as C
 from . import regs as R
 from .device import MSG
@@ -160,16 +160,31 @@ class _Arena:
 
     def free(self, addr: int) -> None:
         if addr not in self.used:
-            raise ValueError(f"bus address {addr:#x} is not an allocated system-memory block")
+            raise InputError(f"bus address {addr:#x} is not an allocated system-memory block")
         del self.used[addr]
 
 
 def _int(name: str, v, lo: int = 0, hi: int = 1 << 64) -> int:
     if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-        raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+        raise InputTypeError(f"{name} must be an int, got {type(v).__name__}")
     if not lo <= int(v) < hi:
-        raise ValueError(f"{name} = {v} is outside [{lo}, {hi})")
+        raise InputError(f"{name} = {v} is outside [{lo}, {hi})")
     return int(v)
+
+
+def _check_timeout(name: str, t) -> float:
+    """A finite, positive number of seconds: every wait on the toy GPU ends."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+        raise InputError(f"{name} must be a finite positive number of seconds, got {t!r}")
+    return float(t)
+
+
+def _check_ring_entries(ring_entries) -> int:
+    """A ring of 2..4096 entries, a power of two (the device wraps its head with a mask)."""
+    n = _int("ring_entries", ring_entries, 2, 4097)
+    if n & (n - 1):
+        raise InputError(f"ring_entries must be a power of two, got {ring_entries}")
+    return n
 
 
 def _shutdown(proc: subprocess.Popen, wfd: int, irq_fd: int, tmpdir: str, bar_fds: tuple = (),
@@ -201,12 +216,14 @@ class ToyGPU:
         for name, v in (("vram_bytes", vram_bytes), ("sysmem_bytes", sysmem_bytes)):
             _int(name, v, R.PAGE_SIZE * 8, (1 << 30) + 1)
             if v % R.PAGE_SIZE:
-                raise ValueError(f"{name} must be a multiple of {R.PAGE_SIZE}, got {v}")
+                raise InputError(f"{name} must be a multiple of {R.PAGE_SIZE}, got {v}")
         _int("seed", seed, 0, 1 << 63)
         if link is not None and not isinstance(link, LinkParams):
-            raise TypeError(f"link must be LinkParams, got {type(link).__name__}")
-        if not (isinstance(timeout, (int, float)) and timeout > 0):
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+            raise InputTypeError(f"link must be LinkParams, got {type(link).__name__}")
+        for name, t in (("timeout", timeout), ("start_timeout", start_timeout)):
+            _check_timeout(name, t)
+        if bring_up:
+            _check_ring_entries(ring_entries)  # before the device process starts, not after
         self.seed, self.timeout, self.ring_entries = int(seed), float(timeout), ring_entries
         self.link = LinkModel(link, seed=seed)
         self.counters = Counters()
@@ -340,7 +357,7 @@ class ToyGPU:
         """
         off = self._offset(reg)
         if off % R.REG_BYTES:
-            raise ValueError(f"register offset {off:#x} is not 8-byte aligned")
+            raise InputError(f"register offset {off:#x} is not 8-byte aligned")
         self._ensure_alive()
         self._flush()
         self.last_ns = self.link.uc_reads(1, 8)
@@ -390,11 +407,11 @@ class ToyGPU:
         _int("BAR1 offset", offset, 0, len(self.vram_view))
         _int("byte count", nbytes, 0, len(self.vram_view) + 1)
         if width not in (1, 2, 4, 8, 16, 32, 64):
-            raise ValueError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
+            raise InputError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
         if offset % width or nbytes % width:
-            raise ValueError(f"offset {offset} and length {nbytes} must be multiples of the width {width}")
+            raise InputError(f"offset {offset} and length {nbytes} must be multiples of the width {width}")
         if offset + nbytes > len(self.vram_view):
-            raise ValueError(f"BAR1 access [{offset}, {offset + nbytes}) runs past VRAM ({len(self.vram_view)} bytes)")
+            raise InputError(f"BAR1 access [{offset}, {offset + nbytes}) runs past VRAM ({len(self.vram_view)} bytes)")
 
     def bar1_read(self, offset: int, nbytes: int, *, width: int = 8) -> np.ndarray:
         """Copy `nbytes` of VRAM out through BAR1 with uncached loads of `width` bytes.
@@ -417,7 +434,7 @@ class ToyGPU:
         buf = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8) if not isinstance(data, np.ndarray) \
             else np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         if mode not in ("wc", "uc"):
-            raise ValueError(f"mode must be 'wc' (write-combined) or 'uc' (uncached), got {mode!r}")
+            raise InputError(f"mode must be 'wc' (write-combined) or 'uc' (uncached), got {mode!r}")
         self._bar1_range(offset, buf.size, width)
         self.vram_view[offset:offset + buf.size] = buf
         if mode == "wc":
@@ -448,9 +465,7 @@ class ToyGPU:
         self._program_device(ring_entries)
 
     def _program_device(self, ring_entries: int) -> None:
-        _int("ring_entries", ring_entries, 2, 4097)
-        if ring_entries & (ring_entries - 1):
-            raise ValueError(f"ring_entries must be a power of two, got {ring_entries}")
+        _check_ring_entries(ring_entries)
         self.write("PT_BASE", 0, check=False)
         self.write("PT_ENTRIES", self.pt_entries, check=False)
         if self.ring is None or self.ring.nbytes != ring_entries * C.ENTRY_BYTES:
@@ -486,7 +501,7 @@ class ToyGPU:
     def free_sys(self, buf: Buffer) -> None:
         """Give a system-memory Buffer back."""
         if not isinstance(buf, Buffer):
-            raise TypeError(f"expected a Buffer, got {type(buf).__name__}")
+            raise InputTypeError(f"expected a Buffer, got {type(buf).__name__}")
         self._sys.free(buf.addr)
 
     def alloc_vram(self, nbytes: int, *, writable: bool = True) -> int:
@@ -539,7 +554,7 @@ class ToyGPU:
         """Write one entry into the ring (system memory); the device sees it after kick()."""
         words = np.asarray(command, dtype=np.uint64)
         if words.shape != (C.ENTRY_WORDS,):
-            raise ValueError(f"a command is {C.ENTRY_WORDS} uint64 words, got shape {words.shape}")
+            raise InputError(f"a command is {C.ENTRY_WORDS} uint64 words, got shape {words.shape}")
         if self.ring is None:
             raise ToyGPUError("the ring is not set up: call bring_up() first")
         if self.space() <= 0:
@@ -583,7 +598,7 @@ class ToyGPU:
             value = self._next_fence
             cmds.append(C.fence(self.fence_slot.addr, value, interrupt=interrupt))
         if not cmds:
-            raise ValueError("submit() needs at least one command (or fence=True)")
+            raise InputError("submit() needs at least one command (or fence=True)")
         self._make_room(len(cmds), self.timeout if timeout is None else timeout)
         for c in cmds:
             self.emit(c)
@@ -619,8 +634,8 @@ class ToyGPU:
         """
         _int("fence value", value, 0)
         if how not in ("irq", "poll", "register"):
-            raise ValueError(f"how must be 'irq', 'poll' or 'register', got {how!r}")
-        timeout = self.timeout if timeout is None else timeout
+            raise InputError(f"how must be 'irq', 'poll' or 'register', got {how!r}")
+        timeout = self.timeout if timeout is None else _check_timeout("timeout", timeout)
         deadline = time.monotonic() + timeout
         while True:
             done = (self.read("LAST_FENCE") if how == "register" else self.fence_value()) >= value
@@ -651,7 +666,7 @@ class ToyGPU:
         """Write commands into a system-memory Buffer (an indirect buffer); returns the count."""
         words = np.concatenate([np.asarray(c, dtype=np.uint64).reshape(-1) for c in cmds])
         if words.size % C.ENTRY_WORDS or words.size * 8 > buf.nbytes:
-            raise ValueError(f"{words.size * 8} bytes of commands do not fit the {buf.nbytes}-byte buffer")
+            raise InputError(f"{words.size * 8} bytes of commands do not fit the {buf.nbytes}-byte buffer")
         buf.view[:words.size * 8] = words.astype("<u8").view(np.uint8)
         return words.size // C.ENTRY_WORDS
 
@@ -659,7 +674,7 @@ class ToyGPU:
             timeout: float | None = None) -> None:
         """One scatter-gather DMA from (bus address, DVA, length) descriptors; waits for it."""
         if not triples:
-            raise ValueError("dma() needs at least one (bus address, DVA, length) descriptor")
+            raise InputError("dma() needs at least one (bus address, DVA, length) descriptor")
         desc = C.descriptors(triples)
         table = self.alloc_sys(desc.size * 8, align=C.DESC_BYTES)
         try:
@@ -672,7 +687,7 @@ class ToyGPU:
         """Copy host data to VRAM at `dva`: CPU copy into a staging buffer, then DMA."""
         src = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         if src.size == 0 or src.size % C.DMA_ALIGN:
-            raise ValueError(f"DMA moves multiples of {C.DMA_ALIGN} bytes; got {src.size} bytes")
+            raise InputError(f"DMA moves multiples of {C.DMA_ALIGN} bytes; got {src.size} bytes")
         stage = self.alloc_sys(src.size, align=C.DMA_ALIGN)
         try:
             stage.view[:] = src
@@ -684,7 +699,7 @@ class ToyGPU:
         """Copy `nbytes` of VRAM at `dva` to a new host array (uint8): DMA, then CPU copy."""
         _int("nbytes", nbytes, 1, len(self.vram_view) + 1)
         if nbytes % C.DMA_ALIGN:
-            raise ValueError(f"DMA moves multiples of {C.DMA_ALIGN} bytes; got {nbytes}")
+            raise InputError(f"DMA moves multiples of {C.DMA_ALIGN} bytes; got {nbytes}")
         stage = self.alloc_sys(nbytes, align=C.DMA_ALIGN)
         try:
             self.dma(_chunks(stage.addr, dva, nbytes), to_host=True, timeout=timeout)

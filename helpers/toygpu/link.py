@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from ..errors import InputError, InputTypeError
+
 
 @dataclass(frozen=True)
 class LinkParams:
@@ -44,10 +46,10 @@ class LinkParams:
     def __post_init__(self):
         for k, v in asdict(self).items():
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"LinkParams.{k} must be a finite number >= 0, got {v!r}")
+                raise InputError(f"LinkParams.{k} must be a finite number >= 0, got {v!r}")
         for k in ("link_gbps", "dma_gbps", "vram_gbps", "wc_buffer_bytes"):
             if getattr(self, k) <= 0:
-                raise ValueError(f"LinkParams.{k} must be > 0, got {getattr(self, k)!r}")
+                raise InputError(f"LinkParams.{k} must be > 0, got {getattr(self, k)!r}")
 
     def with_(self, **changes) -> LinkParams:
         """A copy with some parameters changed (unknown names raise TypeError)."""
@@ -59,9 +61,9 @@ class LinkModel:
 
     def __init__(self, params: LinkParams | None = None, seed: int = 1):
         if params is not None and not isinstance(params, LinkParams):
-            raise TypeError(f"params must be LinkParams, got {type(params).__name__}")
+            raise InputTypeError(f"params must be LinkParams, got {type(params).__name__}")
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+            raise InputError(f"seed must be an int >= 0, got {seed!r}")
         self.params = params or LinkParams()
         self.seed = int(seed)
         self._rng = np.random.default_rng(self.seed)
@@ -119,9 +121,9 @@ class LinkModel:
 
 def _check_count(count: int, width: int) -> None:
     if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 0:
-        raise ValueError(f"transaction count must be an int >= 0, got {count!r}")
+        raise InputError(f"transaction count must be an int >= 0, got {count!r}")
     if width not in (1, 2, 4, 8, 16, 32, 64):
-        raise ValueError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
+        raise InputError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
 
 
 # -- a second device on the fabric: peer-to-peer DMA (Chapter 8) --------------------------------
@@ -149,13 +151,14 @@ class FabricParams:
 
     def __post_init__(self):
         if self.placement not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
+            raise InputError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
         for k in ("card_gbps", "card_latency_ns", "rc_p2p_gbps", "switch_gbps"):
             v = getattr(self, k)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"FabricParams.{k} must be a finite number >= 0, got {v!r}")
+                raise InputError(f"FabricParams.{k} must be a finite number >= 0, got {v!r}")
         if self.card_gbps <= 0 or self.switch_gbps <= 0:
-            raise ValueError("card_gbps and switch_gbps must be > 0")
+            raise InputError(f"FabricParams.card_gbps and .switch_gbps must be > 0, got {self.card_gbps!r} "
+                             f"and {self.switch_gbps!r}")
 
     @property
     def peer_crosses_root_complex(self) -> bool:
@@ -174,6 +177,6 @@ def card_dma_ns(model: LinkModel, fabric: FabricParams, nbytes: int, *, peer: bo
     _check_count(nbytes, 1)
     gbps = fabric.peer_gbps() if peer else min(fabric.card_gbps, model.params.link_gbps)
     if gbps <= 0:
-        raise ValueError(f"no peer path on placement {fabric.placement!r}: the root complex does not "
+        raise InputError(f"no peer path on placement {fabric.placement!r}: the root complex does not "
                          "forward peer writes (rc_p2p_gbps=0); bounce through system memory instead")
     return model._jittered(fabric.card_latency_ns + nbytes / gbps, 1)

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 
+from ..errors import InputError, InputTypeError
+
 BAR0_SIZE = 4096
 REG_BYTES = 8
 DEVICE_ID = 0x544F_5947_5055_0001  # 'TOYGPU' then version 1, read from the ID register
@@ -154,11 +156,11 @@ BY_OFFSET: dict[int, Register] = {r.offset: r for r in REGISTERS}
 def register(name: str) -> Register:
     """The register called `name` (case-insensitive); ValueError lists the valid names."""
     if not isinstance(name, str):
-        raise TypeError(f"register name must be a str, got {type(name).__name__}")
+        raise InputTypeError(f"register name must be a str, got {type(name).__name__}")
     try:
         return BY_NAME[name.upper()]
     except KeyError:
-        raise ValueError(f"no register {name!r}; the map has {', '.join(BY_NAME)}") from None
+        raise InputError(f"no register {name!r}; the map has {', '.join(BY_NAME)}") from None
 
 
 def offset(name: str) -> int:
