@@ -369,3 +369,46 @@ def test_verdicts_follow_the_numbers():
     d = fake_matrices(peer_gbps=300, staged_gbps=25)
     d["matrices"]["driver"] = fake_matrices(peer_gbps=40)["matrices"]["peer"]
     assert "overlaps the two legs" in p2p_view.driver_vs_staged(d)
+
+
+# --- NCCL runs in a child process -----------------------------------------------------
+
+def _outcome(status: str, results: dict | None = None, stderr: str = ""):
+    from helpers import sandbox
+
+    return sandbox.Outcome(status, 0 if status == "ok" else (None if status == "timeout" else 1), None, None,
+                           1.0, 5.0, results or {}, "", stderr)
+
+
+@pytest.mark.parametrize("case, expected", [
+    (("ok", {"result": {"ndev": 2, "rows": []}}), {"ndev": 2, "rows": []}),
+    (("ok", {"skip": "NCCL is not available to CuPy here"}), "SkipExperiment"),
+    (("timeout", {}), "DeviceTimeoutError"),
+    (("error", {}, "Traceback ... cudaErrorLaunchFailure"), "P2PError"),
+    (("ok", {}), "P2PError"),  # a child that exited cleanly without its result
+])
+def test_nccl_runs_in_a_child_and_each_ending_is_named(monkeypatch, case, expected):
+    """NCCL keeps ~378 MiB per GPU and its threads until the process ends (2x H200,
+    2026-11-21): it runs in a child so the notebook keeps nothing; every way the child can
+    end becomes a result or a named error."""
+    from helpers import errors, sandbox
+
+    seen = {}
+
+    def fake_run(code, timeout_s, **kw):
+        seen["code"], seen["timeout"] = code, timeout_s
+        return _outcome(*case)
+
+    monkeypatch.setattr(sandbox, "run_python", fake_run)
+    if isinstance(expected, dict):
+        assert p2p.nccl_in_child(True, timeout_s=42) == expected
+    else:
+        exc = {"SkipExperiment": errors.SkipExperiment, "DeviceTimeoutError": errors.DeviceTimeoutError,
+               "P2PError": p2p.P2PError}[expected]
+        with pytest.raises(exc) as info:
+            p2p.nccl_in_child(True, timeout_s=42)
+        if expected == "DeviceTimeoutError":
+            assert "within 42 s" in str(info.value)
+        if len(case) > 2:
+            assert "cudaErrorLaunchFailure" in str(info.value)
+    assert "p2p.nccl_allreduce(True)" in seen["code"] and seen["timeout"] == 42
