@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 from importlib import metadata
+from pathlib import Path
 
 from . import mode, provenance, reference, sysinfo
+from .errors import ReferenceDataError
 from .figures import Table
 
 # Packages that shape the site itself (the book's builder and widget/figure renderers).
@@ -53,3 +56,40 @@ def reference_table() -> Table:
         ref = reference.load(name)
         rows.append((name, ref.label, ", ".join(sorted(ref.doc["experiments"]))))
     return Table(rows, ("file", "recorded on", "experiments"), caption="Reference data in data/reference")
+
+
+MATRIX_DIR = Path(__file__).resolve().parent.parent / "data" / "matrix"
+_MATRIX_KEYS = ("machine", "mode", "passed", "total", "leaks", "date")
+_MODE_ORDER = ("auto", "hidden", "replay", "live")
+
+
+def matrix_results(directory: Path | str = MATRIX_DIR) -> list[dict]:
+    """The test-matrix results in `directory` (written by tools/matrix.py on each machine).
+
+    Ordered from the least to the most hardware: no GPU, GPU hidden, replay forced, live on
+    one GPU, live on several. A file that is not a matrix result is a ReferenceDataError
+    naming it (the page must not show a half-read table).
+    """
+    out = []
+    for path in sorted(Path(directory).glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ReferenceDataError(f"{path}: not a matrix result ({exc})") from None
+        if not isinstance(data, dict) or any(k not in data for k in _MATRIX_KEYS):
+            raise ReferenceDataError(f"{path}: not a matrix result (needs {', '.join(_MATRIX_KEYS)})")
+        out.append(data)
+    mode_rank = {m: i for i, m in enumerate(_MODE_ORDER)}
+    return sorted(out, key=lambda d: (len(d.get("gpus", [])) > 1, mode_rank.get(d.get("requested_mode"), 0),
+                                      d["date"]))
+
+
+def matrix_table(directory: Path | str = MATRIX_DIR) -> Table:
+    """Machine | mode | notebooks passed | leaks found | when, one row per committed result."""
+    rows = []
+    for d in matrix_results(directory):
+        passed = f"{d['passed']}/{d['total']}" + (f" ({len(d['not_reached'])} not reached)"
+                                                  if d.get("not_reached") else "")
+        rows.append((d["machine"], d["mode"], passed, d["leaks"], d["date"]))
+    return Table(rows, ("machine", "mode", "notebooks passed", "leaks found", "run"),
+                 caption="Test matrix (tools/matrix.py): every notebook and lab under nbval, with leak checks")
