@@ -1,24 +1,44 @@
-"""Shared fixtures: a fake sysfs tree with an H100-like GPU, and a probe that pretends."""
+"""Shared fixtures: a fake sysfs tree with an H100-like GPU, a probe that pretends, and
+reference files built from the committed one the way the recorder writes them."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from helpers import gpu
+from helpers import gpu, reference
 
 # CI machines are shared and slow at times: a property test is judged by its examples, not
 # by how fast one example ran, so hypothesis's per-example deadline is off everywhere.
 settings.register_profile("course", deadline=None)
 settings.load_profile("course")
 
-# CI machines are shared and slow at times: a property test is judged by its examples, not
-# by how fast one example ran, so hypothesis's per-example deadline is off everywhere.
-settings.register_profile("course", deadline=None)
-settings.load_profile("course")
+REFERENCE = Path(__file__).resolve().parent.parent / "data" / "reference" / "h100-pcie.json"
+
+
+def write_reference(directory: Path, name: str = "h100-pcie", *, add: dict | None = None, drop=(),
+                    only_added: bool = False, chapter: int = 0, base: Path = REFERENCE) -> Path:
+    """Write `<directory>/<name>.json`: the `base` reference file with the experiments in `drop`
+    removed (or all of them, with only_added) and each `add` id recorded with the given data,
+    under a valid checksum, as the recorder writes it. Returns the file's path."""
+    doc = json.loads(Path(base).read_text())
+    doc["name"] = name
+    if only_added:
+        doc["experiments"] = {}
+    for eid in drop:
+        doc["experiments"].pop(eid, None)
+    for eid, data in (add or {}).items():
+        doc["experiments"][eid] = {"title": eid, "chapter": chapter, "duration_s": 1.0, "quick": False,
+                                   "data": data}
+    doc["checksum"] = reference.checksum(doc)
+    path = Path(directory) / f"{name}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
 
 # The first lines of a real H100's sysfs `resource` file (BAR0, BAR2, BAR4), as on the
 # course's GPU machine; the fake tree below is shaped like /sys/bus/pci/devices/<addr>.

@@ -4,10 +4,10 @@ figure and verdict once recorded, and fails with a clear message while not recor
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from conftest import write_reference
 
 from helpers import (
     copy_path,
@@ -17,13 +17,11 @@ from helpers import (
     errors,
     figures,
     ioctls,
-    reference,
     syscalls,
 )
 from helpers.mode import Mode
 
 DATA = Path(__file__).parent / "data"
-ROOT_REF = Path(__file__).parent.parent / "data" / "reference" / "h100-pcie.json"
 
 
 def census_from_captures() -> dict:
@@ -58,20 +56,13 @@ def cpu_runs(sched: str) -> dict:
 
 @pytest.fixture
 def fake_reference(tmp_path, monkeypatch, no_gpu):
-    doc = json.loads(ROOT_REF.read_text())
-    doc["experiments"] = {
-        "path.syscall_census": {"title": "t", "chapter": 1, "duration_s": 1.0, "quick": False,
-                                "data": {"gpu": census_from_captures()}},
-        "path.driver_maps": {"title": "t", "chapter": 1, "duration_s": 1.0, "quick": False,
-                             "data": maps_from_captures()},
-        "path.cpu_time": {"title": "t", "chapter": 1, "duration_s": 1.0, "quick": False,
-                          "data": {"nbytes": 1 << 28, "reps": 5, "scheds": [cpu_runs("auto"), cpu_runs("blocking")]}},
-        "path.ioctl_trace": {"title": "t", "chapter": 1, "duration_s": 1.0, "quick": False,
-                             "data": {"rounds": 10, "markers": 0, "phases": {},
-                                      "raw": (DATA / "strace_h100_ioctl_y_n10.txt").read_text()}},
-    }
-    doc["checksum"] = reference.checksum(doc)
-    (tmp_path / "h100-pcie.json").write_text(json.dumps(doc))
+    write_reference(tmp_path, only_added=True, chapter=1, add={
+        "path.syscall_census": {"gpu": census_from_captures()},
+        "path.driver_maps": maps_from_captures(),
+        "path.cpu_time": {"nbytes": 1 << 28, "reps": 5, "scheds": [cpu_runs("auto"), cpu_runs("blocking")]},
+        "path.ioctl_trace": {"rounds": 10, "markers": 0, "phases": {},
+                             "raw": (DATA / "strace_h100_ioctl_y_n10.txt").read_text()},
+    })
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     return tmp_path
 
@@ -98,10 +89,7 @@ def test_every_chapter1_figure_and_verdict_renders_in_replay(fake_reference):
 
 
 def test_missing_recording_fails_with_a_clear_message(fake_reference):
-    doc = json.loads((fake_reference / "h100-pcie.json").read_text())
-    del doc["experiments"]["path.driver_maps"]
-    doc["checksum"] = reference.checksum(doc)
-    (fake_reference / "h100-pcie.json").write_text(json.dumps(doc))
+    write_reference(fake_reference, drop=("path.driver_maps",), base=fake_reference / "h100-pcie.json")
     ctx = course.start("test", quiet=True)
     with pytest.raises(errors.ReferenceDataError, match="path.driver_maps.*re-record"):
         copy_path.obtain(ctx, "path.driver_maps")

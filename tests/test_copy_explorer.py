@@ -2,18 +2,14 @@
 from the committed reference plus synthetic chapter-3 data), missing recordings fail with a
 clear message, and the explorer places points on the model."""
 
-import copy
-import json
-from pathlib import Path
 
 import pytest
+from conftest import write_reference
 
 from helpers import copy_engines, copy_explorer, course, latency_model, reference
 from helpers.errors import ReferenceDataError
 from helpers.figures import CourseFigure
 from helpers.mode import Mode
-
-DATA = Path(__file__).resolve().parent.parent / "data" / "reference"
 
 
 def fake_runs():
@@ -37,12 +33,7 @@ FAKE = {
 
 @pytest.fixture
 def fake_ref_dir(tmp_path, monkeypatch):
-    doc = json.loads((DATA / "h100-pcie.json").read_text())
-    doc = copy.deepcopy(doc)
-    for k, v in FAKE.items():
-        doc["experiments"][k] = {"title": k, "chapter": 3, "duration_s": 0.1, "quick": False, "data": v}
-    doc["checksum"] = reference.checksum(doc)
-    (tmp_path / "h100-pcie.json").write_text(json.dumps(doc))
+    write_reference(tmp_path, add=FAKE, chapter=3)
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("COURSE_MODE", "replay")
     return tmp_path
@@ -71,10 +62,7 @@ def test_every_chapter3_figure_renders_in_replay(fake_ref_dir):
 
 
 def test_missing_recording_fails_with_a_clear_message(tmp_path, monkeypatch):
-    doc = json.loads((DATA / "h100-pcie.json").read_text())
-    doc["experiments"].pop("copy_engines.bidirectional", None)
-    doc["checksum"] = reference.checksum(doc)
-    (tmp_path / "h100-pcie.json").write_text(json.dumps(doc))
+    write_reference(tmp_path, drop=("copy_engines.bidirectional",))
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("COURSE_MODE", "replay")
     ctx = course.start("test", quiet=True)

@@ -5,7 +5,6 @@ thresholds: speed claims live in recorded data."""
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +13,7 @@ from helpers import launch, reference
 from helpers.errors import NoGPUError, ReferenceDataError
 from helpers.figures import CourseFigure
 from helpers.mode import Mode
-from tests.conftest import needs_gpu
-
-REF = Path(__file__).resolve().parent.parent / "data" / "reference" / "h100-pcie.json"
+from tests.conftest import needs_gpu, write_reference
 
 
 # -- synthetic recordings, shaped like the measurements (SIMULATED numbers) --------------------
@@ -118,11 +115,8 @@ def test_device_file_mappings_parses_proc_maps(tmp_path):
 # -- replay ------------------------------------------------------------------------------------
 def test_replay_without_the_experiment_fails_clearly(tmp_path):
     """A reference file recorded before Chapter 7 existed: the figures say what is missing."""
-    doc = json.loads(REF.read_text())
-    doc["experiments"].pop("submission.graphs", None)
-    doc["checksum"] = reference.checksum(doc)
-    (tmp_path / "old.json").write_text(json.dumps(doc))
-    ob = launch.obtain("submission.graphs", live=False, ref=reference.load(tmp_path / "old.json"))
+    old = write_reference(tmp_path, "old", drop=("submission.graphs",))
+    ob = launch.obtain("submission.graphs", live=False, ref=reference.load(old))
     assert not ob.ok and "no recording of experiment 'submission.graphs'" in ob.missing
     assert launch.graph_figure(ob) is ob and launch.graph_rows(ob) == [] and launch.table(ob, [], ("a",), "x") is ob
     with pytest.raises(ReferenceDataError, match="submission.graphs"):
@@ -131,18 +125,15 @@ def test_replay_without_the_experiment_fails_clearly(tmp_path):
 
 def test_replay_reads_a_recording(tmp_path, monkeypatch):
     """A recording with the three experiments (built here, checksummed like the recorder's)."""
-    doc = json.loads(REF.read_text())
-    for eid, data in (("submission.launch_overhead", fake_launch_overhead()),
-                      ("submission.streams", fake_streams()), ("submission.graphs", fake_graphs())):
-        doc["experiments"][eid] = {"title": eid, "chapter": 7, "duration_s": 1.0, "quick": False, "data": data}
-    doc["checksum"] = reference.checksum(doc)
-    (tmp_path / "h100-pcie.json").write_text(json.dumps(doc))
+    fake = {"submission.launch_overhead": fake_launch_overhead(), "submission.streams": fake_streams(),
+            "submission.graphs": fake_graphs()}
+    write_reference(tmp_path, add=fake, chapter=7)
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     ref = reference.load()
     for eid in launch._MEASURE:
         ob = launch.obtain(eid, live=False, ref=ref)
         assert ob.ok and ob.mode is Mode.REPLAY and ob.source == ref.label
-        assert launch.require(ob) == doc["experiments"][eid]["data"]
+        assert launch.require(ob) == fake[eid]
     assert "REPLAY" in launch.table(ob, launch.graph_rows(ob), ("n",) * 8, "x").caption
 
 

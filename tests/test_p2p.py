@@ -4,19 +4,17 @@ the replay path, and (on a machine with two or more GPUs) the live matrices."""
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import write_reference
 
 from helpers import gpu, p2p, reference
 from helpers import p2p_routes as pr
 from helpers import p2p_topology as topo
 from helpers.mode import Mode
-
-REF = Path(__file__).resolve().parent.parent / "data" / "reference" / "h100-pcie.json"
 
 # Text in the format nvidia-smi prints (tab-separated, header underlined with escape codes).
 TWO_NVLINK = (
@@ -226,12 +224,7 @@ def test_link_matrix_from_a_recording():
 
 
 def test_replay_reads_a_two_gpu_recording(tmp_path, monkeypatch, no_gpu):
-    doc = json.loads(REF.read_text())
-    doc["name"] = "fake-two"
-    doc["experiments"] = {"p2p.matrices": {"title": "x", "chapter": 8, "duration_s": 1.0, "quick": False,
-                                           "data": fake_matrices()}}
-    doc["checksum"] = reference.checksum(doc)
-    (tmp_path / "fake-two.json").write_text(json.dumps(doc))
+    write_reference(tmp_path, "fake-two", only_added=True, chapter=8, add={"p2p.matrices": fake_matrices()})
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("COURSE_P2P_REFERENCE", "fake-two")
     data, mode, source, why = p2p.obtain("p2p.matrices")

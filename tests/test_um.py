@@ -7,6 +7,7 @@ import signal
 import types
 
 import pytest
+from conftest import write_reference
 
 from helpers import evidence, managed, pointer_access, reference, sandbox, uva
 from helpers.course import Context
@@ -333,13 +334,7 @@ def test_expected_sum():
 @pytest.fixture
 def fake_reference(tmp_path, monkeypatch):
     """A reference file holding the FAKE recordings, with a valid checksum, as the recorder writes."""
-    real = reference.load()
-    doc = json.loads(json.dumps(real.doc))
-    doc["name"] = "fake-um"
-    for k, v in FAKE.items():
-        doc["experiments"][k] = {"title": k, "chapter": 5, "duration_s": 1.0, "quick": False, "data": v}
-    doc["checksum"] = reference.checksum(doc)
-    (tmp_path / "fake-um.json").write_text(json.dumps(doc))
+    write_reference(tmp_path, "fake-um", add=FAKE, chapter=5)
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("COURSE_REFERENCE", "fake-um")
     return reference.load("fake-um")
@@ -354,12 +349,7 @@ def test_evidence_replays_every_um_experiment(fake_reference):
 
 
 def test_evidence_names_a_missing_recording(tmp_path, monkeypatch):
-    real = reference.load()
-    doc = json.loads(json.dumps(real.doc))
-    doc["name"] = "no-um"
-    doc["experiments"].pop("um.migration", None)
-    doc["checksum"] = reference.checksum(doc)
-    (tmp_path / "no-um.json").write_text(json.dumps(doc))
+    write_reference(tmp_path, "no-um", drop=("um.migration",))
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     ctx = Context(Mode.REPLAY, "test", None, "no-um")
     with pytest.raises(ReferenceDataError, match="no recording of 'um.migration'.*helpers.record"):
