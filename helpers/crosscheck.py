@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from statistics import median
 
 from .errors import InputError, SkipExperiment, SystemInfoError
 from .experiments import experiment
@@ -75,12 +76,6 @@ def disagreements(experiments_data: dict) -> list[str]:
 ROUNDS = 3  # course and C alternate this many times; each side reports its median round
 
 
-def _median(values: list[float]) -> float:
-    v = sorted(values)
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
-
-
 def interleaved(course_round, c_round, rounds: int = ROUNDS) -> dict:
     """Alternate the two measurements `rounds` times and compare their medians.
 
@@ -97,8 +92,8 @@ def interleaved(course_round, c_round, rounds: int = ROUNDS) -> dict:
         c = c_round()
         per_round.append({"course_gbps": {d: course[d] for d in DIRECTIONS},
                           "c_gbps": {d: c[d] for d in DIRECTIONS}})
-    course = {d: _median([r["course_gbps"][d] for r in per_round]) for d in DIRECTIONS}
-    c = {d: _median([r["c_gbps"][d] for r in per_round]) for d in DIRECTIONS}
+    course = {d: median([r["course_gbps"][d] for r in per_round]) for d in DIRECTIONS}
+    c = {d: median([r["c_gbps"][d] for r in per_round]) for d in DIRECTIONS}
     return {"course_gbps": course, "c_gbps": c, "rounds": per_round,
             "relative_difference": {d: agreement(course[d], c[d]) for d in DIRECTIONS}}
 

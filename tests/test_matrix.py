@@ -41,10 +41,14 @@ def _notebook(path: Path, *sources: str) -> Path:
     return path
 
 
-def _matrix(*args: str) -> subprocess.CompletedProcess:
+def _env() -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x))
     env.pop("COURSE_MODE", None)
-    return subprocess.run([sys.executable, str(MATRIX), *args], cwd=ROOT, env=env, capture_output=True,
+    return env
+
+
+def _matrix(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(MATRIX), *args], cwd=ROOT, env=_env(), capture_output=True,
                           text=True, timeout=600)
 
 
@@ -136,9 +140,8 @@ def test_a_run_cut_short_still_leaves_what_it_finished(tmp_path):
     first = _notebook(tmp_path / "first.ipynb", "print(1)")
     slow = _notebook(tmp_path / "slow.ipynb", "import time\ntime.sleep(300)")
     out = tmp_path / "r.json"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x))
     proc = subprocess.Popen([sys.executable, str(MATRIX), "run", "--mode", "replay", "--out", str(out),
-                             str(first), str(slow)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                             str(first), str(slow)], cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
