@@ -31,7 +31,7 @@ from types import ModuleType
 import numpy as np
 import plotly.graph_objects as go
 
-from . import driver_api, figures, gpu
+from . import driver_api, figures, gpu, reference
 from .errors import CourseError, InputError, InputTypeError, ReferenceDataError
 from .experiments import experiment
 from .host_memory import check_nbytes
@@ -325,10 +325,7 @@ def rates(run: dict) -> dict:
 
 def check_runs(data: dict) -> list[dict]:
     """The runs of a recorded um.migration, validated (clear error on a malformed recording)."""
-    runs = data.get("runs") if isinstance(data, dict) else None
-    if not isinstance(runs, list) or not runs:
-        raise ReferenceDataError("experiment um.migration: the data has no runs (no 'runs' list); re-record it with "
-                                 "`python -m helpers.record --only um.migration` (data/reference/<machine>.json)")
+    runs = reference.recorded_list(data, "um.migration", "runs", "runs (no 'runs' list)")
     need = {"nbytes", "mode", "kernel_first_s", "kernel_second_s", "host_read_s", "bad_words"}
     for r in runs:
         missing = need - set(r)

@@ -27,8 +27,7 @@ import textwrap
 
 import numpy as np
 
-from . import driver_api, gpu, sandbox
-from .errors import ReferenceDataError
+from . import driver_api, gpu, reference, sandbox
 from .experiments import experiment
 
 NBYTES = 1 << 20
@@ -287,10 +286,7 @@ def record_correct_ways(quick: bool) -> dict:
 
 def correct_rows(data: dict) -> list[tuple]:
     """(way, GPU read the CPU's bytes, CPU sees the GPU's writes / data intact, note)."""
-    ways = data.get("ways") if isinstance(data, dict) else None
-    if not isinstance(ways, list) or not ways:
-        raise ReferenceDataError("experiment um.correct_ways: the data has no 'ways' list; re-record it with "
-                                 "`python -m helpers.record --only um.correct_ways`")
+    ways = reference.recorded_list(data, "um.correct_ways", "ways")
     rows = []
     for w in ways:
         if "error" in w:

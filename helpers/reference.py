@@ -92,6 +92,20 @@ class Reference:
                 "re-record on a GPU with `python -m helpers.record`") from None
 
 
+def recorded_list(data, experiment_id: str, key: str, what: str | None = None) -> list:
+    """`data[key]` of a recorded experiment, which must be a non-empty list.
+
+    Otherwise a ReferenceDataError naming the experiment, what is missing (`what`, by default
+    "'<key>' list") and the command that records it again.
+    """
+    items = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(items, list) or not items:
+        raise ReferenceDataError(f"experiment {experiment_id}: the data has no {what or repr(key) + ' list'}; "
+                                 f"re-record it with `python -m helpers.record --only {experiment_id}` "
+                                 "(data/reference/<machine>.json)")
+    return items
+
+
 def load(name_or_path: str | os.PathLike | None = None) -> Reference:
     """Load and validate a reference file by name (data/reference/<name>.json) or path."""
     path = _resolve(name_or_path)

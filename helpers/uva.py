@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from . import driver_api, gpu
+from . import driver_api, gpu, reference
 from .errors import InputError, ReferenceDataError
 from .experiments import experiment
 
@@ -183,10 +183,7 @@ def record_pointer_attributes(quick: bool) -> dict:
 
 def attribute_rows(data: dict) -> list[tuple]:
     """Table rows from recorded (or live) pointer data: what each address is, per runtime and driver."""
-    ptrs = data.get("pointers") if isinstance(data, dict) else None
-    if not isinstance(ptrs, list) or not ptrs:
-        raise ReferenceDataError("experiment um.pointer_attributes: the data has no 'pointers' list; re-record it with "
-                                 "`python -m helpers.record --only um.pointer_attributes`")
+    ptrs = reference.recorded_list(data, "um.pointer_attributes", "pointers")
     rows = []
     for r in ptrs:
         rt, dr, mp = r.get("runtime", {}), r.get("driver", {}), r.get("maps")
