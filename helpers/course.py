@@ -1,7 +1,8 @@
-"""The first and last call of every notebook: say which mode runs, and clean up after.
+"""The first and last call of every notebook: say which mode runs, get evidence, clean up.
 
     from helpers import course
     ctx = course.start("Chapter 0 — your machine")
+    ev = ctx.get("transfers.pinned_vs_pageable")   # the one way to get an experiment's data
     ...
     course.finish()
 """
@@ -10,36 +11,49 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import gpu, host_memory, mode, reference
-from .mode import Mode
+from helpers.core import config, evidence, gpu, mode, reference
+from helpers.core.evidence import Evidence
+from helpers.core.experiments import DEFAULT_REFERENCE, P2P_REFERENCE
+from helpers.core.mode import Mode
+from helpers.measure import host_memory
 
 
 @dataclass(frozen=True)
 class Context:
-    """What a notebook needs to choose its path: the mode and the replay reference."""
+    """What a notebook needs to choose its path: the mode, why, the GPU and the replay references."""
 
     mode: Mode
     reason: str
     gpu_name: str | None
     reference_name: str | None
+    p2p_reference_name: str = config.DEFAULT_P2P_REFERENCE
 
     @property
     def live(self) -> bool:
         return self.mode is Mode.LIVE
 
-    def reference(self) -> reference.Reference:
-        """The reference machine's validated data (raises a clear error if none exists)."""
+    def reference(self, which: str = DEFAULT_REFERENCE) -> reference.Reference:
+        """The validated reference file replays read: the course's main machine, or ("p2p") the
+        two-GPU machine. A missing or damaged file raises ReferenceDataError naming it."""
+        if which == P2P_REFERENCE:
+            return reference.load(self.p2p_reference_name)
         return reference.load(self.reference_name)
+
+    def get(self, experiment_id: str, *, optional: bool = False, quick: bool = False, **params) -> Evidence:
+        """The experiment's Evidence, live or replayed (the rules: helpers.core.evidence)."""
+        return evidence.get(self, experiment_id, optional=optional, quick=quick, **params)
 
 
 def start(chapter: str | None = None, *, quiet: bool = False) -> Context:
-    """Print the mode banner and return the notebook's Context."""
-    text = mode.banner(chapter)
-    if not quiet:
-        print(text)
+    """Decide the mode once, switch Numba to its simulator without a GPU, print the banner,
+    and return the notebook's Context."""
     info = mode.detect()
-    return Context(info.mode, info.reason, info.probe.name if info.probe.usable else None,
-                   reference.default_reference_name())
+    simulator = mode.configure_numba(info)
+    ref_name = reference.default_reference_name()
+    if not quiet:
+        print(mode.banner(info, chapter, simulator=simulator, reference_name=ref_name))
+    return Context(info.mode, info.reason, info.probe.name if info.probe.usable else None, ref_name,
+                   config.p2p_reference_name())
 
 
 def finish(*, quiet: bool = False) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from helpers import gpu, reference
+from helpers.core import gpu, reference
 
 # CI machines are shared and slow at times: a property test is judged by its examples, not
 # by how fast one example ran, so hypothesis's per-example deadline is off everywhere.
@@ -101,7 +101,7 @@ def has_gpu() -> bool:
     return gpu.probe().usable
 
 
-needs_gpu = pytest.mark.skipif("not config.getoption('--run-gpu') and not __import__('helpers.gpu').gpu.probe().usable",
+needs_gpu = pytest.mark.skipif("not config.getoption('--run-gpu') and not __import__('helpers.core.gpu').core.gpu.probe().usable",
                                reason="needs a usable CUDA GPU; runs live on the GPU machine")
 
 
@@ -113,7 +113,7 @@ def pytest_configure(config):
     """On a GPU machine, import numba.cuda now, before any test runs in replay mode.
 
     numba chooses between its CUDA simulator and the real GPU once per process, at the first
-    import of numba.cuda, and replay mode (helpers.mode.configure_numba) asks for the simulator
+    import of numba.cuda, and replay mode (helpers.core.mode.configure_numba) asks for the simulator
     when numba.cuda is not yet imported. Whatever test order pytest picks, the live tests of
     this session must get the real GPU; replay tests then run their numba kernels on it too.
     """
@@ -144,10 +144,11 @@ def stand_in_recorder(monkeypatch):
     nothing; returns `use(registry)`, which makes `registry` ({id: Experiment}) all it records."""
     import json
 
-    from helpers import experiments, provenance, record, reference, sysinfo
+    from helpers.core import experiments, provenance, recorder, reference
+    from helpers.measure import sysinfo
 
     monkeypatch.delenv("COURSE_MODE", raising=False)
-    monkeypatch.setattr(record, "warm_up", lambda: None)
+    monkeypatch.setattr(recorder, "warm_up", lambda: None)
     monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Stand-in GPU", 1, "Stand-in GPU"))
     monkeypatch.setattr(gpu, "release_pools", lambda: None)
     fake_prov = json.loads((reference.data_dir() / "h100-pcie.json").read_text())["provenance"]

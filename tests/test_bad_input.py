@@ -15,14 +15,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import driver_api, drm, host_memory, mode, progress, sandbox, syscalls, transfers, uva
-from helpers.errors import (
+from helpers.ch01_path_of_a_copy import syscalls
+from helpers.ch05_unified_memory import uva
+from helpers.ch06_gem_ttm_dmabuf import drm
+from helpers.core import mode, progress
+from helpers.core.errors import (
     CourseError,
     InputError,
     InputTypeError,
     NoGPUError,
     SystemInfoError,
 )
+from helpers.measure import driver_api, host_memory, sandbox, transfers
 
 not_ints = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5), st.none(),
                      st.booleans(), st.lists(st.integers(), max_size=2), st.complex_numbers())

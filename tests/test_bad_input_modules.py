@@ -1,4 +1,4 @@
-"""Bad input to the chapter modules' public helpers (mmio, submission, ttm, buddy, launch,
+"""Bad input to the chapter modules' public helpers (mmio, toy_ring, ttm, buddy, launch,
 managed, uva, drm, cpu_time, driver_maps, bwlab, cuda_dmabuf, write_combined, sysinfo,
 crosscheck, evidence, figures, grading, the toy GPU): a specific CourseError subclass whose
 message names the parameter, raised before anything is allocated or started. Malformed
@@ -23,41 +23,28 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import (
-    buddy,
-    bwlab,
-    copy_path,
-    cpu_time,
-    crosscheck,
-    cuda_dmabuf,
-    driver_maps,
-    drm,
-    evidence,
-    figures,
-    grading,
-    launch,
-    managed,
-    mmio,
-    pointer_access,
-    sandbox,
-    submission,
-    syscalls,
-    sysinfo,
-    ttm,
-    uva,
-    write_combined,
-)
-from helpers.errors import (
+from helpers.ch01_path_of_a_copy import cpu_time, driver_maps, syscalls, view
+from helpers.ch02_mmio_and_bars import mmio
+from helpers.ch03_dma_and_copy_engines import crosscheck
+from helpers.ch04_pinned_memory import write_combined
+from helpers.ch05_unified_memory import managed, pointer_access, uva
+from helpers.ch06_gem_ttm_dmabuf import cuda_dmabuf, drm
+from helpers.ch07_command_submission import launch, toy_ring
+from helpers.core import evidence, figures, grading
+from helpers.core.errors import (
     CourseError,
     InputError,
     InputTypeError,
     ReferenceDataError,
     SystemInfoError,
 )
-from helpers.mode import Mode
-from helpers.toygpu import ToyGPU, link, regs
-from helpers.toygpu import commands as C
-from helpers.toygpu import driver as toy_driver
+from helpers.core.mode import Mode
+from helpers.labs import bwlab
+from helpers.measure import sandbox, sysinfo
+from helpers.models import buddy, ttm
+from helpers.models.toygpu import ToyGPU, link, regs
+from helpers.models.toygpu import commands as C
+from helpers.models.toygpu import driver as toy_driver
 
 # Modest example counts (CI has 2 cores). The fixtures used with @given only forbid things
 # (monkeypatched to fail) and hold the same for every example, so sharing them is sound.
@@ -124,8 +111,8 @@ def test_mmio_smallest_sizes_are_accepted():
 
 
 @pytest.mark.parametrize("call", [lambda g: mmio.access_cost(g, mmio.METHODS[0], 64),
-                                  lambda g: submission.batching(g, 4, 2),
-                                  lambda g: submission.indirect_demo(g, 4)])
+                                  lambda g: toy_ring.batching(g, 4, 2),
+                                  lambda g: toy_ring.indirect_demo(g, 4)])
 @pytest.mark.parametrize("not_a_gpu", [None, "ToyGPU", 0, object()])
 def test_toy_gpu_helpers_want_a_toy_gpu(call, not_a_gpu):
     with pytest.raises(InputTypeError, match="expected a ToyGPU, got"):
@@ -140,7 +127,7 @@ def test_empty_sweeps_and_figures_are_named():
     with pytest.raises(InputError, match="at least one machine"):
         mmio.aperture_figure([])
     with pytest.raises(InputError, match="results from batching"):
-        submission.batching_figure([], 1)
+        toy_ring.batching_figure([], 1)
 
 
 # --- the toy GPU: constructor validation happens before its process starts --------------------
@@ -256,9 +243,9 @@ def toy():
 def test_batch_sizes_are_checked_before_anything_is_submitted(toy, bad):
     before = toy.counters.copy()
     with pytest.raises(InputError, match=r"batch must be an int from 1 to 15 \(ring size - 1\)"):
-        submission.batching(toy, 4, bad)
+        toy_ring.batching(toy, 4, bad)
     with pytest.raises(InputError, match="n_commands must be a positive int"):
-        submission.batching(toy, bad if not isinstance(bad, int) or bad < 1 else 0, 2)
+        toy_ring.batching(toy, bad if not isinstance(bad, int) or bad < 1 else 0, 2)
     d = toy.counters - before
     assert (d.doorbells, d.mmio_writes, d.mmio_reads) == (0, 0, 0)
 
@@ -277,11 +264,11 @@ def test_access_methods_and_sizes_are_checked_before_any_access(toy, method, nby
 
 
 def test_toy_gpu_boundaries_are_accepted(toy):
-    assert submission.batching(toy, 1, 15)["batch"] == 15
-    assert submission.indirect_demo(toy, 1)["ok"]
+    assert toy_ring.batching(toy, 1, 15)["batch"] == 15
+    assert toy_ring.indirect_demo(toy, 1)["ok"]
     assert mmio.access_cost(toy, mmio.METHODS[1], 64)["transactions"] == 8
     with pytest.raises(InputError, match=f"n must be an int from 1 to {C.MAX_IB_ENTRIES}"):
-        submission.indirect_demo(toy, C.MAX_IB_ENTRIES + 1)
+        toy_ring.indirect_demo(toy, C.MAX_IB_ENTRIES + 1)
     with pytest.raises(InputError, match="mode must be 'wc'"):
         toy.bar1_write(0, bytes(64), mode="wb")
     with pytest.raises(InputError, match="runs past VRAM"):
@@ -583,13 +570,13 @@ def test_copy_path_does_not_replay_over_bad_input():
         raise InputError("copy size must be 1 MiB to 1 GiB, got 3")
 
     with pytest.raises(InputError, match="copy size must be 1 MiB"):
-        copy_path.obtain(ctx, "path.cpu_time", bad_input, needs_gpu=False)
+        view.obtain(ctx, "path.cpu_time", bad_input, needs_gpu=False)
     assert replayed == []
 
     def cannot_here():
         raise CourseError("no such tool here")
 
-    ob = copy_path.obtain(ctx, "path.cpu_time", cannot_here, needs_gpu=False)
+    ob = view.obtain(ctx, "path.cpu_time", cannot_here, needs_gpu=False)
     assert ob.mode is Mode.REPLAY and replayed == ["path.cpu_time"]
 
 
@@ -789,9 +776,9 @@ def test_figures_and_checks_need_their_names():
 
 
 def test_no_plain_builtin_raises_remain_in_public_modules():
-    """Every deliberate raise in helpers/ is a CourseError subclass (the registry's are internal)."""
+    """Every deliberate raise in helpers/ is a CourseError subclass."""
     root = Path(__file__).resolve().parents[1] / "helpers"
     left = [f"{p.relative_to(root)}:{i}" for p in sorted(root.rglob("*.py")) if p.name != "errors.py"
             for i, line in enumerate(p.read_text().splitlines(), 1)
             if any(f"raise {e}(" in line for e in ("ValueError", "TypeError", "RuntimeError"))]
-    assert left == ["experiments.py:36", "experiments.py:41"]
+    assert left == []

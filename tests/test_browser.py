@@ -139,8 +139,8 @@ def test_missing_figure_against_executed_notebook_fails(browser, static_assets, 
 
 
 WIDGET_NOTEBOOK = [
-    "from helpers import course, figures\nctx = course.start('Widget fixture')",
-    "import plotly.graph_objects as go\nfrom helpers.mode import Mode\n\n"
+    "from helpers import course\nfrom helpers.core import figures\nctx = course.start('Widget fixture')",
+    "import plotly.graph_objects as go\nfrom helpers.core.mode import Mode\n\n"
     "def fig(title):\n"
     "    return figures.CourseFigure(go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2]), layout_title_text=title),\n"
     "                                [(Mode.SIMULATED, 'fixture data')])\n\nfig('top level')",

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.buddy import ALLOCATED, FREE, BuddyAllocator, OutOfSpace
+from helpers.models.buddy import ALLOCATED, FREE, BuddyAllocator, OutOfSpace
 
 C = 4096  # chunk size used throughout
 

@@ -1,11 +1,11 @@
-"""helpers.bwlab: the simulated CUDA clock, the timers and the reference-data readers."""
+"""helpers.labs.bwlab: the simulated CUDA clock, the timers and the reference-data readers."""
 
 import numpy as np
 import pytest
 
-from helpers import bwlab
-from helpers.errors import CourseError, ReferenceDataError
-from helpers.reference import Reference
+from helpers.core.errors import CourseError, ReferenceDataError
+from helpers.core.reference import Reference
+from helpers.labs import bwlab
 
 
 def _time(job, wait=True):

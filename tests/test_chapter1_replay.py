@@ -9,17 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import write_reference
 
-from helpers import (
-    copy_path,
-    course,
-    cpu_time,
-    driver_maps,
-    errors,
-    figures,
-    ioctls,
-    syscalls,
-)
-from helpers.mode import Mode
+from helpers import course
+from helpers.ch01_path_of_a_copy import cpu_time, driver_maps, ioctls, syscalls, view
+from helpers.core import errors, figures
+from helpers.core.mode import Mode
 
 DATA = Path(__file__).parent / "data"
 
@@ -70,20 +63,20 @@ def fake_reference(tmp_path, monkeypatch, no_gpu):
 def test_every_chapter1_figure_and_verdict_renders_in_replay(fake_reference):
     ctx = course.start("test", quiet=True)
     assert not ctx.live
-    census = copy_path.obtain(ctx, "path.syscall_census", lambda: pytest.fail("must not run live"))
+    census = view.obtain(ctx, "path.syscall_census", lambda: pytest.fail("must not run live"))
     assert census.mode is Mode.REPLAY and "H100" in census.source
     g = census.data["gpu"]
-    maps = copy_path.obtain(ctx, "path.driver_maps").data
-    cpu = copy_path.obtain(ctx, "path.cpu_time").data
-    t = ioctls.from_data(copy_path.obtain(ctx, "path.ioctl_trace").data)
+    maps = view.obtain(ctx, "path.driver_maps").data
+    cpu = view.obtain(ctx, "path.cpu_time").data
+    t = ioctls.from_data(view.obtain(ctx, "path.ioctl_trace").data)
     figs = [syscalls.figure(g, census.mode, census.source), cpu_time.figure(cpu, Mode.REPLAY, "ref"),
-            copy_path.diagram(g, census.mode, census.source)]
+            view.diagram(g, census.mode, census.source)]
     for f in figs:
         assert isinstance(f, figures.CourseFigure) and "text/html" in f._repr_mimebundle_()
     assert figs[2].modes == [Mode.SIMULATED, Mode.REPLAY]
     assert "no ioctl at all" in ioctls.loop_summary(t)
     assert len(driver_maps.stage_changes(maps["stages"])) == 3
-    v = copy_path.verdicts(g, maps, cpu, [])
+    v = view.verdicts(g, maps, cpu, [])
     assert v[0].verdict.startswith("refuted") and v[1].verdict.startswith("supported")
     assert v[4].verdict.startswith("does not hold")
 
@@ -92,16 +85,16 @@ def test_missing_recording_fails_with_a_clear_message(fake_reference):
     write_reference(fake_reference, drop=("path.driver_maps",), base=fake_reference / "h100-pcie.json")
     ctx = course.start("test", quiet=True)
     with pytest.raises(errors.ReferenceDataError, match="path.driver_maps.*re-record"):
-        copy_path.obtain(ctx, "path.driver_maps")
+        view.obtain(ctx, "path.driver_maps")
 
 
 def test_cpu_only_census_runs_live_without_a_gpu(fake_reference, monkeypatch, capsys):
     ctx = course.start("test", quiet=True)
-    got = copy_path.obtain(ctx, "path.syscall_census", lambda: {"writes": "measured"}, needs_gpu=False)
+    got = view.obtain(ctx, "path.syscall_census", lambda: {"writes": "measured"}, needs_gpu=False)
     assert got.mode is Mode.LIVE and got.data == {"writes": "measured"}
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("COURSE_STRACE", raising=False)
-    got = copy_path.obtain(ctx, "path.syscall_census", lambda: syscalls.census(workload="writes"), needs_gpu=False)
+    got = view.obtain(ctx, "path.syscall_census", lambda: syscalls.census(workload="writes"), needs_gpu=False)
     assert got.mode is Mode.REPLAY  # strace missing: said so, then replayed
     out = capsys.readouterr().out
     assert "apt-get install strace" in out and "replaying" in out

@@ -4,9 +4,9 @@ and the gated/concurrent measurements on a real GPU (skipped with a reason elsew
 import numpy as np
 import pytest
 
-from helpers import copy_engines as ce
-from helpers import crosscheck
-from helpers.errors import CourseError, DeviceTimeoutError, NoGPUError
+from helpers.ch03_dma_and_copy_engines import copy_engines as ce
+from helpers.ch03_dma_and_copy_engines import crosscheck
+from helpers.core.errors import CourseError, DeviceTimeoutError, NoGPUError
 from tests.conftest import needs_gpu
 
 
@@ -150,7 +150,8 @@ def test_cpu_cost_reports_every_kind_and_direction():
 @needs_gpu
 @pytest.mark.gpu
 def test_nothing_pinned_or_allocated_is_left_behind():
-    from helpers import course, gpu
+    from helpers import course
+    from helpers.core import gpu
     before = gpu.cupy().cuda.runtime.memGetInfo()[0]
     ce.gated_copies(4096, "h2d", 20)
     ce.concurrent_copies(8 << 20, 2)

@@ -6,10 +6,13 @@ clear message, and the explorer places points on the model."""
 import pytest
 from conftest import write_reference
 
-from helpers import copy_engines, copy_explorer, course, latency_model, reference
-from helpers.errors import ReferenceDataError
-from helpers.figures import CourseFigure
-from helpers.mode import Mode
+from helpers import course
+from helpers.ch03_dma_and_copy_engines import copy_engines, explorer
+from helpers.core import reference
+from helpers.core.errors import ReferenceDataError
+from helpers.core.figures import CourseFigure
+from helpers.core.mode import Mode
+from helpers.models import copy_cost
 
 
 def fake_runs():
@@ -42,18 +45,18 @@ def fake_ref_dir(tmp_path, monkeypatch):
 def test_every_chapter3_figure_renders_in_replay(fake_ref_dir):
     ctx = course.start("test", quiet=True)
     assert not ctx.live
-    sweep, parts = copy_explorer.obtain(ctx, copy_explorer.SWEEP_ID)
+    sweep, parts = explorer.obtain(ctx, explorer.SWEEP_ID)
     assert parts[0][0] is Mode.REPLAY
-    fits = latency_model.fit_all(sweep)
-    figs = [latency_model.bandwidth_figure(sweep, fits, parts)]
-    gated, p = copy_explorer.obtain(ctx, "copy_engines.gated_small_copies")
+    fits = copy_cost.fit_all(sweep)
+    figs = [copy_cost.bandwidth_figure(sweep, fits, parts)]
+    gated, p = explorer.obtain(ctx, "copy_engines.gated_small_copies")
     figs.append(copy_engines.gated_figure(gated, p))
-    bidir, p = copy_explorer.obtain(ctx, "copy_engines.bidirectional")
+    bidir, p = explorer.obtain(ctx, "copy_engines.bidirectional")
     figs.append(copy_engines.bidirectional_figure(bidir, p))
-    cpu, p = copy_explorer.obtain(ctx, "copy_engines.cpu_cost")
+    cpu, p = explorer.obtain(ctx, "copy_engines.cpu_cost")
     figs.append(copy_engines.cpu_cost_figure(cpu, p))
-    point = copy_explorer.recorded_point(sweep, fits, 5000, "h2d", "pinned")
-    figs.append(copy_explorer.explorer_figure(sweep, fits, parts, point))
+    point = explorer.recorded_point(sweep, fits, 5000, "h2d", "pinned")
+    figs.append(explorer.explorer_figure(sweep, fits, parts, point))
     for f in figs:
         assert isinstance(f, CourseFigure) and f.modes == [Mode.REPLAY]
         assert "REPLAY · recorded on" in f.fig.layout.title.text
@@ -67,32 +70,32 @@ def test_missing_recording_fails_with_a_clear_message(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_MODE", "replay")
     ctx = course.start("test", quiet=True)
     with pytest.raises(ReferenceDataError, match="no recording of experiment 'copy_engines.bidirectional'"):
-        copy_explorer.obtain(ctx, "copy_engines.bidirectional")
+        explorer.obtain(ctx, "copy_engines.bidirectional")
 
 
 def test_recorded_point_snaps_to_nearest_size_and_sits_on_the_model(fake_ref_dir):
-    sweep = reference.load().experiment(copy_explorer.SWEEP_ID)
-    fits = latency_model.fit_all(sweep)
-    p = copy_explorer.recorded_point(sweep, fits, 5000, "h2d", "pinned")
+    sweep = reference.load().experiment(explorer.SWEEP_ID)
+    fits = copy_cost.fit_all(sweep)
+    p = explorer.recorded_point(sweep, fits, 5000, "h2d", "pinned")
     assert p.nbytes == 4096 and p.source == "recorded"
     assert 0.5 < p.measured_gbps / p.model_gbps < 2  # the pinned model fits the sweep
     assert "latency-bound" in p.describe()
-    big = copy_explorer.recorded_point(sweep, fits, 256 << 20, "d2h", "pinned")
+    big = explorer.recorded_point(sweep, fits, 256 << 20, "d2h", "pinned")
     assert "bandwidth-bound" in big.describe()
 
 
 @pytest.mark.parametrize("size", [0, 3, -4, (256 << 20) + 1, 4.0, True])
 def test_explorer_rejects_bad_sizes(size):
-    with pytest.raises(latency_model.ModelInputError, match="copy size"):
-        copy_explorer.check_size(size)
+    with pytest.raises(copy_cost.ModelInputError, match="copy size"):
+        explorer.check_size(size)
 
 
 def test_explorer_control_builds_in_replay(fake_ref_dir):
     pytest.importorskip("ipywidgets")
     ctx = course.start("test", quiet=True)
-    sweep, parts = copy_explorer.obtain(ctx, copy_explorer.SWEEP_ID)
-    fits = latency_model.fit_all(sweep)
-    ui = copy_explorer.explorer(ctx, sweep, fits, parts)
+    sweep, parts = explorer.obtain(ctx, explorer.SWEEP_ID)
+    fits = copy_cost.fit_all(sweep)
+    ui = explorer.explorer(ctx, sweep, fits, parts)
     slider, direction, kind = ui.children[1:4]
     direction.value = "d2h"  # redraws without error
     kind.value = "pageable"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import cpu_time, ioctls
+from helpers.ch01_path_of_a_copy import cpu_time, ioctls
 
 DATA = Path(__file__).parent / "data"
 

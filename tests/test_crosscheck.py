@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import crosscheck
-from helpers.errors import InputError
+from helpers.ch03_dma_and_copy_engines import crosscheck
+from helpers.core.errors import InputError
 
 
 def _scripted(values: list[float], calls: list[str], name: str):

@@ -4,7 +4,8 @@ mmap: the dma-buf's size is the range asked for, its fdinfo names it, nothing le
 
 import pytest
 
-from helpers import cuda_dmabuf, gpu
+from helpers.ch06_gem_ttm_dmabuf import cuda_dmabuf
+from helpers.core import gpu
 from tests.conftest import needs_gpu
 
 pytestmark = needs_gpu

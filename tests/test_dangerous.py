@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import pointer_access, sandbox
+from helpers.ch05_unified_memory import pointer_access
+from helpers.measure import sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 HELPERS = sorted((ROOT / "helpers").rglob("*.py"))
@@ -71,7 +72,7 @@ def test_every_child_process_of_the_helpers_has_a_timeout():
 
 
 def test_crash_prone_child_programs_go_only_to_the_sandbox():
-    tree = ast.parse((ROOT / "helpers" / "pointer_access.py").read_text())
+    tree = ast.parse((ROOT / "helpers" / "ch05_unified_memory" / "pointer_access.py").read_text())
     uses = {}
     for c in _calls(tree):
         for a in c.args:

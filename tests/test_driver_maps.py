@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import driver_maps as dm
+from helpers.ch01_path_of_a_copy import driver_maps as dm
 
 DATA = Path(__file__).parent / "data"
 

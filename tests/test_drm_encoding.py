@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from helpers import drm
+from helpers.ch06_gem_ttm_dmabuf import drm
 
 is_64 = ctypes.sizeof(ctypes.c_void_p) == 8
 generic = drm._generic_ioctl_arch()
@@ -192,7 +192,7 @@ def test_prime_flags_and_pattern_validation():
 def test_cuda_dmabuf_rows_and_input_checks():
     """The NVIDIA export itself needs a GPU (never run on this machine); here only the
     argument checks and the table built from a result dict are tested."""
-    from helpers import cuda_dmabuf
+    from helpers.ch06_gem_ttm_dmabuf import cuda_dmabuf
 
     with pytest.raises(ValueError):
         cuda_dmabuf.export_device_memory(1000)
@@ -208,7 +208,7 @@ def test_cuda_dmabuf_rows_and_input_checks():
 def test_cuda_dmabuf_explains_outcomes_from_the_data():
     """The verdict text follows the result: a refused mmap with the kernel-internal errno
     524 is named ENOTSUPP (libc has no name for it), other outcomes read differently."""
-    from helpers import cuda_dmabuf
+    from helpers.ch06_gem_ttm_dmabuf import cuda_dmabuf
 
     base = {"dma_buf_supported": 1, "export": "ok", "lseek_end": 4096,
             "fdinfo": {"exp_name": "nv_dmabuf", "size": "4096"}}

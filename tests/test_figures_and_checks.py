@@ -3,8 +3,9 @@
 import plotly.graph_objects as go
 import pytest
 
-from helpers import checks, figures, first_copy, reference
-from helpers.mode import Mode
+from helpers.ch00_your_machine import first_copy
+from helpers.core import checks, figures, reference
+from helpers.core.mode import Mode
 
 
 def _fig(parts):
@@ -79,8 +80,8 @@ def test_claim_vs_measurement_follows_the_numbers():
 
 
 def test_widget_output_is_state_not_capture():
-    """helpers.widgets.show writes nbformat outputs (stream + MIME bundle) into the widget."""
-    from helpers import widgets
+    """helpers.core.widgets.show writes nbformat outputs (stream + MIME bundle) into the widget."""
+    from helpers.core import widgets
 
     class Out:
         outputs = ()

@@ -1,10 +1,10 @@
-"""helpers.grading: feedback interactively, a raised CheckFailed under nbgrader, never a crash."""
+"""helpers.core.grading: feedback interactively, a raised CheckFailed under nbgrader, never a crash."""
 
 import warnings
 
 import pytest
 
-from helpers import grading
+from helpers.core import grading
 
 
 def _stub():

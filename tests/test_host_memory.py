@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import host_memory
-from helpers.errors import NoGPUError
-from helpers.host_memory import HostBuffer, check_nbytes
+from helpers.core.errors import NoGPUError
+from helpers.measure import host_memory
+from helpers.measure.host_memory import HostBuffer, check_nbytes
 
 
 @given(st.integers(max_value=0))

@@ -131,7 +131,7 @@ def _running(pid: int) -> bool:
 
 
 def test_toy_device_wait_interrupted(kernel, tmp_path):
-    kernel.run("from helpers.toygpu import ToyGPU")
+    kernel.run("from helpers.models.toygpu import ToyGPU")
     locked = kernel.locked()
     waiting = tmp_path / "waiting"
     name = kernel.interrupt_when(
@@ -152,7 +152,7 @@ def test_toy_device_interrupted_while_starting(kernel, tmp_path):
     strand the device process: the half-made object is kept alive by the traceback IPython
     stores, so only ToyGPU's own clean-up can stop it."""
     marker = tmp_path / "bringing-up"
-    kernel.run("import time\nfrom helpers.toygpu import ToyGPU, driver\n"
+    kernel.run("import time\nfrom helpers.models.toygpu import ToyGPU, driver\n"
                "def slow_bring_up(self, *args, **kwargs):\n"
                f"    open({str(marker)!r}, 'w').close()\n"
                "    time.sleep(300)\n"
@@ -165,7 +165,7 @@ def test_toy_device_interrupted_while_starting(kernel, tmp_path):
 
 
 def test_sandboxed_child_interrupted(kernel):
-    kernel.run("from helpers import sandbox")
+    kernel.run("from helpers.measure import sandbox")
     name = kernel.interrupt_when("sandbox.run_python('import time; time.sleep(300)', 400)",
                                  lambda: len(kernel.children()) == 1)
     assert name == "KeyboardInterrupt"
@@ -178,7 +178,7 @@ def test_sandboxed_child_interrupted(kernel):
 def test_traced_child_interrupted(kernel, tmp_path):
     """syscalls.run_child starts its command in a new session (strace + tracee): both must go."""
     marker = tmp_path / "started"
-    kernel.run("from helpers import syscalls")
+    kernel.run("from helpers.ch01_path_of_a_copy import syscalls")
     cmd = ["sh", "-c", f"touch {marker}; sleep 300 & wait"]
     before = {c["pid"] for c in kernel.children()}
     seen: set[int] = set()
@@ -196,13 +196,13 @@ def test_traced_child_interrupted(kernel, tmp_path):
 
 
 def _rings(pid: int) -> list[str]:
-    """The radar capture card's shared-memory rings a process created (helpers.radar.ShmRing)."""
+    """The radar capture card's shared-memory rings a process created (helpers.ch09_radar_pipeline.radar.ShmRing)."""
     return sorted(str(x) for x in Path("/dev/shm").glob(f"course-radar-{pid}-*"))
 
 
 def test_radar_capture_interrupted(kernel):
     """The capture card (a producer process and a /dev/shm ring) stops with the interrupted cell."""
-    kernel.run("from helpers import radar")
+    kernel.run("from helpers.ch09_radar_pipeline import radar")
     locked = kernel.locked()
     name = kernel.interrupt_when("radar.run_cpu_consumer(4 << 20, 8e-3, 1_000_000)",
                                  lambda: len(kernel.children()) == 1 and _rings(kernel.pid))
@@ -221,7 +221,7 @@ def test_transfer_sweep_interrupted_leaves_no_pinned_or_device_memory():
     k = Kernel({"COURSE_MODE": "live"})
     progress = Path(os.environ.get("TMPDIR", "/tmp")) / f"sweep-{os.getpid()}"
     try:
-        k.run("from helpers import course, transfers, gpu\nctx = course.start('t', quiet=True)\n"
+        k.run("from helpers import course\nfrom helpers.measure import transfers\nfrom helpers.core import gpu\nctx = course.start('t', quiet=True)\n"
               "cp = gpu.cupy(); f0, t0 = cp.cuda.runtime.memGetInfo(); print(t0 - f0)")
         k.run("transfers.measure_copy(1 << 20, 'h2d', 'pinned', reps=2)\ncourse.finish(quiet=True)")
         base_dev = int(k.run("f, t = cp.cuda.runtime.memGetInfo(); print(t - f)"))
@@ -254,7 +254,7 @@ def test_radar_pipeline_interrupted_leaves_no_registration_or_device_memory():
     leaves no producer, no ring, no pinned or device memory, and the next run works."""
     k = Kernel({"COURSE_MODE": "live"})
     try:
-        k.run("from helpers import course, radar, gpu\nctx = course.start('t', quiet=True)\n"
+        k.run("from helpers import course\nfrom helpers.ch09_radar_pipeline import radar\nfrom helpers.core import gpu\nctx = course.start('t', quiet=True)\n"
               "cp = gpu.cupy()\nradar.run_pipeline('registered', 1 << 20, 8e-3, frames=10)")
         base_dev = int(k.run("f, t = cp.cuda.runtime.memGetInfo(); print(t - f)"))
         base_pinned = k.pinned()

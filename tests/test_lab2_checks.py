@@ -10,7 +10,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from helpers import grading
+from helpers.core import grading
 
 LAB = Path(__file__).resolve().parent.parent / "labs" / "lab2_bandwidth_test.ipynb"
 

@@ -4,9 +4,9 @@ data it cannot use with a clear error, and reads the sweep's series format."""
 import numpy as np
 import pytest
 
-from helpers import latency_model as lm
-from helpers.errors import CourseError
-from helpers.transfers import TransferResult, results_to_series, sweep_sizes
+from helpers.core.errors import CourseError
+from helpers.measure.transfers import TransferResult, results_to_series, sweep_sizes
+from helpers.models import copy_cost as lm
 
 T0, B = 2.2e-6, 53e9  # an H100-like link: 2.2 us fixed cost, 53 GB/s
 

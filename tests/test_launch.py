@@ -9,10 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from helpers import launch, reference
-from helpers.errors import NoGPUError, ReferenceDataError
-from helpers.figures import CourseFigure
-from helpers.mode import Mode
+from helpers.ch07_command_submission import launch
+from helpers.core import reference
+from helpers.core.errors import NoGPUError, ReferenceDataError
+from helpers.core.figures import CourseFigure
+from helpers.core.mode import Mode
 from tests.conftest import needs_gpu, write_reference
 
 

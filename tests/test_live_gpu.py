@@ -4,8 +4,11 @@ elsewhere). They check behaviour, not speed: timing claims live in recorded data
 import numpy as np
 import pytest
 
-from helpers import course, first_copy, gpu, host_memory, transfers
-from helpers.host_memory import HostBuffer
+from helpers import course
+from helpers.ch00_your_machine import first_copy
+from helpers.core import gpu
+from helpers.measure import host_memory, transfers
+from helpers.measure.host_memory import HostBuffer
 from tests.conftest import needs_gpu
 
 pytestmark = needs_gpu

@@ -2,8 +2,8 @@
 
 import pytest
 
-from helpers import gpu, mode
-from helpers.errors import NoGPUError
+from helpers.core import gpu, mode
+from helpers.core.errors import NoGPUError
 
 
 def test_no_gpu_means_replay(no_gpu):
@@ -37,9 +37,25 @@ def test_unknown_mode_rejected(monkeypatch, bad):
 
 
 def test_banner_says_replay_and_reference(no_gpu):
-    text = mode.banner("Chapter X")
+    info = mode.detect()
+    text = mode.banner(info, "Chapter X", reference_name="h100-pcie")
     assert "Chapter X" in text and "REPLAY" in text and "no GPU" in text
     assert "h100-pcie" in text
+    assert "expected mode on a machine without an NVIDIA GPU" in text
+    assert text.index("expected mode") < text.index("why       : no usable GPU (hidden by the test)")
+
+
+def test_banner_is_a_formatter(no_gpu, monkeypatch):
+    """Formatting the banner changes no state: the simulator switch is course.start's."""
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
+    mode.banner(mode.detect(), "Chapter X")
+    assert "NUMBA_ENABLE_CUDASIM" not in __import__("os").environ
+
+
+def test_forced_replay_banner_does_not_call_it_expected(monkeypatch):
+    monkeypatch.setenv("COURSE_MODE", "replay")
+    text = mode.banner(mode.detect(), "Chapter X")
+    assert "COURSE_MODE=replay" in text and "expected mode" not in text
 
 
 def test_cupy_without_gpu_explains(no_gpu):

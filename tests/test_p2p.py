@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from conftest import write_reference
 
-from helpers import gpu, p2p, reference
-from helpers import p2p_routes as pr
-from helpers import p2p_topology as topo
-from helpers.mode import Mode
+from helpers.ch08_peer_to_peer import p2p
+from helpers.ch08_peer_to_peer import topology as topo
+from helpers.core import gpu, reference
+from helpers.core.mode import Mode
+from helpers.models import routes as pr
 
 # Text in the format nvidia-smi prints (tab-separated, header underlined with escape codes).
 TWO_NVLINK = (
@@ -236,7 +237,7 @@ def test_replay_reads_a_two_gpu_recording(tmp_path, monkeypatch, no_gpu):
 
 
 def test_experiments_skip_on_fewer_than_two_gpus(no_gpu):
-    from helpers.record import SkipExperiment
+    from helpers.core.recorder import SkipExperiment
 
     for run in (p2p.topology_experiment, p2p.matrices_experiment, p2p.nccl_experiment):
         with pytest.raises(SkipExperiment, match="two or more GPUs"):
@@ -248,8 +249,8 @@ def test_experiments_skip_on_fewer_than_two_gpus(no_gpu):
 def test_capture_card_delivers_bytes_both_ways(placement):
     from toygpu_util import start_device
 
-    from helpers.toygpu.capture import CaptureCard
-    from helpers.toygpu.link import FabricParams
+    from helpers.models.toygpu.capture import CaptureCard
+    from helpers.models.toygpu.link import FabricParams
 
     g = start_device()
     try:
@@ -272,8 +273,8 @@ def test_capture_card_delivers_bytes_both_ways(placement):
 def test_capture_card_bad_input():
     from toygpu_util import start_device
 
-    from helpers.toygpu.capture import CaptureCard
-    from helpers.toygpu.link import FabricParams, LinkModel, card_dma_ns
+    from helpers.models.toygpu.capture import CaptureCard
+    from helpers.models.toygpu.link import FabricParams, LinkModel, card_dma_ns
 
     with pytest.raises(ValueError, match="placement must be one of"):
         FabricParams(placement="moon")
@@ -352,22 +353,22 @@ def test_one_gpu_topology():
 
 
 def test_verdicts_follow_the_numbers():
-    from helpers import p2p_view
+    from helpers.ch08_peer_to_peer import view
 
-    fast = p2p_view.seed_verdict(fake_matrices(peer_gbps=300, staged_gbps=25))
-    same = p2p_view.seed_verdict(fake_matrices(peer_gbps=26, staged_gbps=25))
-    twice = p2p_view.seed_verdict(fake_matrices(peer_gbps=50, staged_gbps=25))
+    fast = view.seed_verdict(fake_matrices(peer_gbps=300, staged_gbps=25))
+    same = view.seed_verdict(fake_matrices(peer_gbps=26, staged_gbps=25))
+    twice = view.seed_verdict(fake_matrices(peer_gbps=50, staged_gbps=25))
     assert "far more than the seed's 2x" in fast and "only" in same and "same order as the seed's 2x" in twice
-    assert p2p_view.peer_vs_staged(fake_matrices(peer_gbps=50, staged_gbps=25)) == pytest.approx(2.0, rel=0.01)
+    assert view.peer_vs_staged(fake_matrices(peer_gbps=50, staged_gbps=25)) == pytest.approx(2.0, rel=0.01)
     d = fake_matrices(peer_gbps=300, staged_gbps=25)
     d["matrices"]["driver"] = fake_matrices(peer_gbps=40)["matrices"]["peer"]
-    assert "overlaps the two legs" in p2p_view.driver_vs_staged(d)
+    assert "overlaps the two legs" in view.driver_vs_staged(d)
 
 
 # --- NCCL runs in a child process -----------------------------------------------------
 
 def _outcome(status: str, results: dict | None = None, stderr: str = ""):
-    from helpers import sandbox
+    from helpers.measure import sandbox
 
     return sandbox.Outcome(status, 0 if status == "ok" else (None if status == "timeout" else 1), None, None,
                            1.0, 5.0, results or {}, "", stderr)
@@ -384,7 +385,8 @@ def test_nccl_runs_in_a_child_and_each_ending_is_named(monkeypatch, case, expect
     """NCCL keeps ~378 MiB per GPU and its threads until the process ends (2x H200,
     2026-11-21): it runs in a child so the notebook keeps nothing; every way the child can
     end becomes a result or a named error."""
-    from helpers import errors, sandbox
+    from helpers.core import errors
+    from helpers.measure import sandbox
 
     seen = {}
 

@@ -3,7 +3,7 @@ what the mechanisms guarantee, not speeds: timing figures live in recorded data.
 
 import pytest
 
-from helpers import cpu_time, driver_maps, syscalls
+from helpers.ch01_path_of_a_copy import cpu_time, driver_maps, syscalls
 from tests.conftest import needs_gpu
 
 pytestmark = [needs_gpu, pytest.mark.gpu]
@@ -47,7 +47,7 @@ def test_blocking_sync_flag_is_accepted():
 
 @pytest.mark.skipif(not syscalls.strace_available(), reason="strace missing: " + syscalls.INSTALL_HINT)
 def test_no_driver_ioctl_during_the_copy_loop():
-    from helpers import ioctls
+    from helpers.ch01_path_of_a_copy import ioctls
 
     data = ioctls.trace_census(20)
     assert data["markers"] == 2

@@ -8,9 +8,16 @@ import os
 import numpy as np
 import pytest
 
-from helpers import pinning
-from helpers.errors import CourseError, NoGPUError
-from helpers.pinning import PAGE, PinnedAlloc, PinningError, Region, Registration, check_region
+from helpers.ch04_pinned_memory import pinning
+from helpers.ch04_pinned_memory.pinning import (
+    PAGE,
+    PinnedAlloc,
+    PinningError,
+    Region,
+    Registration,
+    check_region,
+)
+from helpers.core.errors import CourseError, NoGPUError
 
 
 @pytest.fixture
@@ -261,12 +268,13 @@ def test_live_or_replay_reads_a_recording(stand_in_recorder, tmp_path):
     """A reference file written by the recorder (stand-in GPU) replays through live_or_replay."""
     import json
 
-    from helpers import course, experiments, record
+    from helpers import course
+    from helpers.core import experiments, recorder
 
     stand_in_recorder({
         "pinning.cost_vs_size": experiments.Experiment("pinning.cost_vs_size", 4, "t", lambda q: _cost_data())})
     out = tmp_path / "stand-in.json"
-    assert record.main(["--out", str(out)]) == 0
+    assert recorder.main(["--out", str(out)]) == 0
     ctx = course.Context(pinning.Mode.REPLAY, "test", None, str(out))
     cd = pinning.live_or_replay(ctx, "pinning.cost_vs_size")
     assert cd.mode is pinning.Mode.REPLAY and cd.data == json.loads(json.dumps(_cost_data()))
@@ -276,7 +284,7 @@ def test_live_or_replay_reads_a_recording(stand_in_recorder, tmp_path):
 
 
 def test_chapter4_experiments_are_registered():
-    from helpers import experiments
+    from helpers.core import experiments
 
     reg = experiments.discover()
     for eid in ("pinning.cost_vs_size", "pinning.register_regions", "pinning.memlock",

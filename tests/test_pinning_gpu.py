@@ -5,8 +5,9 @@ Behaviour only: timings live in the recorded data."""
 import numpy as np
 import pytest
 
-from helpers import gpu, pinning, write_combined, zero_copy
-from helpers.pinning import PAGE, PinnedAlloc, PinningError, Region, Registration
+from helpers.ch04_pinned_memory import pinning, write_combined, zero_copy
+from helpers.ch04_pinned_memory.pinning import PAGE, PinnedAlloc, PinningError, Region, Registration
+from helpers.core import gpu
 from tests.conftest import needs_gpu
 
 pytestmark = [needs_gpu, pytest.mark.gpu]

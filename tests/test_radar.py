@@ -14,8 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from helpers import radar
-from helpers.errors import CourseError
+from helpers.ch09_radar_pipeline import radar
+from helpers.core.errors import CourseError
 from tests.conftest import needs_gpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -99,7 +99,7 @@ def test_close_stops_the_producer_and_frees_the_shared_memory():
 _PARENT = textwrap.dedent("""
     import json, os, sys, time
     sys.path.insert(0, {root!r})
-    from helpers import radar
+    from helpers.ch09_radar_pipeline import radar
     c = radar.CaptureCard(1 << 20, 5e-3, frames=1_000_000).start()
     print(json.dumps({{"pid": c.pid, "shm": c.shm.name}}), flush=True)
     {tail}
@@ -174,7 +174,7 @@ def test_bad_buffer_count_is_refused_by_the_model(buffers):
 
 
 def test_ring_bigger_than_memory_is_refused(monkeypatch):
-    from helpers import host_memory
+    from helpers.measure import host_memory
     monkeypatch.setattr(host_memory, "available_host_bytes", lambda *a: 1 << 30)
     with pytest.raises(radar.RadarInputError, match="quarter"):
         radar.CaptureCard(64 << 20, 8e-3, slots=8)
@@ -320,7 +320,7 @@ def test_machine_params_and_verdicts_from_a_fake_recording():
 @pytest.mark.gpu
 @pytest.mark.parametrize("design", radar.DESIGNS)
 def test_live_pipeline_processes_frames_correctly(design):
-    from helpers import host_memory
+    from helpers.measure import host_memory
 
     before = host_memory.pinned_bytes_of_process()
     r = radar.run_pipeline(design, 4 << 20, 8e-3, 80, check_every=7)
@@ -344,7 +344,7 @@ def test_live_pipeline_with_a_wrong_process_step_fails_the_check():
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    from helpers import gpu
+    from helpers.core import gpu
     from tests import fake_cupy
 
     cp = fake_cupy.make()

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from helpers import crosscheck, reference
-from helpers.errors import ReferenceDataError
+from helpers.ch03_dma_and_copy_engines import crosscheck
+from helpers.core import reference
+from helpers.core.errors import ReferenceDataError
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "reference"
 FILES = sorted(DATA.glob("*.json"))

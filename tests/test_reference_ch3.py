@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import crosscheck, reference
+from helpers.ch03_dma_and_copy_engines import crosscheck
+from helpers.core import reference
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "reference"
 FILES = sorted(DATA.glob("*.json"))

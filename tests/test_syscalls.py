@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import copy_path, record, syscalls
+from helpers.ch01_path_of_a_copy import syscalls, view
+from helpers.core import recorder
 
 DATA = Path(__file__).parent / "data"
 CPU_NS = (0, 10, 100, 1000)
@@ -100,7 +101,7 @@ def test_hypothesis_one_verdict_follows_the_data():
         {"host_kind": k, "direction": "h2d", "nbytes": 1 << 28, "reps": 1, "wall": 0.1, "user": 0.1,
          "sys": 0.0, "thread_user": 0.1, "thread_sys": 0.0} for k in ("pageable", "pinned")]}
         for s in ("auto", "blocking")]}
-    v = copy_path.verdicts(data, fake_maps, cpu)
+    v = view.verdicts(data, fake_maps, cpu)
     assert v[0].verdict.startswith("supported")
     assert "not supported" in v[1].verdict  # no device-node mapping in this fake
 
@@ -112,7 +113,7 @@ def test_missing_strace_names_what_to_install(monkeypatch):
         syscalls.find_strace()
     assert "dnf install strace" in str(e.value)
     assert not syscalls.strace_available()
-    with pytest.raises(record.SkipExperiment, match="strace"):
+    with pytest.raises(recorder.SkipExperiment, match="strace"):
         syscalls.record_syscall_census(True)
 
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import sysinfo
+from helpers.measure import sysinfo
 from tests.conftest import H100_RESOURCE
 
 

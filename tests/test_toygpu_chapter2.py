@@ -1,12 +1,14 @@
-"""Chapter 2's helpers (helpers.mmio): BAR roles, seed arithmetic, modelled access costs."""
+"""Chapter 2's helpers (helpers.ch02_mmio_and_bars.mmio): BAR roles, seed arithmetic, modelled access costs."""
 
 from __future__ import annotations
 
 import pytest
 from toygpu_util import start_device
 
-from helpers import mmio, reference, sysinfo
-from helpers.mode import Mode
+from helpers.ch02_mmio_and_bars import mmio
+from helpers.core import reference
+from helpers.core.mode import Mode
+from helpers.measure import sysinfo
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,13 @@
-"""Chapter 7's helpers (helpers.submission): batching, indirect buffers, ring dumps."""
+"""Chapter 7's helpers (helpers.ch07_command_submission.toy_ring): batching, indirect buffers, ring dumps."""
 
 from __future__ import annotations
 
 import pytest
 from toygpu_util import start_device
 
-from helpers import submission
-from helpers.mode import Mode
-from helpers.toygpu import commands
+from helpers.ch07_command_submission import toy_ring
+from helpers.core.mode import Mode
+from helpers.models.toygpu import commands
 
 
 @pytest.fixture(scope="module")
@@ -18,24 +18,24 @@ def gpu():
 
 
 def test_batching_counts_doorbells_and_is_deterministic(gpu):
-    one = submission.batching(gpu, 64, 1)
-    many = submission.batching(gpu, 64, 16)
+    one = toy_ring.batching(gpu, 64, 1)
+    many = toy_ring.batching(gpu, 64, 16)
     assert one["doorbells"] == 64 and many["doorbells"] == 4
     assert many["cpu_us_per_command"] < one["cpu_us_per_command"] / 2
     with start_device() as g2:
-        again = [submission.batching(g2, 64, 1), submission.batching(g2, 64, 16)]
+        again = [toy_ring.batching(g2, 64, 1), toy_ring.batching(g2, 64, 16)]
     assert again == [one, many], "same seed, same commands: same counts and modelled times"
-    assert submission.batching_figure([one, many], 1).modes == [Mode.SIMULATED]
+    assert toy_ring.batching_figure([one, many], 1).modes == [Mode.SIMULATED]
     with pytest.raises(ValueError, match="batch"):
-        submission.batching(gpu, 10, gpu.ring_entries)
+        toy_ring.batching(gpu, 10, gpu.ring_entries)
 
 
 def test_indirect_demo_uses_two_ring_entries(gpu):
-    r = submission.indirect_demo(gpu, 100)
+    r = toy_ring.indirect_demo(gpu, 100)
     assert r == {"commands": 100, "ring_entries_used": 2, "doorbells": 1, "ok": True}
 
 
 def test_ring_rows_decode_what_was_written(gpu):
     gpu.run([commands.nop()])
-    rows = submission.ring_rows(gpu, 2)
+    rows = toy_ring.ring_rows(gpu, 2)
     assert rows[-2][2] == "NOP" and rows[-1][2].startswith("FENCE") and rows[-1][3] == "consumed"

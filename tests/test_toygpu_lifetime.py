@@ -31,7 +31,7 @@ def _parent(body: str) -> subprocess.Popen:
     code = textwrap.dedent(f"""
         import os, sys, time
         sys.path.insert(0, {ROOT!r})
-        from helpers.toygpu import ToyGPU
+        from helpers.models.toygpu import ToyGPU
         g = ToyGPU(vram_bytes=1 << 20, sysmem_bytes=1 << 20)
         assert g.read("ID")
     """) + textwrap.dedent(body)
@@ -117,7 +117,7 @@ def test_bar_files_map_the_device_memory_and_close_with_it():
 
     import numpy as np
 
-    from helpers.toygpu import DeviceLostError
+    from helpers.models.toygpu import DeviceLostError
 
     gpu = start_device(bring_up=False)
     path = gpu.bar_files["bar1"]

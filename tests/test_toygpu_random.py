@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from toygpu_util import start_device
 
-from helpers.errors import DeviceTimeoutError
-from helpers.toygpu import commands as C
-from helpers.toygpu import driver as drv
-from helpers.toygpu import regs as R
+from helpers.core.errors import DeviceTimeoutError
+from helpers.models.toygpu import commands as C
+from helpers.models.toygpu import driver as drv
+from helpers.models.toygpu import regs as R
 
 E = R.ErrorCode
 REGION_PAGES = 8

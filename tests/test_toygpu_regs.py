@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.toygpu import ToyGPU, commands, link, regs
-from helpers.toygpu import driver as drv
+from helpers.models.toygpu import ToyGPU, commands, link, regs
+from helpers.models.toygpu import driver as drv
 
 
 def test_register_map_is_consistent():

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from helpers import transfers
-from helpers.errors import NoGPUError
-from helpers.transfers import TransferResult
+from helpers.core.errors import NoGPUError
+from helpers.measure import transfers
+from helpers.measure.transfers import TransferResult
 
 
 @pytest.mark.parametrize("kwargs,match", [

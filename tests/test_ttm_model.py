@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import ttm
-from helpers.buddy import OutOfSpace
-from helpers.ttm import Domain, MiB
+from helpers.models import ttm
+from helpers.models.buddy import OutOfSpace
+from helpers.models.ttm import Domain, MiB
 
 LINK = ttm.LinkModel(latency_s=1e-5, h2d_bytes_per_s=50e9, d2h_bytes_per_s=40e9, source="test")
 

@@ -9,10 +9,12 @@ import types
 import pytest
 from conftest import write_reference
 
-from helpers import evidence, managed, pointer_access, reference, sandbox, uva
+from helpers.ch05_unified_memory import managed, pointer_access, uva
+from helpers.core import evidence, reference
+from helpers.core.errors import CourseError, ReferenceDataError
+from helpers.core.mode import Mode
 from helpers.course import Context
-from helpers.errors import CourseError, ReferenceDataError
-from helpers.mode import Mode
+from helpers.measure import sandbox
 
 # ---- sandbox -----------------------------------------------------------------------------
 
@@ -31,7 +33,7 @@ def test_sandbox_reports_other_signals_by_name():
 
 
 def test_sandbox_times_out_and_kills_the_child():
-    code = "import time\nfrom helpers.sandbox import emit\nemit(started=True)\ntime.sleep(60)"
+    code = "import time\nfrom helpers.measure.sandbox import emit\nemit(started=True)\ntime.sleep(60)"
     o = sandbox.run_python(code, 2.0)
     assert o.status == "timeout" and o.returncode is None
     assert o.results == {"started": True}
@@ -39,7 +41,7 @@ def test_sandbox_times_out_and_kills_the_child():
 
 
 def test_sandbox_ok_and_error_exits():
-    ok = sandbox.run_python("from helpers.sandbox import emit; emit(a=1); emit(b=2, a=3)", 20)
+    ok = sandbox.run_python("from helpers.measure.sandbox import emit; emit(a=1); emit(b=2, a=3)", 20)
     assert ok.status == "ok" and ok.returncode == 0 and ok.results == {"a": 3, "b": 2}
     bad = sandbox.run_python("raise SystemExit(7)", 20)
     assert bad.status == "error" and bad.returncode == 7 and bad.signal_number is None
@@ -144,7 +146,7 @@ def _fake_driver(form: str):
 
 @pytest.fixture
 def fake_check(monkeypatch):
-    from helpers import driver_api
+    from helpers.measure import driver_api
 
     def check(result, what):
         assert int(result[0]) == 0, what
@@ -359,7 +361,7 @@ def test_evidence_names_a_missing_recording(tmp_path, monkeypatch):
 
 
 def test_um_experiments_are_registered():
-    from helpers import experiments
+    from helpers.core import experiments
 
     reg = experiments.discover()
     ids = {k for k in reg if k.startswith("um.")}
@@ -442,7 +444,7 @@ class _FakeDriver:
 @pytest.mark.parametrize("example", ["example1_device_roundtrip", "example3_pinned", "example2_done_right"])
 def test_driver_api_examples_free_everything(monkeypatch, example):
     """Each seed example moves the pattern intact and frees every allocation it made (fake driver)."""
-    from helpers import driver_api
+    from helpers.measure import driver_api
 
     fake = _FakeDriver()
     monkeypatch.setattr(driver_api, "driver", lambda: fake)

@@ -6,7 +6,9 @@ import signal
 import numpy as np
 import pytest
 
-from helpers import driver_api, gpu, managed, pointer_access, uva
+from helpers.ch05_unified_memory import managed, pointer_access, uva
+from helpers.core import gpu
+from helpers.measure import driver_api
 from tests.conftest import needs_gpu
 
 pytestmark = [needs_gpu, pytest.mark.gpu]

@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import write_combined, zero_copy
-from helpers.mode import Mode
-from helpers.pinning import ChapterData, PinningError
+from helpers.ch04_pinned_memory import write_combined, zero_copy
+from helpers.ch04_pinned_memory.pinning import ChapterData, PinningError
+from helpers.core.mode import Mode
 
 
 def test_pattern_and_expected_sums():
@@ -32,7 +32,7 @@ def test_bad_buffer_sizes(n):
 
 def test_numba_kernels_on_the_simulator():
     """Both ways (mapped_array and a device copy) give the exact sums on Numba's simulator."""
-    code = ("from helpers import zero_copy as z; r = z.numba_check(); "
+    code = ("from helpers.ch04_pinned_memory import zero_copy as z; r = z.numba_check(); "
             "assert set(r) == set(z.PATTERNS), r; print('OK', r)")
     path = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=path)
@@ -47,7 +47,7 @@ def test_numba_check_rejects_bad_sizes():
 
 
 def test_measure_without_gpu(no_gpu):
-    from helpers.errors import NoGPUError
+    from helpers.core.errors import NoGPUError
 
     with pytest.raises(NoGPUError):
         zero_copy.measure_cupy(1 << 20)

@@ -23,7 +23,7 @@ def pid_alive(pid: int) -> bool:
 
 def start_device(**kw):
     """A small toy GPU for tests (1 MiB of VRAM and of system memory, short timeouts)."""
-    from helpers.toygpu import ToyGPU
+    from helpers.models.toygpu import ToyGPU
 
     args = dict(vram_bytes=1 << 20, sysmem_bytes=1 << 20, seed=1, timeout=3.0)
     args.update(kw)

@@ -23,7 +23,7 @@ import json
 import os
 import sys
 
-from helpers.host_memory import pinned_bytes_of_process as locked_bytes  # VmLck + VmPin
+from helpers.measure.host_memory import pinned_bytes_of_process as locked_bytes  # VmLck + VmPin
 
 MiB = 1 << 20
 # The CUDA driver keeps a few small pinned staging buffers of its own once pageable copies ran;
@@ -75,7 +75,7 @@ def _live() -> bool:
     """True when the course runs live in this kernel; a replay kernel on a GPU machine must not
     be given a CUDA context by the leak check."""
     try:
-        from helpers import mode
+        from helpers.core import mode
 
         return mode.is_live()
     except Exception:  # noqa: BLE001

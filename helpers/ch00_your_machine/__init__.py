@@ -1,0 +1,1 @@
+"""Chapter 0 — your machine: the first copies, here and on the reference machine."""

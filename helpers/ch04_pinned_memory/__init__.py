@@ -1,0 +1,1 @@
+"""Chapter 4 — pinned memory: cudaHostAlloc, cudaHostRegister, write-combining, zero-copy."""

@@ -1,0 +1,762 @@
+"""Pinning host memory: cudaHostAlloc vs cudaHostRegister, what each costs, and its limits.
+
+Two ways to get page-locked memory the GPU's copy engines can DMA from:
+
+- cudaHostAlloc: the driver allocates fresh pages, locks them and maps them for the device
+  (`PinnedAlloc`).
+- cudaHostRegister: memory the process already has (an anonymous mmap, a file in /dev/shm,
+  a NumPy buffer) is locked in place and mapped for the device (`Registration`). This is
+  the answer to seed 002's "could the driver use my mmapped region as if it were
+  cudaMallocHost'ed?".
+
+Both go through the NVIDIA kernel module, which takes references on the pages with
+get_user_pages (open-gpu-kernel-modules: kernel-open/nvidia/os-mlock.c, os_lock_user_pages)
+rather than mlock(2), so RLIMIT_MEMLOCK is not what limits them: `memlock_probe` measures
+what really happens in a child process with a lowered limit.
+
+Every wrapper is a context manager and frees in `close()` (also from `finally` blocks of the
+experiments): pinned memory that leaks out of a cell stays locked until the kernel restarts.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import mmap
+import numbers
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from helpers.core import experiments, gpu
+from helpers.core.errors import CourseError
+from helpers.core.mode import Mode
+from helpers.core.progress import Progress
+from helpers.core.resources import Closing
+from helpers.measure.host_memory import _view, check_nbytes, pinned_bytes_of_process
+from helpers.measure.sysinfo import fmt_bytes
+
+PAGE = mmap.PAGESIZE
+
+# cudaHostAlloc flags (cuda_runtime_api.h: cudaHostAllocDefault, ...Portable, ...Mapped, ...WriteCombined)
+ALLOC_FLAGS = {"default": 0, "portable": 1, "mapped": 2, "write_combined": 4}
+# cudaHostRegister flags (cudaHostRegisterDefault, ...Portable, ...Mapped, ...IoMemory, ...ReadOnly)
+REGISTER_FLAGS = {"default": 0, "portable": 1, "mapped": 2, "io_memory": 4, "read_only": 8}
+REGION_KINDS = ("anonymous-private", "anonymous-shared", "dev-shm-file", "disk-file")
+
+
+class PinningError(CourseError, ValueError):
+    """A pinning request that cannot work: a bad size, pointer or flag, or the driver said no."""
+
+
+def _size(nbytes, what: str) -> int:
+    """check_nbytes, with its complaint re-raised as a PinningError (a CourseError)."""
+    try:
+        return check_nbytes(nbytes, what)
+    except (TypeError, ValueError) as exc:
+        raise PinningError(str(exc)) from None
+
+
+def _flags(names: tuple[str, ...] | str, table: dict[str, int], what: str) -> int:
+    names = (names,) if isinstance(names, str) else tuple(names)
+    bad = [n for n in names if n not in table]
+    if bad:
+        raise PinningError(f"{what}: unknown flag(s) {bad}; choose from {tuple(table)}")
+    value = 0
+    for n in names:
+        value |= table[n]
+    return value
+
+
+def cuda_error_name(exc: BaseException) -> str:
+    """'cudaErrorInvalidValue' from a CuPy CUDARuntimeError (or the exception's first words)."""
+    text = str(exc).strip()
+    return text.split(":")[0] if text.startswith("cudaError") else f"{type(exc).__name__}: {text[:120]}"
+
+
+# ---------------------------------------------------------------------------- validation
+
+def mapped_ranges(maps: str = "/proc/self/maps") -> list[tuple[int, int, str, str]]:
+    """(start, end, permissions, path) of every mapping of this process, from /proc/self/maps."""
+    out = []
+    with open(maps) as f:
+        for line in f:
+            parts = line.split(maxsplit=5)
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            out.append((lo, hi, parts[1], parts[5].strip() if len(parts) > 5 else ""))
+    return out
+
+
+def check_region(ptr, nbytes, *, maps: str = "/proc/self/maps") -> tuple[int, int]:
+    """Validate a region for cudaHostRegister; return (ptr, nbytes) or raise PinningError.
+
+    The course insists on what the driver would otherwise round silently: a page-aligned
+    start and a whole number of pages (pinning works on pages, so an unaligned request pins
+    its neighbours too), and a range this process really has mapped readable (a foreign or
+    freed pointer is refused here, with its address, instead of by an opaque CUDA error).
+    """
+    if isinstance(ptr, bool) or not isinstance(ptr, numbers.Integral) or int(ptr) <= 0:
+        raise PinningError(f"register: the address must be a positive integer, got {ptr!r}")
+    ptr = int(ptr)
+    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or int(nbytes) <= 0:
+        raise PinningError(f"register: size must be a positive whole number of bytes, got {nbytes!r}")
+    n = int(nbytes)
+    if ptr % PAGE:
+        raise PinningError(f"register: address {ptr:#x} is not page-aligned ({PAGE}-byte pages); "
+                           f"the driver pins whole pages, so start at {ptr - ptr % PAGE:#x} or use mmap")
+    if n % PAGE:
+        raise PinningError(f"register: size {n} is not a whole number of {PAGE}-byte pages")
+    pos, end = ptr, ptr + n
+    for lo, hi, perms, _ in sorted(mapped_ranges(maps)):
+        if hi <= pos or lo > pos:
+            continue
+        if "r" not in perms:
+            raise PinningError(f"register: {pos:#x} lies in a mapping without read permission ({perms})")
+        pos = hi
+        if pos >= end:
+            return ptr, n
+    raise PinningError(f"register: {pos:#x} (in {ptr:#x}..{end:#x}) is not mapped in this process; "
+                       "the pointer is foreign or was freed")
+
+
+def is_pinned(ptr: int) -> bool:
+    """True when CUDA regards this address as page-locked host memory (cudaPointerGetAttributes)."""
+    cp = gpu.cupy()
+    try:
+        attrs = cp.cuda.runtime.pointerGetAttributes(int(ptr))
+    except cp.cuda.runtime.CUDARuntimeError:
+        return False
+    return int(attrs.type) == int(cp.cuda.runtime.memoryTypeHost)
+
+
+def device_pointer(ptr: int) -> int:
+    """The address a kernel uses for pinned host memory at `ptr` (cudaHostGetDevicePointer's answer).
+
+    On 64-bit Linux with unified addressing it is the host address itself; asking CUDA keeps
+    the helper honest where that does not hold.
+    """
+    cp = gpu.cupy()
+    try:
+        attrs = cp.cuda.runtime.pointerGetAttributes(int(ptr))
+    except cp.cuda.runtime.CUDARuntimeError as exc:
+        raise PinningError(f"{ptr:#x} is not memory CUDA knows ({cuda_error_name(exc)})") from None
+    if int(attrs.type) != int(cp.cuda.runtime.memoryTypeHost) or not attrs.devicePointer:
+        raise PinningError(f"{ptr:#x} is not pinned, mapped host memory; allocate it with "
+                           "PinnedAlloc(..., flags='mapped') or register it with flags='mapped'")
+    return int(attrs.devicePointer)
+
+
+# ---------------------------------------------------------------------------- allocations
+
+class PinnedAlloc(Closing):
+    """cudaHostAlloc'ed memory (`flags`: default, portable, mapped, write_combined), freed by close()."""
+
+    def __init__(self, nbytes: int, flags: tuple[str, ...] | str = "default", *, fill: int | None = 0) -> None:
+        self.nbytes = _size(nbytes, "cudaHostAlloc")
+        self.flags = _flags(flags, ALLOC_FLAGS, "cudaHostAlloc")
+        cp = gpu.cupy()
+        self.ptr = None
+        try:
+            self.ptr = int(cp.cuda.runtime.hostAlloc(self.nbytes, self.flags))
+        except cp.cuda.runtime.CUDARuntimeError as exc:
+            raise PinningError(f"cudaHostAlloc of {fmt_bytes(self.nbytes)} failed: {exc}") from None
+        self.array = _view(self.ptr, self.nbytes)
+        if fill is not None:
+            self.array.fill(fill)
+
+    def close(self) -> None:
+        """cudaFreeHost now (idempotent)."""
+        if self.ptr is not None:
+            self.array = None
+            gpu.cupy().cuda.runtime.freeHost(self.ptr)
+            self.ptr = None
+
+
+class Region(Closing):
+    """An mmap'd host region of one kind (see REGION_KINDS), as a process might already have one.
+
+    - anonymous-private / anonymous-shared: mmap(MAP_ANONYMOUS) memory;
+    - dev-shm-file: a file in /dev/shm (tmpfs, shared memory between processes) mapped MAP_SHARED;
+    - disk-file: a file in `directory` (default: the system temp dir) mapped MAP_SHARED.
+    `read_only=True` maps it PROT_READ. The file, if any, is deleted by close().
+    """
+
+    def __init__(self, nbytes: int, kind: str = "anonymous-private", *, read_only: bool = False,
+                 directory: str | None = None) -> None:
+        if kind not in REGION_KINDS:
+            raise PinningError(f"region kind must be one of {REGION_KINDS}, got {kind!r}")
+        self.nbytes = _size(nbytes, f"{kind} region")
+        if self.nbytes % PAGE:
+            raise PinningError(f"region size {self.nbytes} is not a whole number of {PAGE}-byte pages")
+        self.kind, self.read_only, self.path = kind, read_only, None
+        prot = mmap.PROT_READ | (0 if read_only else mmap.PROT_WRITE)
+        if kind.startswith("anonymous"):
+            share = mmap.MAP_SHARED if kind == "anonymous-shared" else mmap.MAP_PRIVATE
+            self._mmap = mmap.mmap(-1, self.nbytes, flags=share | mmap.MAP_ANONYMOUS, prot=prot)
+        else:
+            where = "/dev/shm" if kind == "dev-shm-file" else (directory or tempfile.gettempdir())
+            if not os.path.isdir(where):
+                raise PinningError(f"{kind}: {where} does not exist on this machine")
+            fd, self.path = tempfile.mkstemp(prefix="course-pin-", dir=where)
+            try:
+                os.ftruncate(fd, self.nbytes)
+                if read_only:  # give a read-only mapping data to read
+                    os.pwrite(fd, b"\xa5" * PAGE, 0)
+                self._mmap = mmap.mmap(fd, self.nbytes, flags=mmap.MAP_SHARED, prot=prot)
+            finally:
+                os.close(fd)
+        self.array = np.frombuffer(self._mmap, dtype=np.uint8)
+        if not read_only:
+            self.array.fill(0xA5)  # touch every page, so pinning does not also pay first-touch faults
+        self.ptr = int(self.array.ctypes.data)
+
+    @property
+    def filesystem(self) -> str:
+        """The filesystem type behind the region ('anonymous' for anonymous memory)."""
+        return filesystem_of(self.path) if self.path else "anonymous"
+
+    def close(self) -> None:
+        self.array = None
+        if self._mmap is not None:
+            try:
+                self._mmap.close()
+            except BufferError:
+                pass
+            self._mmap = None
+        if self.path:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+            self.path = None
+
+
+def filesystem_of(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:
+    """Filesystem type of the mount holding `path` (longest mount-point prefix)."""
+    path = os.path.realpath(path)
+    best, fstype = "", "unknown"
+    with open(mountinfo) as f:
+        for line in f:
+            left, right = line.split(" - ", 1)
+            mnt = left.split()[4]
+            if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best):
+                best, fstype = mnt, right.split()[0]
+    return fstype
+
+
+class Registration(Closing):
+    """cudaHostRegister of an existing region, undone by close() (cudaHostUnregister)."""
+
+    def __init__(self, ptr: int, nbytes: int, flags: tuple[str, ...] | str = "default") -> None:
+        self.ptr, self.nbytes = check_region(ptr, nbytes)
+        _size(self.nbytes, "cudaHostRegister")
+        self.flags = _flags(flags, REGISTER_FLAGS, "cudaHostRegister")
+        cp = gpu.cupy()
+        self._live = False
+        try:
+            cp.cuda.runtime.hostRegister(self.ptr, self.nbytes, self.flags)
+        except cp.cuda.runtime.CUDARuntimeError as exc:
+            raise PinningError(f"cudaHostRegister of {fmt_bytes(self.nbytes)} at {self.ptr:#x} "
+                               f"failed: {exc}") from None
+        self._live = True
+
+    def close(self) -> None:
+        if self._live:
+            self._live = False
+            gpu.cupy().cuda.runtime.hostUnregister(self.ptr)
+
+
+def raw_register_outcome(ptr: int, nbytes: int, flags: int = 0) -> str:
+    """Call cudaHostRegister with no course checks and undo it: 'ok' or the CUDA error's name.
+
+    Used by the experiment to show what the driver itself answers to requests the helpers
+    refuse (an unaligned pointer, a freed one).
+    """
+    cp = gpu.cupy()
+    try:
+        cp.cuda.runtime.hostRegister(int(ptr), int(nbytes), int(flags))
+    except cp.cuda.runtime.CUDARuntimeError as exc:
+        return cuda_error_name(exc)
+    cp.cuda.runtime.hostUnregister(int(ptr))
+    return "ok"
+
+
+# ---------------------------------------------------------------------------- cost of pinning
+
+_libc = None
+
+
+def _mlock(ptr: int, n: int, lock: bool) -> int:
+    """mlock/munlock through libc; returns 0 or the errno."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        for fn in (_libc.mlock, _libc.munlock):
+            fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_size_t], ctypes.c_int
+    rc = (_libc.mlock if lock else _libc.munlock)(ctypes.c_void_p(ptr), ctypes.c_size_t(n))
+    return 0 if rc == 0 else ctypes.get_errno()
+
+
+def pin_cost(nbytes: int, reps: int = 3) -> dict:
+    """Seconds for each step of pinning `nbytes` both ways, median of `reps`.
+
+    alloc / free: cudaHostAlloc and cudaFreeHost of fresh memory;
+    touch: first-touch of a new anonymous mmap (page faults: what the process pays before it
+    even has memory to register); register / unregister: cudaHostRegister and
+    cudaHostUnregister of that touched region; mlock / munlock: the kernel's own page locking
+    of the same region, for comparison (None with the errno when the limit forbids it).
+    """
+    n = _size(nbytes, "pin cost")
+    if not isinstance(reps, int) or not 1 <= reps <= 100:
+        raise PinningError(f"reps must be a whole number from 1 to 100, got {reps!r}")
+    cp = gpu.cupy()
+    rt = cp.cuda.runtime
+    steps = {k: [] for k in ("alloc", "free", "touch", "register", "unregister", "mlock", "munlock")}
+    mlock_error = None
+    for _ in range(reps):
+        ptr = None
+        try:
+            t0 = time.perf_counter()
+            ptr = rt.hostAlloc(n, 0)
+            t1 = time.perf_counter()
+            rt.freeHost(ptr)
+            ptr = None
+            t2 = time.perf_counter()
+        finally:
+            if ptr is not None:
+                rt.freeHost(ptr)
+        steps["alloc"].append(t1 - t0)
+        steps["free"].append(t2 - t1)
+        m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        a = np.frombuffer(m, dtype=np.uint8)
+        registered = False
+        try:
+            t0 = time.perf_counter()
+            a[::PAGE] = 1
+            t1 = time.perf_counter()
+            rt.hostRegister(a.ctypes.data, n, 0)
+            registered = True
+            t2 = time.perf_counter()
+            rt.hostUnregister(a.ctypes.data)
+            registered = False
+            t3 = time.perf_counter()
+            steps["touch"].append(t1 - t0)
+            steps["register"].append(t2 - t1)
+            steps["unregister"].append(t3 - t2)
+            t0 = time.perf_counter()
+            err = _mlock(a.ctypes.data, n, True)
+            t1 = time.perf_counter()
+            if err:
+                mlock_error = os.strerror(err)
+            else:
+                _mlock(a.ctypes.data, n, False)
+                t2 = time.perf_counter()
+                steps["mlock"].append(t1 - t0)
+                steps["munlock"].append(t2 - t1)
+        finally:
+            if registered:
+                rt.hostUnregister(a.ctypes.data)
+            del a
+            m.close()
+    out = {k: (float(np.median(v)) if v else None) for k, v in steps.items()}
+    out.update(nbytes=n, reps=reps, mlock_error=mlock_error)
+    return out
+
+
+def cost_sizes(quick: bool) -> list[int]:
+    """4 KiB to 4 GiB in steps of 4x (to 64 MiB when quick)."""
+    hi = (64 << 20) if quick else (4 << 30)
+    return [4096 << (2 * k) for k in range(20) if (4096 << (2 * k)) <= hi]
+
+
+@experiments.experiment("pinning.cost_vs_size", chapter=4,
+                        title="Time to pin and unpin 4 KiB..4 GiB: cudaHostAlloc/FreeHost, "
+                              "cudaHostRegister/Unregister, mlock/munlock")
+def record_cost_vs_size(quick: bool) -> dict:
+    sizes = cost_sizes(quick)
+    bar = Progress(len(sizes), "pin/unpin sizes")
+    rows, skipped = [], {}
+    for n in sizes:
+        try:
+            _size(n, "pin cost")
+        except PinningError as exc:  # too large for this machine's free memory: say so, go on
+            skipped[str(n)] = str(exc)
+            bar.step(f"{fmt_bytes(n)} skipped")
+            continue
+        reps = 1 if quick else (2 if n >= (1 << 30) else 3 if n >= (64 << 20) else 7)
+        rows.append(pin_cost(n, reps))
+        bar.step(fmt_bytes(n))
+    return {"rows": rows, "skipped": skipped, "page_size": PAGE,
+            "locked_after": pinned_bytes_of_process()}
+
+
+# ---------------------------------------------------------------------------- copies from a pointer
+
+def time_copy(host_ptr: int, nbytes: int, direction: str = "h2d", *, reps: int = 5,
+              warmup: int = 1, timeout_s: float = 30.0) -> float:
+    """Median seconds of `reps` event-timed copies between host memory at `host_ptr` and the GPU.
+
+    Works for any host pointer (pageable, registered, cudaHostAlloc'ed, write-combined): the
+    driver decides from the pointer whether it can DMA directly or must stage.
+    """
+    from helpers.measure.transfers import time_copies
+
+    if direction not in ("h2d", "d2h"):
+        raise PinningError(f"direction must be 'h2d' or 'd2h', got {direction!r}")
+    gpu.cupy()
+    return float(np.median(time_copies(host_ptr, int(nbytes), direction, reps=reps, warmup=warmup,
+                                       timeout_s=timeout_s)))
+
+
+# ---------------------------------------------------------------------------- can my region be pinned?
+
+def _register_case(region: Region, flags: str, n: int) -> dict:
+    """Register one region, record what CUDA says and how fast it then copies; always unregisters."""
+    case = {"kind": region.kind, "filesystem": region.filesystem, "read_only": region.read_only,
+            "flags": flags, "pinned_before": is_pinned(region.ptr)}
+    try:
+        reg = Registration(region.ptr, n, flags)
+    except PinningError as exc:
+        reason = str(exc).split("failed: ")[-1]
+        case.update(outcome=reason.split(":")[0] if reason.startswith("cudaError") else reason,
+                    h2d_s=None)
+        return case
+    try:
+        case["outcome"] = "ok"
+        case["pinned_during"] = is_pinned(region.ptr)
+        try:
+            case["device_pointer_is_host_address"] = device_pointer(region.ptr) == region.ptr
+        except PinningError:
+            case["device_pointer_is_host_address"] = None
+        case["h2d_s"] = time_copy(region.ptr, n, "h2d")
+    finally:
+        reg.close()
+    case["pinned_after"] = is_pinned(region.ptr)
+    return case
+
+
+def driver_answers(n: int = 1 << 20) -> dict:
+    """What cudaHostRegister itself answers to requests the course's helpers refuse first."""
+    cp = gpu.cupy()
+    out = {}
+    raw = np.empty(n + 2 * PAGE, dtype=np.uint8)  # malloc'ed by NumPy: no page alignment promised
+    base = raw.ctypes.data
+    out["unaligned (malloc'ed NumPy buffer + 8 B)"] = raw_register_outcome(base + 8 - base % 8, n)
+    m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    ptr = np.frombuffer(m, dtype=np.uint8).ctypes.data
+    m.close()
+    out["unmapped (an mmap already munmap'ed)"] = raw_register_outcome(ptr, n)
+    with Region(n) as r:
+        cp.cuda.runtime.hostRegister(r.ptr, n, 0)
+        try:
+            out["the same region registered twice"] = raw_register_outcome(r.ptr, n)
+        finally:
+            cp.cuda.runtime.hostUnregister(r.ptr)
+        try:
+            cp.cuda.runtime.hostUnregister(r.ptr)
+            out["unregister of a region never registered"] = "ok"
+        except cp.cuda.runtime.CUDARuntimeError as exc:
+            out["unregister of a region never registered"] = cuda_error_name(exc)
+    del raw
+    return out
+
+
+@experiments.experiment("pinning.register_regions", chapter=4,
+                        title="cudaHostRegister of anonymous, /dev/shm and file-backed mmaps: "
+                              "outcome and copy speed vs pageable and cudaHostAlloc")
+def record_register_regions(quick: bool) -> dict:
+    n = (4 << 20) if quick else (256 << 20)
+    cases = []
+    bar = Progress(len(REGION_KINDS) + 4, "regions")
+    with Region(n) as r:
+        pageable_s = time_copy(r.ptr, n, "h2d")
+    bar.step("pageable")
+    with PinnedAlloc(n) as p:
+        alloc_s = time_copy(p.ptr, n, "h2d")
+    bar.step("cudaHostAlloc")
+    for kind in REGION_KINDS:
+        with Region(n, kind) as r:
+            cases.append(_register_case(r, "default", n))
+        bar.step(kind)
+    for flags in ("default", "read_only"):
+        with Region(n, "dev-shm-file", read_only=True) as r:
+            cases.append(_register_case(r, flags, n))
+        bar.step(f"read-only mapping, {flags}")
+    return {"nbytes": n, "pageable_h2d_s": pageable_s, "hostalloc_h2d_s": alloc_s, "cases": cases,
+            "driver_answers": driver_answers(), "locked_after": pinned_bytes_of_process()}
+
+
+# ---------------------------------------------------------------------------- RLIMIT_MEMLOCK
+
+_MEMLOCK_CHILD = r"""
+import ctypes, json, mmap, os, resource, sys
+limit, request, drop = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+out = {"limit": limit, "request": request}
+try:  # import (no CUDA context yet) while the files are still readable to us
+    import cupy
+    import cupy.cuda.runtime as rt
+except Exception as e:
+    cupy = None
+    out["cuda"] = "unavailable: %s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:160])
+resource.setrlimit(resource.RLIMIT_MEMLOCK, (limit, limit))
+if drop:
+    os.environ["HOME"] = "/tmp"
+    os.setgroups([]); os.setgid(65534); os.setuid(65534)
+out["euid"] = os.geteuid()
+cap = [l for l in open("/proc/self/status") if l.startswith("CapEff:")][0].split()[1]
+out["cap_ipc_lock"] = bool(int(cap, 16) >> 14 & 1)
+def locked():
+    v = 0
+    for l in open("/proc/self/status"):
+        if l.startswith(("VmLck:", "VmPin:")):
+            v += int(l.split()[1]) * 1024
+    return v
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mlock.argtypes = libc.munlock.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+m = mmap.mmap(-1, request, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+ctypes.memset(addr, 1, request)
+if libc.mlock(addr, request) == 0:
+    out["mlock"] = "ok"; out["locked_by_mlock"] = locked(); libc.munlock(addr, request)
+else:
+    out["mlock"] = os.strerror(ctypes.get_errno())
+try:
+    if cupy is None:
+        raise ImportError(out["cuda"])
+    rt.getDeviceCount(); rt.free(rt.malloc(256))
+except Exception as e:
+    out["cuda"] = out.get("cuda") or "unavailable: %s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:160])
+else:
+    out["cuda"] = "ok"
+    try:
+        p = rt.hostAlloc(request, 0)
+        out["hostAlloc"] = "ok"; out["locked_by_hostAlloc"] = locked(); rt.freeHost(p)
+    except rt.CUDARuntimeError as e:
+        out["hostAlloc"] = str(e).split(":")[0]
+    try:
+        rt.hostRegister(addr, request, 0)
+        out["hostRegister"] = "ok"; out["locked_by_hostRegister"] = locked(); rt.hostUnregister(addr)
+    except rt.CUDARuntimeError as e:
+        out["hostRegister"] = str(e).split(":")[0]
+print("RESULT " + json.dumps(out), flush=True)
+"""
+
+
+def run_child(code: str, args: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+    """Run Python `code` in a fresh interpreter with a hard timeout (PinningError when it expires)."""
+    if not 0 < timeout_s <= 600:
+        raise PinningError(f"timeout_s must be in (0, 600] seconds, got {timeout_s!r}")
+    try:
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                              timeout=timeout_s, env=dict(os.environ), cwd="/")
+    except subprocess.TimeoutExpired:
+        raise PinningError(f"the child process did not finish within {timeout_s:g} s and was killed") from None
+
+
+def memlock_probe(limit: int, request: int, *, drop_privileges: bool = False,
+                  timeout_s: float = 90.0) -> dict:
+    """In a child process with RLIMIT_MEMLOCK = `limit`, try to lock `request` bytes three ways.
+
+    mlock(2), cudaHostAlloc and cudaHostRegister; the child reports each outcome and what the
+    kernel then counts as locked (VmLck + VmPin). With drop_privileges (only as root) the
+    child becomes user 'nobody' first: root's CAP_IPC_LOCK lets mlock ignore the limit, so
+    only an unprivileged child shows whether a limit is enforced at all.
+    """
+    for name, v in (("limit", limit), ("request", request)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
+            raise PinningError(f"memlock probe: {name} must be a positive whole number of bytes, got {v!r}")
+    _size(request, "memlock probe request")
+    if drop_privileges and os.geteuid() != 0:
+        raise PinningError("memlock probe: dropping privileges needs root; run it without drop_privileges")
+    proc = run_child(_MEMLOCK_CHILD, [str(int(limit)), str(int(request)), "1" if drop_privileges else "0"],
+                     timeout_s)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if proc.returncode != 0 or line is None:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise PinningError(f"memlock probe child failed (exit {proc.returncode}): {' | '.join(tail)}")
+    out = json.loads(line[len("RESULT "):])
+    out["dropped_privileges"] = bool(drop_privileges)
+    return out
+
+
+def process_memlock() -> dict:
+    """This process's RLIMIT_MEMLOCK (bytes, None = unlimited), euid and CAP_IPC_LOCK."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    inf = resource.RLIM_INFINITY
+    cap = 0
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                cap = int(line.split()[1], 16)
+    return {"soft": None if soft == inf else soft, "hard": None if hard == inf else hard,
+            "euid": os.geteuid(), "cap_ipc_lock": bool(cap >> 14 & 1)}
+
+
+@experiments.experiment("pinning.memlock", chapter=4,
+                        title="RLIMIT_MEMLOCK lowered in a child: mlock vs cudaHostAlloc vs cudaHostRegister")
+def record_memlock(quick: bool) -> dict:
+    limit, request = 64 << 20, (128 << 20) if quick else (512 << 20)
+    probes = [memlock_probe(limit, request)]
+    if os.geteuid() == 0:
+        probes.append(memlock_probe(limit, request, drop_privileges=True))
+    return {"parent": process_memlock(), "probes": probes}
+
+
+# ---------------------------------------------------------------------------- live or replay
+
+@dataclass(frozen=True)
+class ChapterData:
+    """One experiment's data for a notebook, and the provenance its figures must show."""
+
+    data: dict
+    mode: Mode
+    source: str
+
+    @property
+    def parts(self) -> list[tuple[Mode, str]]:
+        return [(self.mode, self.source)]
+
+
+def live_or_replay(ctx, experiment_id: str, *, quick: bool = False) -> ChapterData:
+    """Run a registered experiment now (live) or read its recording (replay), saying which.
+
+    In replay, a reference file without this experiment raises ReferenceDataError naming it.
+    """
+    if ctx.live:
+        exp = experiments.discover().get(experiment_id)
+        if exp is None:
+            raise PinningError(f"no registered experiment {experiment_id!r}")
+        try:
+            data = json.loads(json.dumps(exp.run(quick)))  # the same plain JSON a recording holds
+        finally:
+            gpu.release_pools()
+        return ChapterData(data, Mode.LIVE, ctx.gpu_name or "this GPU")
+    ref = ctx.reference()
+    return ChapterData(ref.experiment(experiment_id), Mode.REPLAY, ref.label)
+
+
+# ---------------------------------------------------------------------------- figures, tables, verdicts
+
+STEP_LABEL = {"alloc": "cudaHostAlloc", "free": "cudaFreeHost", "touch": "first touch of a new mmap",
+              "register": "cudaHostRegister", "unregister": "cudaHostUnregister",
+              "mlock": "mlock(2)", "munlock": "munlock(2)"}
+
+
+def cost_figure(cd: ChapterData):
+    """Time of each pinning step vs size, log-log, in microseconds."""
+    import plotly.graph_objects as go
+
+    from helpers.core import figures
+
+    rows = cd.data["rows"]
+    fig = go.Figure()
+    dash = {"free": "dot", "unregister": "dot", "munlock": "dot", "touch": "dash"}
+    for step, label in STEP_LABEL.items():
+        pts = [(r["nbytes"], r[step] * 1e6) for r in rows if r.get(step) is not None]
+        if pts:
+            fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], name=label, mode="lines+markers",
+                            line={"dash": dash.get(step, "solid")})
+    fig.update_layout(title="What pinning and unpinning cost, by size", yaxis={"type": "log", "title": "time (µs, log scale)"},
+                      legend={"orientation": "h", "y": -0.3})
+    figures.log_size_axis(fig, "buffer size")
+    return figures.CourseFigure(fig, cd.parts)
+
+
+def row_at(data: dict, nbytes: int) -> dict:
+    """The pin-cost row of exactly `nbytes` (PinningError if that size was not measured)."""
+    for r in data["rows"]:
+        if r["nbytes"] == nbytes:
+            return r
+    raise PinningError(f"no pin-cost measurement at {nbytes} bytes; have {[r['nbytes'] for r in data['rows']]}")
+
+
+def cost_rows(data: dict) -> list[tuple]:
+    """(size, alloc, free, register, unregister, mlock ms; register GB/s) per measured size."""
+    def ms(v):
+        return "—" if v is None else f"{v * 1e3:.3f}"
+    return [(fmt_bytes(r["nbytes"]), ms(r["alloc"]), ms(r["free"]), ms(r["register"]), ms(r["unregister"]),
+             ms(r["mlock"]), f"{r['nbytes'] / r['register'] / 1e9:.1f}") for r in data["rows"]]
+
+
+def cost_summary(data: dict) -> str:
+    """Fixed cost (smallest size) and rate (largest size) of each way to pin, from the numbers."""
+    small, big = data["rows"][0], data["rows"][-1]
+    out = [f"smallest size ({fmt_bytes(small['nbytes'])}): cudaHostAlloc+cudaFreeHost "
+           f"{(small['alloc'] + small['free']) * 1e6:.0f} µs, cudaHostRegister+Unregister "
+           f"{(small['register'] + small['unregister']) * 1e6:.0f} µs"]
+    for name, a, b in (("cudaHostAlloc + cudaFreeHost", "alloc", "free"),
+                       ("cudaHostRegister + cudaHostUnregister", "register", "unregister"),
+                       ("mlock + munlock", "mlock", "munlock")):
+        if big.get(a) is not None:
+            t = big[a] + big[b]
+            out.append(f"{fmt_bytes(big['nbytes'])}: {name} {t * 1e3:.1f} ms = {big['nbytes'] / t / 1e9:.1f} GB/s pinned")
+    return "\n".join(out)
+
+
+def register_rows(data: dict) -> list[tuple]:
+    """(region, filesystem, flags, outcome, pinned during/after, H2D GB/s) per case."""
+    n = data["nbytes"]
+    rows = [("pageable (not registered)", "anonymous", "—", "—", "no", f"{n / data['pageable_h2d_s'] / 1e9:.1f}"),
+            ("cudaHostAlloc", "—", "default", "ok", "yes", f"{n / data['hostalloc_h2d_s'] / 1e9:.1f}")]
+    for c in data["cases"]:
+        name = c["kind"] + (", mapped read-only" if c["read_only"] else "")
+        pinned = ("yes" if c.get("pinned_during") else "no") + (" → no after unregister" if c.get("outcome") == "ok"
+                                                               and not c.get("pinned_after") else "")
+        bw = "—" if c.get("h2d_s") is None else f"{n / c['h2d_s'] / 1e9:.1f}"
+        rows.append((name, c["filesystem"], c["flags"], c["outcome"], pinned, bw))
+    return rows
+
+
+def register_verdict(data: dict) -> str:
+    """Seed 002's question — can an existing mmapped region be treated as pinned? — from the cases."""
+    n = data["nbytes"]
+    alloc_bw, page_bw = n / data["hostalloc_h2d_s"], n / data["pageable_h2d_s"]
+    lines = []
+    for c in data["cases"]:
+        name = c["kind"] + (" (read-only mapping, flags=" + c["flags"] + ")" if c["read_only"] else "")
+        if c["outcome"] != "ok":
+            lines.append(f"{name}: NO — cudaHostRegister answered {c['outcome']}")
+            continue
+        bw = n / c["h2d_s"]
+        lines.append(f"{name}: yes — copies at {bw / 1e9:.1f} GB/s = {bw / alloc_bw:.2f}x cudaHostAlloc memory, "
+                     f"{bw / page_bw:.2f}x the same memory unregistered")
+    return "\n".join(lines)
+
+
+def memlock_rows(data: dict) -> list[tuple]:
+    """(who, limit, request, mlock, cudaHostAlloc, cudaHostRegister, kernel-counted locked bytes)."""
+    rows = []
+    for p in data["probes"]:
+        who = f"uid {p['euid']}" + (" (CAP_IPC_LOCK)" if p["cap_ipc_lock"] else " (no CAP_IPC_LOCK)")
+        counted = ", ".join(f"{k.split('_by_')[1]}: {fmt_bytes(v)}" for k, v in p.items() if k.startswith("locked_by_"))
+        rows.append((who, fmt_bytes(p["limit"]), fmt_bytes(p["request"]), p["mlock"],
+                     p.get("hostAlloc", p.get("cuda", "—")), p.get("hostRegister", p.get("cuda", "—")), counted or "—"))
+    return rows
+
+
+def memlock_verdict(data: dict) -> str:
+    """Does the NVIDIA driver honour RLIMIT_MEMLOCK? Decided from the unprivileged probe."""
+    plain = [p for p in data["probes"] if not p["cap_ipc_lock"]]
+    if not plain:
+        return ("undecided: every probe ran with CAP_IPC_LOCK, which lets mlock ignore the limit; "
+                "run the probe as an unprivileged user to decide")
+    p = plain[0]
+    if "hostAlloc" not in p:
+        return f"undecided: CUDA was not usable in the unprivileged child ({p.get('cuda')})"
+    over = f"{fmt_bytes(p['request'])} against a limit of {fmt_bytes(p['limit'])}"
+    mlock_enforced = p["mlock"] != "ok"
+    cuda_ok = [k for k in ("hostAlloc", "hostRegister") if p.get(k) == "ok"]
+    if mlock_enforced and cuda_ok:
+        return (f"not honoured: as an unprivileged user, mlock of {over} failed ({p['mlock']}), yet "
+                f"{' and '.join('cuda' + k[0].upper() + k[1:] for k in cuda_ok)} succeeded — "
+                "the NVIDIA driver pins pages without charging RLIMIT_MEMLOCK")
+    if mlock_enforced:
+        return f"honoured: mlock and the CUDA calls all refused {over}"
+    return f"undecided: mlock itself was allowed to lock {over}, so the limit did not bite"

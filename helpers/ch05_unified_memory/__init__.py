@@ -1,0 +1,1 @@
+"""Chapter 5 — unified memory and the GPU MMU."""

@@ -1,0 +1,1 @@
+"""Chapter 6 — GEM, TTM and dma-buf."""

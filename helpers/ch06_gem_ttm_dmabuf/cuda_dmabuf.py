@@ -1,0 +1,183 @@
+"""Export CUDA device memory as a dma-buf (live), or show a recorded export (replay).
+
+NVIDIA's CUDA stack does not use GEM or TTM: device memory belongs to the proprietary
+resource manager inside nvidia.ko, reached through ioctls on /dev/nvidiactl and
+/dev/nvidia0; nvidia-drm.ko registers a DRM device only for display (KMS) and PRIME. What
+CUDA *does* offer to the rest of the kernel is dma-buf: ``cuMemGetHandleForAddressRange``
+with ``CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD`` returns a file descriptor another driver (an
+RDMA NIC, an NVMe driver, a second GPU) can import with ``dma_buf_attach``. The exporter is
+kernel-open/nvidia/nv-dmabuf.c in NVIDIA/open-gpu-kernel-modules; its ``nv_dma_buf_mmap``
+returns -ENOTSUPP unless ``priv->map_attrs.can_mmap`` is set. From the 580 releases on,
+``rm_dma_buf_dup_mem_handle`` (src/nvidia/arch/nvalloc/unix/src/osapi.c) sets it only on
+GPUs without dedicated framebuffer memory (``PDB_PROP_GPU_ZERO_FB``), and ``nv_dma_buf_create``
+clears it unless the exporting client asked for mmap (``bAllowMmap``); releases up to 575
+return -ENOTSUPP unconditionally. ENOTSUPP (524) is a kernel-internal errno
+(include/linux/errno.h) that leaks to user space with no name there.
+
+``export_device_memory`` runs live and is registered as experiment ``dmabuf.cuda_export``
+so the course's recorder captures it on a GPU; ``recorded`` returns that recording for
+replay, or None when none exists (then the notebook shows nothing rather than invent it).
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+
+from helpers.ch06_gem_ttm_dmabuf.drm import read_fdinfo
+from helpers.core.errors import InputError, InputTypeError
+from helpers.core.experiments import experiment
+
+EXPERIMENT_ID = "dmabuf.cuda_export"
+
+
+# Kernel-internal errnos (include/linux/errno.h, "should never be seen by user programs");
+# user-space libc has no name or message for them.
+KERNEL_ERRNOS = {512: "ERESTARTSYS", 513: "ERESTARTNOINTR", 514: "ERESTARTNOHAND", 515: "ENOIOCTLCMD",
+                 516: "ERESTART_RESTARTBLOCK", 521: "EBADHANDLE", 522: "ENOTSYNC", 523: "EBADCOOKIE",
+                 524: "ENOTSUPP", 525: "ETOOSMALL", 526: "ESERVERFAULT", 527: "EBADTYPE"}
+
+
+def _errname(code: int | None) -> str:
+    """errno's symbolic name, including the kernel-internal ones libc does not know."""
+    if code in errno.errorcode:
+        return errno.errorcode[code]
+    return KERNEL_ERRNOS.get(code, f"errno {code}")
+
+
+def export_device_memory(nbytes: int = 2 << 20, fill: int = 0x5A) -> dict:
+    """Allocate ``nbytes`` of device memory, export it as a dma-buf, inspect it, free it.
+
+    Returns a JSON-ready dict: the device's DMA_BUF_SUPPORTED / DMA_BUF_MMAP_SUPPORTED
+    attributes, the export's result, the dma-buf's size (lseek) and /proc/self/fdinfo
+    lines, and what ``mmap`` of the fd did (errno and message, or whether the bytes read
+    through the mapping match the fill). Raises NoGPUError without a usable GPU.
+    """
+    if not isinstance(nbytes, int) or nbytes <= 0 or nbytes % mmap.PAGESIZE:
+        raise InputError(f"nbytes must be a positive multiple of the page size ({mmap.PAGESIZE}), got {nbytes!r}")
+    if not isinstance(fill, int) or not 0 <= fill <= 255:
+        raise InputError(f"fill must be a byte value 0..255, got {fill!r}")
+    from helpers.core import gpu
+
+    cp = gpu.cupy()
+    try:
+        from cuda.bindings import driver as cu
+    except ImportError as exc:
+        raise ImportError("this needs the cuda-bindings package (pip install cuda-bindings)") from exc
+
+    def call(result):
+        err, *rest = result
+        if err != cu.CUresult.CUDA_SUCCESS:
+            return err.name, None
+        return None, (rest[0] if rest else None)
+
+    out: dict = {"nbytes": nbytes, "page_size": mmap.PAGESIZE}
+    dev_id = cp.cuda.Device().id
+    cp.cuda.runtime.free(cp.cuda.runtime.malloc(256))  # a current primary context
+    _, dev = call(cu.cuDeviceGet(dev_id))
+    for key, attr in (("dma_buf_supported", "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED"),
+                      ("dma_buf_mmap_supported", "CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED")):
+        if not hasattr(cu.CUdevice_attribute, attr):
+            out[key] = None
+            out[key + "_error"] = "attribute unknown to this cuda-bindings"
+            continue
+        err, val = call(cu.cuDeviceGetAttribute(getattr(cu.CUdevice_attribute, attr), dev))
+        out[key] = None if err else int(val)
+        if err:
+            out[key + "_error"] = err  # e.g. an older driver that does not know the attribute
+    if not out["dma_buf_supported"]:
+        out["export"] = "not attempted: the device reports no dma-buf support"
+        return out
+    ptr = cp.cuda.runtime.malloc(nbytes)  # cudaMalloc: a cuMemAlloc range in the primary context
+    try:
+        cp.cuda.runtime.memset(ptr, fill, nbytes)
+        cp.cuda.runtime.deviceSynchronize()
+        out["aligned"] = ptr % mmap.PAGESIZE == 0
+        err, fd = call(cu.cuMemGetHandleForAddressRange(
+            ptr, nbytes, cu.CUmemRangeHandleType.CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0))
+        if err:
+            out["export"] = f"cuMemGetHandleForAddressRange failed: {err}"
+            return out
+        fd = int(fd)
+        out["export"] = "ok"
+        try:
+            out["lseek_end"] = os.lseek(fd, 0, os.SEEK_END)
+            os.lseek(fd, 0, os.SEEK_SET)
+            out["fdinfo"] = read_fdinfo(fd)
+            out["proc_fd_link"] = os.readlink(f"/proc/self/fd/{fd}")
+            try:
+                m = mmap.mmap(fd, nbytes, mmap.MAP_SHARED, mmap.PROT_READ)
+            except OSError as exc:
+                out["mmap"] = {"ok": False, "errno": exc.errno, "errname": _errname(exc.errno),
+                               "message": os.strerror(exc.errno) if exc.errno else str(exc)}
+            else:
+                try:
+                    head = m[:4096]
+                    out["mmap"] = {"ok": True, "matches_fill": head == bytes([fill]) * len(head)}
+                finally:
+                    m.close()
+        finally:
+            os.close(fd)
+    finally:
+        cp.cuda.runtime.free(ptr)
+    return out
+
+
+@experiment(EXPERIMENT_ID, chapter=6, title="dma-buf export of CUDA device memory: fdinfo and mmap")
+def _record(quick: bool) -> dict:
+    return export_device_memory(2 << 20)
+
+
+def recorded(ref) -> dict | None:
+    """The recorded export of reference ``ref``, or None when that file has no recording."""
+    return ref.experiment(EXPERIMENT_ID) if ref.has(EXPERIMENT_ID) else None
+
+
+def summary_rows(result: dict) -> list[tuple[str, str]]:
+    """(item, value) rows for a Table, from export_device_memory's (or a recording's) dict."""
+    if not isinstance(result, dict):
+        raise InputTypeError(f"result must be a dict, got {type(result).__name__}")
+    rows = [("CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED", str(result.get("dma_buf_supported"))),
+            ("CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED",
+             f"not answered: {result['dma_buf_mmap_supported_error']} (this driver does not accept the attribute)"
+             if result.get("dma_buf_mmap_supported_error") else str(result.get("dma_buf_mmap_supported"))),
+            ("cuMemGetHandleForAddressRange(DMA_BUF_FD)", str(result.get("export")))]
+    if "lseek_end" in result:
+        rows.append(("lseek(fd, 0, SEEK_END)", f"{result['lseek_end']} bytes"))
+    if "proc_fd_link" in result:
+        rows.append(("/proc/self/fd/N ->", result["proc_fd_link"]))
+    for k, v in (result.get("fdinfo") or {}).items():
+        rows.append((f"fdinfo {k}", v))
+    mm = result.get("mmap")
+    if mm:
+        rows.append(("mmap(fd)", "mapped; bytes match the fill" if mm.get("ok") and mm.get("matches_fill")
+                     else "mapped; bytes differ" if mm.get("ok")
+                     else f"refused: {_errname(mm.get('errno'))} (errno {mm.get('errno')}; strerror: {mm.get('message')})"))
+    return rows
+
+
+def explain(result: dict) -> str:
+    """What the export's outcome means, decided from the result (live or recorded)."""
+    if not isinstance(result, dict):
+        raise InputTypeError(f"result must be a dict, got {type(result).__name__}")
+    if not result.get("dma_buf_supported"):
+        return ("The device reports no dma-buf support (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = "
+                f"{result.get('dma_buf_supported')}), so no export was attempted.")
+    if result.get("export") != "ok":
+        return f"The device reports dma-buf support, but the export failed: {result.get('export')}."
+    fdinfo = result.get("fdinfo") or {}
+    name = fdinfo.get("exp_name", "?")
+    text = (f"The export worked: a {result.get('lseek_end')}-byte dma-buf whose exporter is '{name}'"
+            + (" (the name nv_dma_buf_create in nv-dmabuf.c gives it). " if name == "nv_dmabuf" else ". "))
+    mm = result.get("mmap") or {}
+    if mm.get("ok"):
+        same = "hold" if mm.get("matches_fill") else "do NOT hold"
+        return text + f"mmap of the fd succeeded, and the mapped bytes {same} the pattern written by the GPU."
+    code = mm.get("errno")
+    if code == 524:
+        return text + ("mmap of the fd was refused with errno 524, the kernel-internal ENOTSUPP that "
+                       "nv_dma_buf_mmap returns when the export does not allow CPU mapping (can_mmap is "
+                       "false): the GPU has dedicated framebuffer memory, or the exporter did not ask for "
+                       "mmap. The fd is for other devices to import, not for the CPU to read.")
+    return text + f"mmap of the fd was refused with {_errname(code)} (errno {code}): {mm.get('message')}."

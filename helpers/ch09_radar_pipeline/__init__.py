@@ -1,0 +1,1 @@
+"""Chapter 9 — the real-time radar pipeline (capstone)."""

@@ -1,0 +1,143 @@
+"""The capture-card stand-in: a separate process that writes radar frames into a shared ring.
+
+Run as a script (``python _radar_card.py SHM_NAME PARENT_PID``) by `helpers.ch09_radar_pipeline.radar.CaptureCard`;
+it imports only numpy and the standard library, so it starts fast and never touches CUDA.
+
+Like a real acquisition card with a fixed set of DMA descriptors, it has `slots` buffers in
+host memory. Every `period` it completes a frame: if the consumer has released a slot, the
+frame is written there, stamped with CLOCK_MONOTONIC and published; if every slot is still
+held, the frame is lost and counted, because a card cannot wait for software.
+
+The shared memory starts with one control page of int64 words (see the CTL_* indices), then
+per-slot sequence numbers and timestamps, then the page-aligned slot data.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+PAGE = 4096
+MAGIC = 0x52414441  # "RADA"
+# control words (int64) in the first page
+CTL_MAGIC, CTL_SLOTS, CTL_FRAME_BYTES, CTL_PERIOD_NS, CTL_FRAMES = 0, 1, 2, 3, 4
+CTL_WRITTEN, CTL_RELEASED, CTL_DROPPED, CTL_TICKS, CTL_STOP = 5, 6, 7, 8, 9
+CTL_READY, CTL_DONE, CTL_LATE, CTL_CPU_NS, CTL_SEED, CTL_VARIANTS = 10, 11, 12, 13, 14, 15
+CTL_WORDS = 32
+META_OFFSET = CTL_WORDS * 8  # seq[slots] then stamp_ns[slots]
+MAX_SLOTS = 64
+N_SAMPLES = 1024  # range samples per pulse (complex64)
+CHIRP_LEN = 128
+
+
+def layout_bytes(slots: int, frame_bytes: int) -> int:
+    """Total shared-memory size: the control page plus `slots` frames."""
+    return PAGE + slots * frame_bytes
+
+
+def chirp(n: int = CHIRP_LEN) -> np.ndarray:
+    """The transmitted pulse: a linear FM chirp of n complex samples."""
+    t = np.arange(n) / n
+    return np.exp(1j * np.pi * 0.8 * n * (t - 0.5) ** 2).astype(np.complex64)
+
+
+def synth_frame(pulses: int, seed: int, variant: int) -> np.ndarray:
+    """One frame of echoes (pulses x N_SAMPLES complex64): a few moving targets in noise.
+
+    Deterministic in (seed, variant), so the consumer can recompute the frame it expects.
+    """
+    rng = np.random.default_rng([seed, variant])
+    x = (rng.standard_normal((pulses, N_SAMPLES)) + 1j * rng.standard_normal((pulses, N_SAMPLES))) * 0.5
+    c = chirp()
+    p = np.arange(pulses)[:, None]
+    for _ in range(3):
+        rbin = int(rng.integers(50, N_SAMPLES - CHIRP_LEN - 1))
+        dop = float(rng.uniform(-0.4, 0.4))  # cycles per pulse
+        amp = float(rng.uniform(2, 6))
+        x[:, rbin:rbin + CHIRP_LEN] += amp * c[None, :] * np.exp(2j * np.pi * dop * p)
+    return x.astype(np.complex64)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this process when its parent dies (prctl PR_SET_PDEATHSIG)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass  # the getppid() poll below still ends us
+
+
+def run(shm_name: str, parent_pid: int) -> int:
+    """Produce frames until CTL_FRAMES ticks, a stop request or the parent's death."""
+    import mmap
+
+    _die_with_parent()
+    if os.getppid() != parent_pid:
+        return 3
+    # map /dev/shm/NAME directly: multiprocessing's SharedMemory would register it with a
+    # resource tracker that unlinks it when this process ends (Python < 3.13)
+    fd = os.open(f"/dev/shm/{shm_name.lstrip('/')}", os.O_RDWR)
+    try:
+        m = mmap.mmap(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    try:
+        return _produce(m, parent_pid)
+    finally:
+        try:
+            m.close()
+        except BufferError:
+            pass
+
+
+def _produce(buf, parent_pid: int) -> int:
+    ctl = np.ndarray((CTL_WORDS,), np.int64, buf, 0)
+    if ctl[CTL_MAGIC] != MAGIC:
+        return 4
+    slots, fbytes, period = int(ctl[CTL_SLOTS]), int(ctl[CTL_FRAME_BYTES]), int(ctl[CTL_PERIOD_NS])
+    frames, nvar = int(ctl[CTL_FRAMES]), int(ctl[CTL_VARIANTS])
+    seq = np.ndarray((slots,), np.int64, buf, META_OFFSET)
+    stamp = np.ndarray((slots,), np.int64, buf, META_OFFSET + 8 * slots)
+    data = np.ndarray((slots, fbytes // 8), np.complex64, buf, PAGE)
+    pulses = fbytes // 8 // N_SAMPLES
+    variants = [synth_frame(pulses, int(ctl[CTL_SEED]), v).ravel() for v in range(nvar)]
+    data[:] = variants[0]  # touch every page once, as a driver would at setup
+    cpu0 = time.process_time_ns()
+    ctl[CTL_READY] = 1
+    t0 = time.monotonic_ns() + 20 * period // 10 + 2_000_000  # first frame after the consumer is set up
+    k = 0
+    while k < frames and not ctl[CTL_STOP]:
+        target = t0 + (k + 1) * period
+        while True:  # sleep most of the wait, spin the last 0.3 ms for a precise tick
+            left = target - time.monotonic_ns()
+            if left <= 0:
+                break
+            if left > 400_000:
+                time.sleep((left - 300_000) / 1e9)
+            if ctl[CTL_STOP] or os.getppid() != parent_pid:
+                return 0
+        if time.monotonic_ns() - target > period:
+            ctl[CTL_LATE] += 1  # this process itself ran late (an overloaded machine)
+        w, r = int(ctl[CTL_WRITTEN]), int(ctl[CTL_RELEASED])
+        if w - r >= slots:
+            ctl[CTL_DROPPED] += 1  # every slot still held by the consumer: the frame is lost
+        else:
+            s = w % slots
+            np.copyto(data[s], variants[k % nvar])
+            seq[s] = k
+            stamp[s] = time.monotonic_ns()  # "DMA complete": the frame is in host memory
+            ctl[CTL_WRITTEN] = w + 1  # publish last (x86 stores are not reordered)
+        k += 1
+        ctl[CTL_TICKS] = k
+        ctl[CTL_CPU_NS] = time.process_time_ns() - cpu0
+    ctl[CTL_DONE] = 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1], int(sys.argv[2])))

@@ -1,0 +1,964 @@
+"""Chapter 9: a real-time radar pipeline — capture ring, GPU processing, four copy designs, a model.
+
+Seed 002: an acquisition card delivers 4 MB every 8 ms (the full system 2 GB/s) and the GPU
+must finish each frame before the next arrives. This module provides
+
+- `CaptureCard`: a separate process (helpers/_radar_card.py) that writes frames at the real
+  rate into a shared-memory ring and drops (and counts) frames when no slot is free;
+- `range_doppler`: pulse compression + Doppler FFT, the same code on NumPy and CuPy;
+- `run_pipeline`: the consumer, in one of four designs (pageable, staged, registered,
+  pipelined), measuring end-to-end latency per frame;
+- `simulate`: a discrete-event model of the same pipeline (clearly a model);
+- the recorder experiments `radar.*` and the figures and verdicts of Chapter 9 and Lab 3.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+import sys
+import time
+import weakref
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from helpers.ch09_radar_pipeline import _radar_card as card
+from helpers.core.errors import CourseError, DeviceTimeoutError
+from helpers.core.experiments import experiment
+
+DESIGNS = ("pageable", "staged", "registered", "pipelined")
+DESIGN_TEXT = {
+    "pageable": "cudaMemcpy straight from the (unpinned) ring",
+    "staged": "memcpy into a pinned staging buffer, then DMA",
+    "registered": "cudaHostRegister the ring itself, DMA straight from it",
+    "pipelined": "registered ring + N streams overlapping copy and compute",
+}
+SEED_RATES = ((4 << 20, 8e-3), (16 << 20, 8e-3))  # 4 MB / 8 ms and 2 GB/s
+MAX_BUFFERS = 8
+MAX_KEPT = 64  # processed maps kept on the GPU for the correctness check after a run
+N_SAMPLES = card.N_SAMPLES
+
+
+class RadarInputError(CourseError, ValueError):
+    """A frame size, rate, design or buffer count the pipeline cannot run."""
+
+
+class ShmRing:
+    """A file in /dev/shm mapped into this process: the card's ring, shared with its process.
+
+    multiprocessing.shared_memory would do the same but starts Python's resource-tracker
+    process, which then outlives every notebook that used a card (and before Python 3.13 it
+    cannot be told not to). The course opens and unlinks the file itself instead.
+    """
+
+    def __init__(self, nbytes: int) -> None:
+        import mmap
+        import secrets
+
+        self.name = f"course-radar-{os.getpid()}-{secrets.token_hex(4)}"
+        fd = os.open(f"/dev/shm/{self.name}", os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        try:
+            os.ftruncate(fd, nbytes)
+            self.buf = mmap.mmap(fd, nbytes)
+        except BaseException:
+            os.unlink(f"/dev/shm/{self.name}")
+            raise
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Unmap (BufferError while a NumPy view or a registration still uses the memory)."""
+        self.buf.close()
+
+    def unlink(self) -> None:
+        os.unlink(f"/dev/shm/{self.name}")
+
+
+class CaptureCardError(CourseError, RuntimeError):
+    """The capture-card process did not start, or stopped unexpectedly."""
+
+
+# ---------------------------------------------------------------------------- validation
+
+def check_frame_bytes(frame_bytes) -> int:
+    """A frame is pulses x 1024 complex64 samples, at least 2 pulses, at most 256 MiB."""
+    if isinstance(frame_bytes, bool) or not isinstance(frame_bytes, (int, np.integer)):
+        raise RadarInputError(f"frame size must be a whole number of bytes, got {frame_bytes!r}")
+    unit = 8 * N_SAMPLES
+    if frame_bytes < 2 * unit or frame_bytes > 256 << 20:
+        raise RadarInputError(f"frame size {frame_bytes} B is outside 16 KiB … 256 MiB "
+                              f"(a frame is at least 2 pulses of {N_SAMPLES} complex64 samples)")
+    if frame_bytes % unit:
+        raise RadarInputError(f"frame size {frame_bytes} B does not fit whole pulses: it must be a "
+                              f"multiple of {unit} B ({N_SAMPLES} complex64 samples per pulse)")
+    return int(frame_bytes)
+
+
+def check_period(period_s) -> float:
+    """A frame period from 0.1 ms to 1 s (zero or negative rates are refused)."""
+    try:
+        p = float(period_s)
+    except (TypeError, ValueError):
+        raise RadarInputError(f"frame period must be a number of seconds, got {period_s!r}") from None
+    if not np.isfinite(p) or p <= 0:
+        raise RadarInputError(f"frame period must be positive (a rate of zero or less frames per "
+                              f"second cannot run), got {period_s!r}")
+    if not 1e-4 <= p <= 1.0:
+        raise RadarInputError(f"frame period {p * 1e3:g} ms is outside 0.1 ms … 1000 ms")
+    return p
+
+
+def check_count(value, what: str, lo: int, hi: int) -> int:
+    """A whole number from lo to hi, or a RadarInputError naming `what`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
+        raise RadarInputError(f"{what} must be a whole number from {lo} to {hi}, got {value!r}")
+    return int(value)
+
+
+def check_design(design: str) -> str:
+    if design not in DESIGNS + ("cpu",):
+        raise RadarInputError(f"design must be one of {', '.join(DESIGNS)}, got {design!r}")
+    return design
+
+
+def check_ring_memory(slots: int, frame_bytes: int) -> int:
+    """The ring must fit in a quarter of the memory available now."""
+    from helpers.measure.host_memory import available_host_bytes
+
+    need = card.layout_bytes(slots, frame_bytes)
+    avail = available_host_bytes()
+    if need > avail // 4:
+        raise RadarInputError(f"a ring of {slots} x {frame_bytes / 2**20:.0f} MiB needs {need / 2**30:.2f} GiB, "
+                              f"more than a quarter of the {avail / 2**30:.1f} GiB available")
+    return need
+
+
+# ---------------------------------------------------------------------------- the card
+
+_LIVE_CARDS: weakref.WeakSet = weakref.WeakSet()
+
+
+class CaptureCard:
+    """The acquisition card stand-in: start it, read frames in order, release them, close it.
+
+    Use it as a context manager; closing stops the producer process (waiting at most 2 s,
+    then killing it) and unlinks the shared memory. The producer also dies with its parent.
+    """
+
+    def __init__(self, frame_bytes: int, period_s: float, *, slots: int = 4, frames: int = 2000,
+                 seed: int = 9, variants: int = 4, start_timeout_s: float = 20.0) -> None:
+        self.frame_bytes = check_frame_bytes(frame_bytes)
+        self.period_s = check_period(period_s)
+        self.slots = check_count(slots, "ring slots", 1, card.MAX_SLOTS)
+        self.frames = check_count(frames, "frames", 1, 1_000_000)
+        self.variants = check_count(variants, "frame variants", 1, 16)
+        self.seed = int(seed)
+        check_ring_memory(self.slots, self.frame_bytes)
+        self.proc: subprocess.Popen | None = None
+        self.shm = ShmRing(card.layout_bytes(self.slots, self.frame_bytes))
+        buf = self.shm.buf
+        self.ctl = np.ndarray((card.CTL_WORDS,), np.int64, buf, 0)
+        self.ctl[:] = 0
+        self.seq = np.ndarray((self.slots,), np.int64, buf, card.META_OFFSET)
+        self.stamp = np.ndarray((self.slots,), np.int64, buf, card.META_OFFSET + 8 * self.slots)
+        self.data = np.ndarray((self.slots, self.frame_bytes // 8), np.complex64, buf, card.PAGE)
+        for k, v in ((card.CTL_SLOTS, self.slots), (card.CTL_FRAME_BYTES, self.frame_bytes),
+                     (card.CTL_PERIOD_NS, round(self.period_s * 1e9)), (card.CTL_FRAMES, self.frames),
+                     (card.CTL_SEED, self.seed), (card.CTL_VARIANTS, self.variants),
+                     (card.CTL_MAGIC, card.MAGIC)):
+            self.ctl[k] = v
+        self.read = 0  # frames taken by the consumer
+        self.start_timeout_s = start_timeout_s
+
+    # -- lifetime
+    def start(self) -> CaptureCard:
+        script = Path(card.__file__)
+        self.proc = subprocess.Popen([sys.executable, str(script), self.shm.name, str(os.getpid())],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        _LIVE_CARDS.add(self)
+        deadline = time.monotonic() + self.start_timeout_s
+        while not self.ctl[card.CTL_READY]:
+            if self.proc.poll() is not None:
+                rc, err = self.proc.returncode, self.proc.stderr.read().decode(errors="replace")[-500:]
+                self.close()
+                raise CaptureCardError(f"the capture-card process exited with {rc}: {err}")
+            if time.monotonic() > deadline:
+                self.close()
+                raise CaptureCardError(f"the capture-card process was not ready within {self.start_timeout_s:.0f} s")
+            time.sleep(0.005)
+        return self
+
+    def close(self) -> None:
+        """Stop the producer (2 s grace, then SIGKILL) and free the shared memory."""
+        if getattr(self, "ctl", None) is not None:
+            self.ctl[card.CTL_STOP] = 1
+        p, self.proc = self.proc, None
+        if p is not None:
+            try:
+                p.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=5.0)
+            if p.stderr:
+                p.stderr.close()
+        if getattr(self, "shm", None) is not None:
+            self.ctl = self.seq = self.stamp = self.data = None
+            shm, self.shm = self.shm, None
+            try:
+                shm.close()
+            except BufferError:  # a view is still exported (e.g. a registered pointer); unlink anyway
+                pass
+            try:
+                shm.unlink()
+            except FileNotFoundError:
+                pass
+
+    def __enter__(self) -> CaptureCard:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    # -- the consumer side
+    def counter(self, which: int) -> int:
+        return int(self.ctl[which])
+
+    @property
+    def dropped(self) -> int:
+        return self.counter(card.CTL_DROPPED)
+
+    @property
+    def finished(self) -> bool:
+        """The producer has produced its last frame and the consumer has taken every written one."""
+        return bool(self.ctl[card.CTL_DONE]) and self.read >= self.counter(card.CTL_WRITTEN)
+
+    def available(self) -> bool:
+        return self.counter(card.CTL_WRITTEN) > self.read
+
+    def take(self) -> tuple[int, int, int]:
+        """The next written frame, in order: (slot, seq, stamp_ns). Call only when available()."""
+        s = self.read % self.slots
+        self.read += 1
+        return s, int(self.seq[s]), int(self.stamp[s])
+
+    def release(self) -> None:
+        """Hand the oldest taken slot back to the card."""
+        if self.counter(card.CTL_RELEASED) >= self.read:
+            raise CaptureCardError("release() without a taken frame")
+        self.ctl[card.CTL_RELEASED] += 1
+
+    def check_alive(self) -> None:
+        if self.proc is not None and self.proc.poll() not in (None, 0):
+            raise CaptureCardError(f"the capture-card process died with exit status {self.proc.returncode}")
+
+    def wait_frame(self, timeout_s: float) -> bool:
+        """Wait (sleeping 50 µs between looks) until a frame is available; False if the card is done."""
+        deadline = time.monotonic() + timeout_s
+        while not self.available():
+            if self.ctl[card.CTL_DONE]:
+                return False
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise DeviceTimeoutError(f"no frame from the capture card within {timeout_s:.1f} s")
+            time.sleep(5e-5)
+        return True
+
+
+@atexit.register
+def _close_all_cards() -> None:
+    for c in list(_LIVE_CARDS):
+        c.close()
+
+
+# ---------------------------------------------------------------------------- processing
+
+def frame_shape(frame_bytes: int) -> tuple[int, int]:
+    """(pulses, range samples) of a frame of `frame_bytes`."""
+    return check_frame_bytes(frame_bytes) // 8 // N_SAMPLES, N_SAMPLES
+
+
+def matched_filter(xp=np):
+    """The pulse-compression filter in the frequency domain: conj(FFT(chirp)) over 1024 samples."""
+    return xp.conj(xp.fft.fft(xp.asarray(card.chirp()), N_SAMPLES)).astype(xp.complex64)
+
+
+def range_doppler(xp, frame, mf):
+    """Pulse compression along range, then a Doppler FFT across pulses: |.|^2 map (float32).
+
+    `xp` is numpy or cupy; `frame` is (pulses, 1024) complex64; `mf` = matched_filter(xp).
+    """
+    compressed = xp.fft.ifft(xp.fft.fft(frame, axis=1) * mf, axis=1)
+    rd = xp.fft.fftshift(xp.fft.fft(compressed, axis=0), axes=0)
+    return (rd.real ** 2 + rd.imag ** 2).astype(xp.float32)
+
+
+def reference_map(frame: np.ndarray) -> np.ndarray:
+    """The NumPy reference of `range_doppler`, in float64 throughout."""
+    x = np.asarray(frame, dtype=np.complex128)
+    mf = np.conj(np.fft.fft(card.chirp().astype(np.complex128), N_SAMPLES))
+    rd = np.fft.fftshift(np.fft.fft(np.fft.ifft(np.fft.fft(x, axis=1) * mf, axis=1), axis=0), axes=0)
+    return np.abs(rd) ** 2
+
+
+def map_error(got, want) -> float:
+    """Largest absolute difference relative to the map's peak (0 = identical)."""
+    got, want = np.asarray(got, float), np.asarray(want, float)
+    if got.shape != want.shape:
+        return float("inf")
+    return float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30))
+
+
+def synth_frame(frame_bytes: int, seed: int = 9, variant: int = 0) -> np.ndarray:
+    """The frame the capture card sends as variant `variant` (pulses x 1024 complex64)."""
+    return card.synth_frame(frame_shape(frame_bytes)[0], seed, variant)
+
+
+# ---------------------------------------------------------------------------- metrics
+
+@dataclass
+class RunResult:
+    """One pipeline run: per-frame latency and what it cost."""
+
+    design: str
+    frame_bytes: int
+    period_s: float
+    slots: int
+    buffers: int
+    frames: int
+    latency_us: list[int]            # end-to-end latency of each processed frame, in order
+    seq: list[int]                   # the card's sequence number of each processed frame
+    dropped: int                     # frames the card lost for want of a free slot
+    cpu_s: float                     # consumer process CPU time over the run
+    wall_s: float
+    producer_late: int = 0
+    copy_us_p50: float | None = None
+    kernel_us_p50: float | None = None
+    memcpy_us_p50: float | None = None
+    checked: int = 0                 # frames whose map was compared with the NumPy reference
+    max_error: float | None = None
+    gpu: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarize(latency_us, period_s: float, dropped: int = 0, frames: int | None = None) -> dict:
+    """p50/p99/p99.9/max latency (ms), deadline misses (latency > period) and drops."""
+    lat = np.asarray(latency_us, dtype=float) / 1e3
+    if lat.size == 0:
+        return {"n": 0, "p50_ms": None, "p99_ms": None, "p999_ms": None, "max_ms": None,
+                "misses": 0, "dropped": int(dropped), "frames": frames}
+    q = np.percentile(lat, [50, 99, 99.9])
+    return {"n": int(lat.size), "p50_ms": float(q[0]), "p99_ms": float(q[1]), "p999_ms": float(q[2]),
+            "max_ms": float(lat.max()), "misses": int(np.sum(lat > period_s * 1e3)),
+            "dropped": int(dropped), "frames": frames}
+
+
+def result_summary(r: dict) -> dict:
+    s = summarize(r["latency_us"], r["period_s"], r["dropped"], r["frames"])
+    s.update(design=r["design"], frame_bytes=r["frame_bytes"], period_s=r["period_s"],
+             buffers=r["buffers"], cpu_pct=100 * r["cpu_s"] / max(r["wall_s"], 1e-9),
+             gbps=r["frame_bytes"] / r["period_s"] / 1e9)
+    return s
+
+
+# ---------------------------------------------------------------------------- the consumer
+
+def run_cpu_consumer(frame_bytes: int, period_s: float, frames: int, *, slots: int = 4,
+                     work_s: float = 0.0, hold: int = 1, timeout_s: float = 5.0) -> RunResult:
+    """A CPU-only consumer (no GPU): take each frame, 'process' it for work_s, release it.
+
+    Used by the tests of the ring and by the book without a GPU to show drops: a consumer
+    slower than the card loses frames, exactly as the model predicts. `hold` frames are kept
+    before the oldest is released (a consumer that never releases loses everything after
+    `slots` frames).
+    """
+    held: deque = deque()
+    lat, seqs = [], []
+    cpu0, t0 = time.process_time(), time.monotonic()
+    with CaptureCard(frame_bytes, period_s, slots=slots, frames=frames, variants=1) as c:
+        while c.wait_frame(timeout_s):
+            s, q, stamp = c.take()
+            checksum = float(c.data[s][:: max(1, frame_bytes // 8 // 64)].real.sum())  # touch the data
+            if work_s:
+                end = time.monotonic() + work_s
+                while time.monotonic() < end:
+                    pass
+            lat.append((time.monotonic_ns() - stamp) // 1000)
+            seqs.append(q)
+            held.append(checksum)
+            while len(held) >= hold and held:
+                held.popleft()
+                c.release()
+        dropped, late = c.dropped, c.counter(card.CTL_LATE)
+    return RunResult("cpu", frame_bytes, period_s, slots, 1, frames, [int(x) for x in lat], seqs, dropped,
+                     time.process_time() - cpu0, time.monotonic() - t0, late)
+
+
+class _Device:
+    """The GPU side of one run: device buffers, streams, events, the registered ring."""
+
+    def __init__(self, cp, c: CaptureCard, design: str, buffers: int) -> None:
+        self.cp, self.design, self.buffers = cp, design, buffers
+        pulses, ns = frame_shape(c.frame_bytes)
+        self.inp = [cp.empty((pulses, ns), cp.complex64) for _ in range(buffers)]
+        self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(buffers)]
+        self.mf = matched_filter(cp)
+        self.out: list = [None] * buffers
+        self.staging = None
+        self.registered = 0
+        if design == "staged":
+            from helpers.measure.host_memory import _view
+
+            self.staging = [cp.cuda.alloc_pinned_memory(c.frame_bytes) for _ in range(buffers)]
+            self.staging_np = [_view(m.ptr, c.frame_bytes).view(np.complex64) for m in self.staging]
+        if design in ("registered", "pipelined"):
+            base = c.data.ctypes.data
+            cp.cuda.runtime.hostRegister(base, c.data.nbytes, 0)
+            self.registered = base
+
+    def close(self) -> None:
+        cp = self.cp
+        for s in self.streams:
+            s.synchronize()
+        if self.registered:
+            cp.cuda.runtime.hostUnregister(self.registered)
+            self.registered = 0
+        self.inp = self.out = self.staging = self.staging_np = self.streams = None
+
+
+def _process_fn(process):
+    return process if process is not None else range_doppler
+
+
+def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_s: float = 8e-3,
+                 frames: int = 500, *, slots: int = 4, buffers: int | None = None, process=None,
+                 check_every: int = 101, seed: int = 9, timeout_s: float = 5.0,
+                 progress: bool = False) -> RunResult:
+    """Run the live pipeline: the card produces `frames` frames, the GPU processes them.
+
+    design: pageable | staged | registered | pipelined (see DESIGN_TEXT); buffers: device
+    buffers/streams in flight (1 for the first three designs unless given; 3 for pipelined).
+    process(xp, frame, mf) -> map replaces `range_doppler` (Lab 3 passes the learner's).
+    Latency of a frame = the moment its map is complete on the GPU, seen by the host, minus
+    the moment the card finished writing it. Every `check_every`-th frame's map is kept on the
+    GPU (at most MAX_KEPT of them) and compared with the NumPy reference after the run — a
+    comparison inside the loop would stall it and make the frames behind it miss (101 is prime to 4, so
+    the checks cycle through the card's four frame variants).
+    """
+    from helpers.core import gpu
+    from helpers.core.progress import Progress
+
+    design = check_design(design)
+    frame_bytes, period_s = check_frame_bytes(frame_bytes), check_period(period_s)
+    frames = check_count(frames, "frames", 1, 1_000_000)
+    if buffers is None:
+        buffers = 3 if design == "pipelined" else 1
+    buffers = check_count(buffers, "buffers", 1, MAX_BUFFERS)
+    slots = check_count(slots, "ring slots", 1, card.MAX_SLOTS)
+    if design == "cpu":
+        raise RadarInputError("design 'cpu' runs through run_cpu_consumer")
+    cp = gpu.cupy()
+    fn = _process_fn(process)
+    check_ring_memory(slots, frame_bytes)
+    kept_bytes = min(frames // check_every + 1, MAX_KEPT) * frame_bytes // 2 if check_every else 0
+    need = 6 * buffers * frame_bytes + kept_bytes
+    if gpu.free_device_bytes() < need:
+        raise RadarInputError(f"{buffers} buffers of {frame_bytes / 2**20:.0f} MiB (and the maps kept for the "
+                              f"check) need about {need / 2**30:.1f} GiB of free device memory")
+    wanted = {q % 4 for q in range(0, frames, check_every)} if check_every else set()
+    refs = {v: reference_map(synth_frame(frame_bytes, seed, v)) for v in wanted}
+    # warm up FFT plans and the kernels outside the timed run
+    warm = cp.asarray(synth_frame(frame_bytes, seed, 0))
+    for _ in range(2):
+        fn(cp, warm, matched_filter(cp))
+    cp.cuda.runtime.deviceSynchronize()
+    del warm
+    lat, seqs, copy_t, kern_t, memcpy_t, kept = [], [], [], [], [], []
+    checked, max_err = 0, 0.0
+    bar = Progress(frames, f"{design} {frame_bytes >> 20} MiB/{period_s * 1e3:g} ms") if progress else None
+    c = CaptureCard(frame_bytes, period_s, slots=slots, frames=frames, seed=seed, variants=4)
+    dev = None
+    try:
+        c.start()
+        dev = _Device(cp, c, design, buffers)
+        free = deque(range(buffers))
+        inflight: deque = deque()   # (buf, seq, stamp, ev0, ev_copy, ev_done)
+        unreleased: deque = deque()  # copy events of taken, not yet released frames (in order)
+        cpu0, t0 = time.process_time(), time.monotonic()
+        last_progress = time.monotonic()
+        H2D = cp.cuda.runtime.memcpyHostToDevice
+        while True:
+            busy = False
+            while inflight and inflight[0][5].done:  # frames whose map is complete
+                b, q, stamp, e0, e1, e2 = inflight.popleft()
+                lat.append((time.monotonic_ns() - stamp) // 1000)
+                seqs.append(q)
+                copy_t.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3)
+                kern_t.append(cp.cuda.get_elapsed_time(e1, e2) * 1e3)
+                if check_every and q % check_every == 0 and len(kept) < MAX_KEPT:
+                    kept.append((q, dev.out[b]))  # compared after the run: a check here would stall the loop
+                dev.out[b] = None
+                free.append(b)
+                busy = True
+                if bar:
+                    bar.step()
+            while unreleased and (unreleased[0] is None or unreleased[0].done):
+                unreleased.popleft()
+                c.release()
+                busy = True
+            if free and c.available():
+                s, q, stamp = c.take()
+                b = free.popleft()
+                st = dev.streams[b]
+                e0, e1, e2 = cp.cuda.Event(), cp.cuda.Event(), cp.cuda.Event()
+                if design == "staged":
+                    m0 = time.perf_counter()
+                    np.copyto(dev.staging_np[b], c.data[s])
+                    memcpy_t.append((time.perf_counter() - m0) * 1e6)
+                    unreleased.append(None)  # the ring slot is free as soon as the CPU copy is done
+                    src = dev.staging[b].ptr
+                else:
+                    src = c.data[s].ctypes.data
+                e0.record(st)
+                cp.cuda.runtime.memcpyAsync(dev.inp[b].data.ptr, src, c.frame_bytes, H2D, st.ptr)
+                e1.record(st)
+                if design != "staged":
+                    unreleased.append(e1)
+                with st:
+                    dev.out[b] = fn(cp, dev.inp[b], dev.mf)
+                e2.record(st)
+                inflight.append((b, q, stamp, e0, e1, e2))
+                busy = True
+            if busy:
+                last_progress = time.monotonic()
+                continue
+            if not inflight and c.finished:
+                break
+            c.check_alive()
+            if time.monotonic() - last_progress > timeout_s:
+                raise DeviceTimeoutError(f"the pipeline made no progress for {timeout_s:.1f} s "
+                                         f"({len(lat)} of {frames} frames done)")
+            time.sleep(5e-5)
+        cpu_s, wall_s = time.process_time() - cpu0, time.monotonic() - t0
+        dropped, late = c.dropped, c.counter(card.CTL_LATE)
+        for q, m in kept:
+            checked, max_err = checked + 1, max(max_err, map_error(cp.asnumpy(m), refs[q % 4]))
+    finally:
+        kept.clear()
+        if dev is not None:
+            dev.close()
+        c.close()
+        del dev
+        cp.get_default_memory_pool().free_all_blocks()
+        cp.get_default_pinned_memory_pool().free_all_blocks()
+
+    def med(v):
+        return float(np.median(v)) if v else None
+    return RunResult(design, frame_bytes, period_s, slots, buffers, frames, [int(x) for x in lat], seqs,
+                     dropped, cpu_s, wall_s, late, med(copy_t), med(kern_t), med(memcpy_t), checked,
+                     max_err if checked else None, gpu.probe().name)
+
+
+# ---------------------------------------------------------------------------- the model
+
+@dataclass(frozen=True)
+class MachineParams:
+    """What the discrete-event model needs to know about a machine (all in seconds / B/s)."""
+
+    pinned_t0_s: float
+    pinned_Bps: float
+    pageable_t0_s: float
+    pageable_Bps: float
+    memcpy_Bps: float           # CPU memcpy from the ring into pinned staging
+    kernel_s_per_byte: float    # processing time per input byte (FFT work is ~linear here)
+    kernel_t0_s: float
+    overhead_s: float           # polling and wake-up: the host sees completion this late
+    source: str = ""
+
+    def copy_s(self, n: int, pinned: bool) -> float:
+        return (self.pinned_t0_s + n / self.pinned_Bps) if pinned else (self.pageable_t0_s + n / self.pageable_Bps)
+
+    def kernel_s(self, n: int) -> float:
+        return self.kernel_t0_s + n * self.kernel_s_per_byte
+
+
+def fit_t0_bw(nbytes, times_s, lo: int = 1 << 16) -> tuple[float, float]:
+    """Fit t = t0 + n/B by weighted least squares (weights 1/t) over sizes >= lo."""
+    n, t = np.asarray(nbytes, float), np.asarray(times_s, float)
+    keep = n >= lo
+    n, t = n[keep], t[keep]
+    if n.size < 2:
+        raise RadarInputError("need at least two copy sizes of 64 KiB or more to fit t0 + n/B")
+    w = 1 / t
+    a = np.vstack([np.ones_like(n), n]).T * w[:, None]
+    (t0, inv_b), *_ = np.linalg.lstsq(a, t * w, rcond=None)
+    return max(float(t0), 0.0), float(1 / inv_b)
+
+
+def machine_params(ref) -> MachineParams:
+    """Model parameters from a reference recording: copies from transfers.pinned_vs_pageable,
+    memcpy and kernel times and the polling overhead from the radar.* runs."""
+    series = ref.experiment("transfers.pinned_vs_pageable")["series"]
+    fits = {}
+    for s in series:
+        if s["direction"] == "h2d":
+            fits[s["host_kind"]] = fit_t0_bw(s["nbytes"], s["median_s"])
+    runs = recorded_runs(ref)
+    ker = [(r["frame_bytes"], r["kernel_us_p50"] * 1e-6) for r in runs if r.get("kernel_us_p50")]
+    by_n: dict[int, list[float]] = {}
+    for n, k in ker:
+        by_n.setdefault(n, []).append(k)
+    ns = sorted(by_n)
+    ks = [float(np.median(by_n[n])) for n in ns]
+    slope, k0 = (np.polyfit(ns, ks, 1) if len(ns) >= 2 else (ks[0] / ns[0], 0.0))
+    if slope <= 0 or k0 < 0:  # measured kernel time does not grow with size (clocks, launch-bound): use the median
+        slope, k0 = (0.0, float(np.median(ks))) if slope <= 0 else (ks[-1] / ns[-1], 0.0)
+    mem = [r["frame_bytes"] / (r["memcpy_us_p50"] * 1e-6) for r in runs if r.get("memcpy_us_p50")]
+    over = []
+    for r in runs:
+        if r["design"] == "registered" and r.get("kernel_us_p50"):
+            p50 = float(np.median(r["latency_us"])) * 1e-6
+            over.append(max(p50 - (r["copy_us_p50"] + r["kernel_us_p50"]) * 1e-6, 0.0))
+    return MachineParams(fits["pinned"][0], fits["pinned"][1], fits["pageable"][0], fits["pageable"][1],
+                         float(np.median(mem)), slope, k0, float(np.median(over)) if over else 50e-6,
+                         source=ref.label)
+
+
+def simulate(params: MachineParams, design: str, frame_bytes: int, period_s: float, frames: int = 2000, *,
+             slots: int = 4, buffers: int | None = None, jitter: float = 0.0, seed: int = 0,
+             deadline_periods: float = 1.0) -> dict:
+    """Discrete-event model of the pipeline; returns latency_us, dropped and a summary.
+
+    Resources: the consumer's CPU thread, one copy engine, the compute engine, `buffers`
+    device buffers and `slots` ring slots. Frame k is complete in host memory at k*period.
+    pageable/staged/registered run one frame at a time (copy, then kernel); pipelined issues
+    the next copy while earlier kernels run. A pageable copy also holds the CPU. `jitter`
+    multiplies every duration by a lognormal factor with that sigma (seeded). A miss is a
+    latency above deadline_periods x period (1: done before the next frame arrives).
+    """
+    design = check_design(design)
+    frame_bytes, period_s = check_frame_bytes(frame_bytes), check_period(period_s)
+    frames = check_count(frames, "frames", 1, 1_000_000)
+    slots = check_count(slots, "ring slots", 1, card.MAX_SLOTS)
+    if buffers is None:
+        buffers = 3 if design == "pipelined" else 1
+    buffers = check_count(buffers, "buffers", 1, MAX_BUFFERS)
+    rng = np.random.default_rng(seed)
+
+    def d(x):
+        return x * float(rng.lognormal(0, jitter)) if jitter else x
+
+    n = frame_bytes
+    copy_free = compute_free = cpu_free = 0.0
+    buf_free = [0.0] * buffers
+    releases: deque = deque()  # release times of accepted frames still holding a slot
+    lat, dropped = [], 0
+    for k in range(frames):
+        a = (k + 1) * period_s
+        while releases and releases[0] <= a:
+            releases.popleft()
+        if len(releases) >= slots:
+            dropped += 1
+            continue
+        b = k % buffers
+        start = max(a, cpu_free, buf_free[b])
+        if design == "staged":
+            t_mem = d(n / params.memcpy_Bps)
+            release = start + t_mem
+            c0 = max(release, copy_free)
+            c1 = c0 + d(params.copy_s(n, True))
+            cpu_free = release
+        elif design == "pageable":
+            c0 = max(start, copy_free)
+            c1 = c0 + d(params.copy_s(n, False))
+            release = c1
+            cpu_free = c1  # a pageable copy holds the calling thread until the data is staged
+        else:
+            c0 = max(start, copy_free)
+            c1 = c0 + d(params.copy_s(n, True))
+            release = c1
+            cpu_free = start
+        copy_free = c1
+        k0 = max(c1, compute_free)
+        k1 = k0 + d(params.kernel_s(n))
+        compute_free = k1
+        done = k1 + params.overhead_s
+        buf_free[b] = done
+        if buffers == 1 or design != "pipelined":
+            cpu_free = max(cpu_free, done)  # one frame at a time: the next starts after this one
+        releases.append(release)
+        lat.append(int(round((done - a) * 1e6)))
+    return {"design": design, "frame_bytes": frame_bytes, "period_s": period_s, "buffers": buffers,
+            "slots": slots, "frames": frames, "latency_us": lat, "dropped": dropped,
+            "summary": summarize(lat, period_s * deadline_periods, dropped, frames)}
+
+
+# ---------------------------------------------------------------------------- recorder experiments
+
+def record_design(design: str, quick: bool) -> dict:
+    """Both seed rates for one design, 2,000 frames each (200 when quick)."""
+    frames = 200 if quick else 2000
+    runs = []
+    for n, p in SEED_RATES:
+        r = run_pipeline(design, n, p, frames, progress=True)
+        runs.append(r.to_dict())
+    return {"runs": runs, "frames": frames}
+
+
+@experiment("radar.pageable", chapter=9, title="Radar pipeline: cudaMemcpy from the unpinned ring, 4 MB and 16 MB per 8 ms")
+def record_pageable(quick: bool) -> dict:
+    return record_design("pageable", quick)
+
+
+@experiment("radar.staged", chapter=9, title="Radar pipeline: memcpy to pinned staging then DMA, 4 MB and 16 MB per 8 ms")
+def record_staged(quick: bool) -> dict:
+    return record_design("staged", quick)
+
+
+@experiment("radar.registered", chapter=9, title="Radar pipeline: cudaHostRegister'ed ring, DMA from it, 4 MB and 16 MB per 8 ms")
+def record_registered(quick: bool) -> dict:
+    return record_design("registered", quick)
+
+
+@experiment("radar.pipelined", chapter=9, title="Radar pipeline: registered ring, 3 streams overlapping copy and compute")
+def record_pipelined(quick: bool) -> dict:
+    return record_design("pipelined", quick)
+
+
+def recorded_runs(ref) -> list[dict]:
+    """Every recorded radar run of a reference, design by design (clear error if missing)."""
+    out = []
+    for d in DESIGNS:
+        out += ref.experiment(f"radar.{d}")["runs"]
+    return out
+
+
+# ---------------------------------------------------------------------------- figures and verdicts
+
+def summary_rows(runs: list[dict]) -> list[tuple]:
+    rows = []
+    for r in runs:
+        s = result_summary(r)
+        rows.append((s["design"], f"{s['frame_bytes'] >> 20} MiB / {s['period_s'] * 1e3:g} ms",
+                     f"{s['gbps']:.2f}", s["n"], f"{s['p50_ms']:.3f}" if s["n"] else "—",
+                     f"{s['p99_ms']:.3f}" if s["n"] else "—", f"{s['p999_ms']:.3f}" if s["n"] else "—",
+                     f"{s['max_ms']:.3f}" if s["n"] else "—", s["misses"], s["dropped"], f"{s['cpu_pct']:.1f}"))
+    return rows
+
+
+SUMMARY_HEADERS = ("design", "frame / period", "GB/s", "frames", "p50 ms", "p99 ms", "p99.9 ms", "max ms",
+                   "misses", "dropped", "CPU %")
+
+
+def latency_figure(runs: list[dict], parts, title: str = "End-to-end latency of every frame"):
+    """Latency over time, one trace per run, with the deadline drawn."""
+    import plotly.graph_objects as go
+
+    from helpers.core.figures import CourseFigure
+
+    fig = go.Figure()
+    for r in runs:
+        x = np.asarray(r["seq"]) * r["period_s"]
+        fig.add_trace(go.Scattergl(x=x, y=np.asarray(r["latency_us"]) / 1e3, mode="markers", marker={"size": 3},
+                                   name=f"{r['design']} {r['frame_bytes'] >> 20} MiB"))
+    if runs:
+        fig.add_hline(y=runs[0]["period_s"] * 1e3, line_dash="dash", annotation_text="deadline (next frame)")
+    fig.update_layout(title=title, xaxis_title="time since the first frame (s)",
+                      yaxis_title="latency (ms)", yaxis_type="log", height=420)
+    return CourseFigure(fig, parts)
+
+
+def histogram_figure(runs: list[dict], parts, title: str = "Latency distribution"):
+    import plotly.graph_objects as go
+
+    from helpers.core.figures import CourseFigure
+
+    fig = go.Figure()
+    for r in runs:
+        fig.add_trace(go.Histogram(x=np.asarray(r["latency_us"]) / 1e3, nbinsx=80, opacity=0.6,
+                                   name=f"{r['design']} {r['frame_bytes'] >> 20} MiB"))
+    fig.update_layout(title=title, barmode="overlay", xaxis_title="latency (ms)",
+                      yaxis_title="frames", yaxis_type="log", height=400)
+    return CourseFigure(fig, parts)
+
+
+def seed_verdicts(runs: list[dict]) -> list[str]:
+    """Answers to the 2009 thread's questions, decided from the recorded numbers."""
+    s = {(r["design"], r["frame_bytes"]): result_summary(r) for r in runs}
+    out = []
+    for n, label in ((4 << 20, "4 MB / 8 ms"), (16 << 20, "16 MB / 8 ms (2 GB/s)")):
+        ok = [d for d in DESIGNS if (d, n) in s and s[(d, n)]["misses"] == 0 and s[(d, n)]["dropped"] == 0]
+        bad = [d for d in DESIGNS if (d, n) in s and d not in ok]
+        out.append(f"At {label}: {len(ok)} of {len(ok) + len(bad)} designs met every deadline "
+                   f"({', '.join(ok) or 'none'})" + (f"; missed or dropped: {', '.join(bad)}." if bad else "."))
+    for n in (4 << 20, 16 << 20):
+        pg, st, rg = s.get(("pageable", n)), s.get(("staged", n)), s.get(("registered", n))
+        if pg and st and rg:
+            best = min((pg, st, rg), key=lambda x: x["p999_ms"])
+            out.append(f"{n >> 20} MiB: option 1 (copy from the mapped region) p99.9 {pg['p999_ms']:.2f} ms, "
+                       f"option 2 (memcpy to pinned, then copy) {st['p999_ms']:.2f} ms, registering the ring "
+                       f"{rg['p999_ms']:.2f} ms — the lowest tail is '{best['design']}'; CPU use "
+                       f"{pg['cpu_pct']:.0f}% / {st['cpu_pct']:.0f}% / {rg['cpu_pct']:.0f}%.")
+    return out
+
+
+# ---------------------------------------------------------------------------- notebook glue
+
+@dataclass
+class Runs:
+    """Pipeline runs to show, and where they come from."""
+
+    runs: list[dict]
+    mode: str
+    source: str
+
+    @property
+    def parts(self) -> list[tuple[str, str]]:
+        return [(self.mode, self.source)]
+
+
+def live_or_replay(ctx, frames: int = 400) -> Runs:
+    """Live: every design at both seed rates, `frames` frames each; replay: the recorded runs."""
+    from helpers.core.mode import Mode
+
+    if ctx.live:
+        runs = []
+        for d in DESIGNS:
+            for n, p in SEED_RATES:
+                runs.append(run_pipeline(d, n, p, frames, progress=True).to_dict())
+        return Runs(runs, Mode.LIVE, f"{ctx.gpu_name}, {frames} frames per run")
+    ref = ctx.reference()
+    runs = recorded_runs(ref)
+    return Runs(runs, Mode.REPLAY, f"{ref.label}, {runs[0]['frames']} frames per run")
+
+
+def model_vs_measured_rows(measured: list[dict], params: MachineParams) -> list[tuple]:
+    rows = []
+    for r in measured:
+        m = simulate(params, r["design"], r["frame_bytes"], r["period_s"], 200, buffers=r["buffers"])
+        ms = m["summary"]
+        s = result_summary(r)
+        rows.append((r["design"], f"{r['frame_bytes'] >> 20} MiB", f"{s['p50_ms']:.3f}", f"{ms['p50_ms']:.3f}",
+                     f"{ms['p50_ms'] / s['p50_ms']:.2f}"))
+    return rows
+
+
+def breaking_rate(params: MachineParams, design: str, frame_bytes: int, buffers: int | None = None,
+                  frames: int = 300, deadline_periods: float = 1.0) -> float:
+    """The shortest period (s) at which the model predicts no miss and no drop (bisection)."""
+    lo, hi = 1e-4, 1.0
+    ok = simulate(params, design, frame_bytes, hi, frames, buffers=buffers, deadline_periods=deadline_periods)
+    if ok["summary"]["misses"] or ok["dropped"]:
+        return float("inf")
+    for _ in range(30):
+        mid = (lo * hi) ** 0.5
+        r = simulate(params, design, frame_bytes, mid, frames, buffers=buffers, deadline_periods=deadline_periods)
+        if r["summary"]["misses"] or r["dropped"]:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def sweep_figure(params: MachineParams, sizes=(1 << 20, 4 << 20, 16 << 20, 64 << 20)):
+    """Model: the highest sustainable data rate (GB/s) of each design against frame size."""
+    import plotly.graph_objects as go
+
+    from helpers.core.figures import CourseFigure
+    from helpers.core.mode import Mode
+
+    fig = go.Figure()
+    for d in DESIGNS:
+        rates = [n / breaking_rate(params, d, n) / 1e9 for n in sizes]
+        fig.add_trace(go.Scatter(x=[n >> 20 for n in sizes], y=rates, mode="lines+markers", name=d))
+    rates = [n / breaking_rate(params, "pipelined", n, deadline_periods=2) / 1e9 for n in sizes]
+    fig.add_trace(go.Scatter(x=[n >> 20 for n in sizes], y=rates, mode="lines+markers", line={"dash": "dot"},
+                             name="pipelined, deadline 2 periods"))
+    fig.add_hline(y=2.0, line_dash="dash", annotation_text="seed 002: 2 GB/s")
+    fig.update_layout(title="Highest data rate each design sustains with no miss (model)",
+                      xaxis_title="frame size (MiB)", xaxis_type="log", yaxis_title="data rate (GB/s)", height=420)
+    return CourseFigure(fig, [(Mode.SIMULATED, f"discrete-event model with parameters from {params.source}")])
+
+
+def closing_rows(runs: list[dict]) -> list[tuple]:
+    """design, then p99.9 / misses / drops at 4 MB and at 16 MB per 8 ms."""
+    by = {(r["design"], r["frame_bytes"]): result_summary(r) for r in runs}
+    rows = []
+    for d in DESIGNS:
+        row = [d]
+        for n, _ in SEED_RATES:
+            s = by.get((d, n))
+            row += ([f"{s['p999_ms']:.2f}", s["misses"], s["dropped"]] if s and s["n"] else ["—", "—", "—"])
+        rows.append(tuple(row))
+    return rows
+
+
+CLOSING_HEADERS = ("design", "4 MB p99.9 ms", "4 MB misses", "4 MB dropped",
+                   "2 GB/s p99.9 ms", "2 GB/s misses", "2 GB/s dropped")
+
+
+def panel_items(ctx, params: MachineParams | None, frame_bytes: int, period_s: float, design: str,
+                buffers: int, frames: int = 500) -> list:
+    """What the panel shows for one choice: a live run, or (without a GPU) the model's run."""
+    from helpers.core.figures import Table
+    from helpers.core.mode import Mode
+
+    buffers = check_count(buffers, "buffers", 1, MAX_BUFFERS)
+    if ctx.live:
+        r = run_pipeline(design, frame_bytes, period_s, frames, buffers=buffers).to_dict()
+        parts = [(Mode.LIVE, f"{ctx.gpu_name}, {frames} frames")]
+        note = f"LIVE run on {ctx.gpu_name}: {frames} frames"
+    else:
+        if params is None:
+            return ["No GPU and no recorded radar runs to drive the model: nothing to show."]
+        r = simulate(params, design, frame_bytes, period_s, frames, buffers=buffers, jitter=0.05, seed=1)
+        r.update(cpu_s=0.0, wall_s=frames * period_s, seq=list(range(len(r["latency_us"]))))
+        parts = [(Mode.SIMULATED, f"discrete-event model, parameters from {params.source}")]
+        note = "SIMULATED — no GPU here: the discrete-event model's prediction, not a measurement"
+    table = Table(summary_rows([r]), SUMMARY_HEADERS, caption=note)
+    return [table, latency_figure([r], parts, f"{design}, {frame_bytes / 2**20:g} MiB every "
+                                              f"{period_s * 1e3:g} ms, {buffers} buffer(s)")]
+
+
+def panel(ctx, params: MachineParams | None):
+    """The ipywidgets panel: frame size, period, design, buffer count, a run button, an Output."""
+    import ipywidgets as w
+
+    from helpers.core.widgets import show
+
+    size = w.Dropdown(options=[("1 MiB", 1 << 20), ("4 MiB", 4 << 20), ("8 MiB", 8 << 20),
+                               ("16 MiB", 16 << 20), ("32 MiB", 32 << 20)], value=4 << 20, description="frame")
+    period = w.Dropdown(options=[("1 ms", 1e-3), ("2 ms", 2e-3), ("4 ms", 4e-3), ("8 ms", 8e-3),
+                                 ("16 ms", 16e-3)], value=8e-3, description="period")
+    design = w.Dropdown(options=list(DESIGNS), value="registered", description="design")
+    bufs = w.IntSlider(value=1, min=1, max=4, description="buffers")
+    button = w.Button(description="run", button_style="primary")
+    out = w.Output()
+
+    def run(_=None):
+        show(out, "running…")
+        try:
+            items = panel_items(ctx, params, size.value, period.value, design.value, bufs.value)
+        except CourseError as exc:
+            items = [f"{type(exc).__name__}: {exc}"]
+        show(out, *items)
+
+    button.on_click(run)
+    return w.VBox([w.HBox([size, period]), w.HBox([design, bufs, button]), out]), run

@@ -1,0 +1,87 @@
+"""Every environment variable the course reads, in one place (the README's table lists them).
+
+Reading configuration never changes state: the one switch the course makes on the
+environment (Numba's CUDA simulator when there is no GPU) is made by `course.start`, not here.
+
+| variable | meaning | default |
+|---|---|---|
+| COURSE_MODE | auto, live or replay | auto |
+| COURSE_REFERENCE | the reference file replays use (a name in data/reference, or a path) | h100-pcie |
+| COURSE_P2P_REFERENCE | the two-GPU reference file Chapter 8 and Lab 5 replay | h200x2-nvlink |
+| COURSE_DATA_DIR | the folder of reference files (tests point it elsewhere) | data/reference |
+| COURSE_STRACE | the strace binary Chapter 1 runs | `strace` on PATH |
+| BWCHECK | a built tools/bwcheck binary for the C cross-check | built with nvcc on first use |
+| NUMBA_ENABLE_CUDASIM | Numba's own switch; 1 runs kernels on its CUDA simulator | set by course.start without a GPU |
+| NBGRADER_EXECUTION | nbgrader's own flag; graded checks are quiet under autograde | unset |
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from helpers.core.errors import InputError
+
+MODES = ("auto", "live", "replay")
+DEFAULT_REFERENCE = "h100-pcie"  # the machine replays use unless COURSE_REFERENCE names another
+DEFAULT_P2P_REFERENCE = "h200x2-nvlink"  # Chapter 8's two-GPU recording
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+#: every variable the course reads, for the README's table and its test
+VARIABLES = ("COURSE_MODE", "COURSE_REFERENCE", "COURSE_P2P_REFERENCE", "COURSE_DATA_DIR", "COURSE_STRACE",
+             "BWCHECK", "NUMBA_ENABLE_CUDASIM", "NBGRADER_EXECUTION")
+
+
+def _get(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def requested_mode() -> str:
+    """COURSE_MODE (auto when unset); an unknown value is an InputError naming the choices."""
+    value = _get("COURSE_MODE").lower() or "auto"
+    if value not in MODES:
+        raise InputError(f"COURSE_MODE={value!r} is not one of {', '.join(MODES)}")
+    return value
+
+
+def reference_name() -> str | None:
+    """COURSE_REFERENCE, or None to let the reference module choose its default."""
+    return _get("COURSE_REFERENCE") or None
+
+
+def p2p_reference_name() -> str:
+    """COURSE_P2P_REFERENCE, or the course's two-GPU recording."""
+    return _get("COURSE_P2P_REFERENCE") or DEFAULT_P2P_REFERENCE
+
+
+def data_dir() -> Path:
+    """The folder of reference files: COURSE_DATA_DIR, else data/reference of this checkout."""
+    env = _get("COURSE_DATA_DIR")
+    return Path(env) if env else REPO_ROOT / "data" / "reference"
+
+
+def strace_setting() -> str | None:
+    """COURSE_STRACE as given (checked by Chapter 1's find_strace), or None."""
+    return _get("COURSE_STRACE") or None
+
+
+def bwcheck_setting() -> Path | None:
+    """BWCHECK: a built cross-check binary to use instead of building one, or None."""
+    env = _get("BWCHECK")
+    return Path(env) if env else None
+
+
+def numba_simulator_on() -> bool:
+    """True when NUMBA_ENABLE_CUDASIM=1 (Numba's kernels run on its CPU simulator)."""
+    return _get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+def nbgrader_grading() -> bool:
+    """True while nbgrader autogrades or validates a notebook."""
+    return _get("NBGRADER_EXECUTION") in ("autograde", "validate")
+
+
+def tool_on_path(name: str) -> str | None:
+    """The path of an executable on PATH, or None."""
+    return shutil.which(name)

@@ -1,0 +1,144 @@
+"""The one way a notebook or lab gets an experiment's data: `ctx.get(id, **params) -> Evidence`.
+
+    ev = ctx.get("pinning.cost_vs_size", frames=200)
+    ev.data, ev.mode, ev.source, ev.why   # the numbers, LIVE or REPLAY, which machine, and why
+
+The rules, the same for every experiment:
+1. The parameters are checked first, by the validators the experiment declares: bad input
+   always raises InputError / InputTypeError, live or replay, and is never replayed over.
+2. Live or replay is decided once, from the course's mode and what the experiment declares
+   it needs (a GPU, two GPUs, strace, nvcc). A missing need means replay, with the reason in
+   `why`.
+3. Live: the experiment runs in this process exactly as the recorder runs it; its result is
+   round-tripped through JSON (so live and replay hand views the same plain types) and
+   CuPy's memory pools are released afterwards. An experiment that raises SkipExperiment
+   falls back to replay, with its reason in `why`.
+4. Replay: the recording in the experiment's reference file. A file without it raises
+   ReferenceDataError naming the fix, or, when the caller passes optional=True, comes back
+   as an Evidence whose data is None and whose `missing` says why.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+
+from helpers.core import experiments, gpu
+from helpers.core.errors import ReferenceDataError, SkipExperiment
+from helpers.core.mode import Mode
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Data of one experiment, how it came to be, and where from."""
+
+    experiment_id: str
+    data: dict | None
+    mode: Mode
+    source: str  # the GPU measured now, or the reference machine's label
+    why: str  # why this mode: "measured now on ...", or the reason live was not possible
+    provenance: dict = field(default_factory=dict, repr=False)  # machine, driver, CUDA, date
+    missing: str | None = None  # set (and data None) when an optional recording is absent
+    params: dict = field(default_factory=dict)  # the parameters of a live run
+
+    @property
+    def ok(self) -> bool:
+        """True when there is data to show."""
+        return self.data is not None
+
+    @property
+    def live(self) -> bool:
+        return self.mode is Mode.LIVE
+
+    @property
+    def parts(self) -> list[tuple[Mode, str]]:
+        """Provenance parts for figures.CourseFigure and tables."""
+        return [(self.mode, self.source)]
+
+    def require(self) -> dict:
+        """The data, or ReferenceDataError saying why there is none."""
+        if self.data is None:
+            raise ReferenceDataError(self.missing or f"{self.experiment_id}: no data")
+        return self.data
+
+    def caption(self, what: str) -> str:
+        """A one-line caption naming the mode and the machine (views use it; notebooks never
+        write their own)."""
+        if self.mode is Mode.LIVE:
+            return f"{what} (LIVE: measured now on {self.source})"
+        return f"{what} (REPLAY: recorded on {self.source})"
+
+    def _repr_markdown_(self) -> str:
+        state = self.missing or f"{self.mode.value.upper()}, {self.source}"
+        return f"**{self.experiment_id}** — {state}. *Why:* {self.why}"
+
+    def __repr__(self) -> str:
+        return f"<Evidence {self.experiment_id}: {self.missing or self.mode.value + ' · ' + self.source}>"
+
+
+def missing_needs(exp: experiments.Experiment, live: bool, live_reason: str) -> str | None:
+    """Why `exp` cannot run live here (None: it can)."""
+    from helpers.core import config
+
+    for need in exp.needs:
+        if need == experiments.GPU and not live:
+            return live_reason
+        if need == experiments.TWO_GPUS:
+            if not live:
+                return live_reason
+            n = gpu.probe().device_count
+            if n < 2:
+                return f"this machine has {n} GPU: {exp.id} needs two"
+        if need == experiments.STRACE and not (config.strace_setting() or config.tool_on_path("strace")):
+            return "strace is not installed here (set COURSE_STRACE or install strace to run it live)"
+        if need == experiments.NVCC and not (config.bwcheck_setting() or config.tool_on_path("nvcc")
+                                             or (config.REPO_ROOT / "tools" / "bwcheck" / "bwcheck").exists()):
+            return "nvcc is not installed here and tools/bwcheck is not built (run `make bwcheck`)"
+    return None
+
+
+def get(ctx, experiment_id: str, *, optional: bool = False, quick: bool = False, **params) -> Evidence:
+    """Evidence for `experiment_id` under the rules in the module docstring (ctx: a course Context)."""
+    exp = experiments.get(experiment_id)
+    checked = exp.check_params(params)
+    why = missing_needs(exp, ctx.live, ctx.reason)
+    if why is None:
+        try:
+            return _run_live(ctx, exp, checked, quick)
+        except SkipExperiment as exc:
+            why = f"the live run was skipped: {exc}"
+    return _replay(ctx, exp, why, optional, checked)
+
+
+def _run_live(ctx, exp: experiments.Experiment, params: dict, quick: bool) -> Evidence:
+    try:
+        data = json.loads(json.dumps(exp.run(quick, **params)))  # the plain JSON a recording holds
+    finally:
+        gpu.release_pools()
+    source = ctx.gpu_name or "this GPU"
+    prov = {"gpu": source, "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "quick": quick, "params": params}
+    return Evidence(exp.id, data, Mode.LIVE, source, f"measured now on {source}", prov, params=params)
+
+
+def _replay(ctx, exp: experiments.Experiment, why: str, optional: bool, params: dict) -> Evidence:
+    if params:
+        why += (f"; the recording was made with the recorder's own parameters, not "
+                f"{', '.join(f'{k}={v!r}' for k, v in params.items())}")
+    try:
+        ref = ctx.reference(exp.reference)
+    except ReferenceDataError as exc:
+        return _missing(exp, str(exc), why, optional, source="no reference file")
+    if not ref.has(exp.id):
+        fix = (f"{ref.path.name} has no recording of {exp.id!r}, so it cannot be replayed. Record it on a GPU "
+               f"with `python -m helpers.record --only {exp.id} --out {ref.path}` (merges into the file)")
+        return _missing(exp, fix, why, optional, source=ref.label)
+    return Evidence(exp.id, ref.experiment(exp.id), Mode.REPLAY, ref.label, why, ref.provenance)
+
+
+def _missing(exp, message: str, why: str, optional: bool, source: str) -> Evidence:
+    if not optional:
+        raise ReferenceDataError(message)
+    return Evidence(exp.id, None, Mode.REPLAY, source, why, missing=message)
+

@@ -1,0 +1,118 @@
+"""The registry of experiments: what each one measures, what it needs, which parameters it takes.
+
+A chapter package adds an experiment by decorating a function:
+
+    @experiment("pinning.cost_vs_size", chapter=4, title="...", needs=(GPU,),
+                params={"frames": validate.count(1, 1000)})
+    def cost_vs_size(quick: bool, frames: int = 200) -> dict: ...
+
+The function runs live and returns JSON-serialisable data; the recorder stores that dict in a
+reference file, and replay reads it back. Notebooks never call the function directly: they
+ask the context, `ctx.get("pinning.cost_vs_size", frames=200)`, and the evidence contract
+(core.evidence) checks the parameters, decides live or replay from `needs`, and says why.
+`discover()` imports every chapter package so their decorators run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from helpers.core.errors import CourseError, InputError
+from helpers.core.validate import Validator
+
+# What an experiment can need to run live (anything missing: replay, saying which).
+GPU = "gpu"  # one usable CUDA GPU, and the course in live mode
+TWO_GPUS = "two_gpus"  # two or more CUDA GPUs
+STRACE = "strace"  # the strace binary (COURSE_STRACE or PATH)
+NVCC = "nvcc"  # nvcc, or a built tools/bwcheck (BWCHECK)
+NEEDS = (GPU, TWO_GPUS, STRACE, NVCC)
+
+# Which reference file holds an experiment's recording.
+DEFAULT_REFERENCE = "default"  # COURSE_REFERENCE, else h100-pcie
+P2P_REFERENCE = "p2p"  # COURSE_P2P_REFERENCE, else h200x2-nvlink
+REFERENCES = (DEFAULT_REFERENCE, P2P_REFERENCE)
+
+_ID = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
+_REGISTRY: dict[str, Experiment] = {}
+
+
+class RegistryError(CourseError):
+    """An experiment was declared wrongly (a course author's mistake, found at import time)."""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A registered experiment: its id, chapter, title, runner, needs, parameters and recording."""
+
+    id: str
+    chapter: int
+    title: str
+    run: Callable[..., dict]  # run(quick, **params) -> JSON-serialisable data
+    needs: tuple[str, ...] = (GPU,)
+    reference: str = DEFAULT_REFERENCE
+    params: Mapping[str, Validator] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        """'helpers/chNN_.../module.py:function', for `record --list` and error messages."""
+        mod = self.run.__module__.replace(".", "/") + ".py"
+        return f"{mod}:{self.run.__name__}"
+
+    def check_params(self, given: Mapping[str, object]) -> dict:
+        """The learner's parameters, each checked by its declared validator; unknown names refused."""
+        unknown = sorted(set(given) - set(self.params))
+        if unknown:
+            takes = ", ".join(self.params) or "no parameters"
+            raise InputError(f"experiment {self.id!r} takes {takes}; not {', '.join(unknown)}")
+        return {name: self.params[name](value, f"{self.id}: {name}") for name, value in given.items()}
+
+
+def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (GPU,),
+               reference: str = DEFAULT_REFERENCE, params: Mapping[str, Validator] | None = None):
+    """Register the decorated function as experiment `id` (see the module docstring)."""
+    if not isinstance(id, str) or not _ID.match(id):
+        raise RegistryError(f"experiment id must be dotted lower-case words, got {id!r}")
+    bad = [n for n in needs if n not in NEEDS]
+    if bad or reference not in REFERENCES:
+        raise RegistryError(f"experiment {id!r}: needs must be from {NEEDS} and reference from {REFERENCES}; "
+                            f"got needs={needs!r}, reference={reference!r}")
+    params = dict(params or {})
+
+    def wrap(fn: Callable[..., dict]) -> Callable[..., dict]:
+        sig = inspect.signature(fn)
+        missing = [p for p in params if p not in sig.parameters]
+        if missing or "quick" not in sig.parameters:
+            raise RegistryError(f"experiment {id!r}: {fn.__qualname__} must take quick and its declared "
+                                f"parameters; lacks {['quick', *missing] if 'quick' not in sig.parameters else missing}")
+        existing = _REGISTRY.get(id)
+        if existing and existing.run.__qualname__ != fn.__qualname__:
+            raise RegistryError(f"experiment {id!r} is registered twice")
+        _REGISTRY[id] = Experiment(id, chapter, title, fn, tuple(needs), reference, params)
+        return fn
+
+    return wrap
+
+
+def discover() -> dict[str, Experiment]:
+    """Import every chapter package's modules (so their experiments register); return the registry."""
+    import helpers
+
+    for mod in pkgutil.walk_packages(helpers.__path__, "helpers."):
+        leaf = mod.name.rsplit(".", 1)[-1]
+        if mod.name.startswith("helpers.ch") and not leaf.startswith("_"):
+            importlib.import_module(mod.name)
+    return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].chapter, kv[0])))
+
+
+def get(experiment_id: str) -> Experiment:
+    """The registered experiment, or an InputError listing the ids there are."""
+    registry = discover()
+    if experiment_id not in registry:
+        raise InputError(f"no experiment {experiment_id!r} is registered; "
+                         f"`python -m helpers.record --list` shows them ({', '.join(registry)})")
+    return registry[experiment_id]

@@ -1,0 +1,104 @@
+"""Lazy access to CuPy and the CUDA device, and the probe that decides whether it is usable.
+
+Nothing here imports CuPy at module import time: a learner without CUDA can import every
+helper. `probe()` answers "can CuPy create a context on a CUDA device?" without raising,
+and `cupy()` gives the module to live code after checking the answer.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from types import ModuleType
+
+from helpers.core.errors import NoGPUError
+
+
+@dataclass(frozen=True)
+class GPUProbe:
+    """The outcome of trying to use CUDA from this process."""
+
+    usable: bool
+    reason: str  # why not, or a short description of the device when usable
+    device_count: int = 0
+    name: str | None = None
+    pci_bus_id: str | None = None
+    cupy_version: str | None = None
+    cuda_runtime: int | None = None  # e.g. 13000 for CUDA 13.0
+    cuda_driver: int | None = None  # the newest CUDA version the driver supports
+
+
+@functools.lru_cache(maxsize=1)
+def probe() -> GPUProbe:
+    """Try to import CuPy and create a context on device 0; never raises.
+
+    Cached for the process: a context, once made, lives until the process ends, and the
+    answer cannot change without a restart of the kernel.
+    """
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a broken CUDA library underneath
+        return GPUProbe(False, f"CuPy is not importable ({type(exc).__name__}: {exc})")
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return GPUProbe(False, f"no CUDA driver or device ({_short(exc)})",
+                        cupy_version=cupy.__version__)
+    if count < 1:
+        return GPUProbe(False, "CUDA reports no devices (CUDA_VISIBLE_DEVICES empty?)",
+                        cupy_version=cupy.__version__)
+    try:
+        with cupy.cuda.Device(0):
+            cupy.cuda.runtime.free(cupy.cuda.runtime.malloc(256))  # forces a context
+            props = cupy.cuda.runtime.getDeviceProperties(0)
+            bus_id = f"{props['pciDomainID']:04x}:{props['pciBusID']:02x}:{props['pciDeviceID']:02x}.0"
+        runtime = cupy.cuda.runtime.runtimeGetVersion()
+        driver = cupy.cuda.runtime.driverGetVersion()
+    except Exception as exc:
+        return GPUProbe(False, f"a CUDA context could not be created ({_short(exc)})",
+                        device_count=count, cupy_version=cupy.__version__)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return GPUProbe(True, name, count, name, bus_id.lower(), cupy.__version__, runtime, driver)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:160]
+
+
+def cupy() -> ModuleType:
+    """Return the CuPy module, or raise NoGPUError saying why live work is impossible here."""
+    p = probe()
+    if not p.usable:
+        raise NoGPUError(f"This needs a usable CUDA GPU, and there is none here: {p.reason}. "
+                         "Run the notebook in replay mode instead (it is chosen automatically).")
+    import cupy as cp
+
+    return cp
+
+
+def version_string(v: int | None) -> str | None:
+    """CUDA's integer versions (13020) as text ("13.2")."""
+    if v is None:
+        return None
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def free_device_bytes() -> int:
+    """Free device memory on the current device, in bytes, as the driver reports it now."""
+    return int(cupy().cuda.runtime.memGetInfo()[0])
+
+
+def release_pools() -> None:
+    """Return CuPy's cached device and pinned blocks to the driver.
+
+    CuPy keeps freed blocks in pools for reuse; measuring "memory in use" or leaving a
+    notebook clean needs them handed back explicitly.
+    """
+    if not probe().usable:
+        return
+    import cupy as cp
+
+    cp.cuda.runtime.deviceSynchronize()
+    cp.get_default_memory_pool().free_all_blocks()
+    cp.get_default_pinned_memory_pool().free_all_blocks()

@@ -1,0 +1,1 @@
+"""Support code the labs import (not the labs' answers)."""

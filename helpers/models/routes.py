@@ -1,0 +1,167 @@
+"""Routing transfers over a measured topology (Lab 5's model and its brute-force optimum).
+
+Nodes are "host" and "GPU0".."GPU{n-1}". Every directed link a -> b has a latency (s) and a
+bandwidth (bytes/s), taken from a recording: GPU -> GPU links from the peer-access copies,
+host links from pinned host<->device copies. A transfer of n bytes crossing one link costs
+latency + n / bandwidth (the t0 + n/B model of Chapter 0); a route is a path of links, stored
+and forwarded, so its time is the sum over its links.
+
+A set of transfers runs at once. Each link serves the transfers routed over it one after
+another, so its busy time is the sum of their costs on it; no transfer finishes before its
+own route time. The set completes (the makespan) at the larger of the two: the busiest
+link's busy time, the slowest single route. `optimal` tries every assignment of routes (direct,
+via host, via each other GPU) and returns the smallest makespan: exact, and fine for the
+handful of transfers of the lab.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from helpers.core.errors import CourseError
+
+HOST = "host"
+MAX_ASSIGNMENTS = 500_000
+
+
+class RoutingError(CourseError):
+    """A routing question that cannot be answered: unknown devices, a missing link, too big."""
+
+
+@dataclass(frozen=True)
+class LinkMatrix:
+    """Latency and bandwidth of every directed link between host and GPUs."""
+
+    n_gpus: int
+    latency_s: dict[tuple[str, str], float]
+    bandwidth_Bps: dict[tuple[str, str], float]
+    source: str = "simulated"
+
+    def __post_init__(self):
+        if isinstance(self.n_gpus, bool) or not isinstance(self.n_gpus, int) or self.n_gpus < 2:
+            raise RoutingError(f"routing between GPUs needs at least two GPUs, got n_gpus={self.n_gpus!r}")
+        for k, v in list(self.latency_s.items()) + list(self.bandwidth_Bps.items()):
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise RoutingError(f"link {k[0]}->{k[1]}: latency/bandwidth must be finite numbers >= 0, got {v!r}")
+        for k, v in self.bandwidth_Bps.items():
+            if v <= 0:
+                raise RoutingError(f"link {k[0]}->{k[1]}: bandwidth must be > 0, got {v!r}")
+
+    @property
+    def gpus(self) -> list[str]:
+        return [f"GPU{i}" for i in range(self.n_gpus)]
+
+    def has(self, a: str, b: str) -> bool:
+        return (a, b) in self.bandwidth_Bps
+
+    def cost(self, a: str, b: str, nbytes: int) -> float:
+        """Seconds for `nbytes` over the link a -> b alone."""
+        if not self.has(a, b):
+            raise RoutingError(f"no link {a} -> {b} in this matrix (peer access missing?)")
+        return self.latency_s[(a, b)] + nbytes / self.bandwidth_Bps[(a, b)]
+
+
+def gpu_name(i: int, n_gpus: int) -> str:
+    """'GPU{i}' after checking that i is a device index of this matrix."""
+    if isinstance(i, bool) or not isinstance(i, int):
+        raise RoutingError(f"a GPU index must be an int, got {i!r}")
+    if not 0 <= i < n_gpus:
+        raise RoutingError(f"GPU index {i} is out of range: this matrix has GPUs 0..{n_gpus - 1}")
+    return f"GPU{i}"
+
+
+def routes(m: LinkMatrix, src: int, dst: int) -> list[tuple[str, ...]]:
+    """Every route from GPU src to GPU dst: direct (if linked), via host, via each other GPU."""
+    a, b = gpu_name(src, m.n_gpus), gpu_name(dst, m.n_gpus)
+    if a == b:
+        raise RoutingError(f"source and destination are both {a}: nothing to route")
+    out = []
+    if m.has(a, b):
+        out.append((a, b))
+    if m.has(a, HOST) and m.has(HOST, b):
+        out.append((a, HOST, b))
+    for k in m.gpus:
+        if k not in (a, b) and m.has(a, k) and m.has(k, b):
+            out.append((a, k, b))
+    if not out:
+        raise RoutingError(f"no route at all from {a} to {b}")
+    return out
+
+
+def route_time(m: LinkMatrix, path: tuple[str, ...], nbytes: int) -> float:
+    """Seconds for one transfer along `path` with nothing else running (store and forward)."""
+    if len(path) < 2:
+        raise RoutingError(f"a route needs at least two nodes, got {path!r}")
+    return sum(m.cost(a, b, nbytes) for a, b in zip(path, path[1:], strict=False))
+
+
+def makespan(m: LinkMatrix, transfers: list[tuple[int, int, int]], paths: list[tuple[str, ...]]) -> float:
+    """Completion time of `transfers` (src, dst, nbytes) on the given paths: the busiest link's
+    busy time or the longest single route time, whichever is larger."""
+    if len(paths) != len(transfers):
+        raise RoutingError(f"{len(transfers)} transfers but {len(paths)} routes")
+    busy: dict[tuple[str, str], float] = {}
+    for (s, d, n), path in zip(transfers, paths, strict=True):
+        if path[0] != gpu_name(s, m.n_gpus) or path[-1] != gpu_name(d, m.n_gpus):
+            raise RoutingError(f"route {path} does not go from GPU{s} to GPU{d}")
+        for a, b in zip(path, path[1:], strict=False):
+            busy[(a, b)] = busy.get((a, b), 0.0) + m.cost(a, b, n)
+    longest = max((route_time(m, p, n) for (_, _, n), p in zip(transfers, paths, strict=True)), default=0.0)
+    return max(max(busy.values(), default=0.0), longest)
+
+
+def optimal(m: LinkMatrix, transfers: list[tuple[int, int, int]]) -> tuple[float, list[tuple[str, ...]]]:
+    """The smallest makespan over every assignment of routes, and one assignment reaching it."""
+    options = [routes(m, s, d) for s, d, _ in transfers]
+    total = math.prod(len(o) for o in options)
+    if total > MAX_ASSIGNMENTS:
+        raise RoutingError(f"{total} route assignments is too many to try them all (limit {MAX_ASSIGNMENTS})")
+    best, best_paths = math.inf, None
+    for combo in itertools.product(*options):
+        t = makespan(m, transfers, list(combo))
+        if t < best:
+            best, best_paths = t, list(combo)
+    return best, best_paths
+
+
+def from_recording(data: dict, *, peer_method: str = "peer") -> LinkMatrix:
+    """A LinkMatrix from a p2p.matrices recording: latency from the small copies, bandwidth
+    from the large ones (n_large - n_small over the time difference)."""
+    try:
+        sizes, mats, host = data["sizes"], data["matrices"][peer_method]["one"], data["host"]
+        n = len(data["devices"])
+    except (KeyError, TypeError) as exc:
+        raise RoutingError(f"not a p2p.matrices recording (missing {exc})") from None
+    lat, bw = {}, {}
+    big, small = sizes["large"], sizes["small"]
+
+    def fit(t_small, t_large):
+        return t_small, (big - small) / max(t_large - t_small, 1e-12)
+
+    peer = data.get("peer_access") or [[True] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(n):
+            if i != j and peer[i][j] and mats["large"][i][j] is not None:
+                lat[(f"GPU{i}", f"GPU{j}")], bw[(f"GPU{i}", f"GPU{j}")] = fit(mats["small"][i][j], mats["large"][i][j])
+        lat[(f"GPU{i}", HOST)], bw[(f"GPU{i}", HOST)] = fit(host["d2h"]["small"][i], host["d2h"]["large"][i])
+        lat[(HOST, f"GPU{i}")], bw[(HOST, f"GPU{i}")] = fit(host["h2d"]["small"][i], host["h2d"]["large"][i])
+    return LinkMatrix(n, lat, bw, source="recorded")
+
+
+def synthetic(n_gpus: int, seed: int) -> LinkMatrix:
+    """A random but plausible link matrix (simulated): fast or slow GPU links, PCIe host links."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lat, bw = {}, {}
+    names = [f"GPU{i}" for i in range(n_gpus)]
+    for a in names:
+        lat[(a, HOST)], bw[(a, HOST)] = rng.uniform(2e-6, 8e-6), rng.uniform(20e9, 55e9)
+        lat[(HOST, a)], bw[(HOST, a)] = rng.uniform(2e-6, 8e-6), rng.uniform(20e9, 55e9)
+        for b in names:
+            if a != b and rng.random() > 0.15:
+                lat[(a, b)] = rng.uniform(1e-6, 20e-6)
+                bw[(a, b)] = rng.choice([rng.uniform(5e9, 25e9), rng.uniform(50e9, 400e9)])
+    return LinkMatrix(n_gpus, lat, bw, source=f"simulated (seed {seed})")

@@ -1,0 +1,31 @@
+"""The toy GPU: a simulated device in its own process, and the reference driver for it.
+
+Modules, one per concept:
+- regs      the BAR0 register map (the single source of the docs table) and error codes
+- commands  the 64-byte command format, scatter-gather descriptors, encoders
+- link      the link model: modelled cost of MMIO reads, posted and write-combined writes, DMA
+- device    the device process (rings, DMA engine, page table, fences, interrupts)
+- driver    ToyGPU, the reference driver the chapters and Lab 1 use
+
+Everything the toy reports about time is modelled by `link`, never measured.
+"""
+
+from helpers.models.toygpu import commands, link, regs
+from helpers.models.toygpu.driver import (
+    Buffer,
+    CommandError,
+    Counters,
+    DeviceError,
+    DeviceLostError,
+    MemoryFaultError,
+    RegisterError,
+    RingError,
+    RingFullError,
+    ToyGPU,
+    ToyGPUError,
+)
+
+__all__ = [
+    "Buffer", "CommandError", "Counters", "DeviceError", "DeviceLostError", "MemoryFaultError",
+    "RegisterError", "RingError", "RingFullError", "ToyGPU", "ToyGPUError", "commands", "link", "regs",
+]

@@ -1,0 +1,726 @@
+"""The reference driver for the toy GPU: bring-up, MMIO, memory, the ring, fences, errors.
+
+    from helpers.models.toygpu import ToyGPU, commands as cmd
+    with ToyGPU(seed=1) as gpu:
+        print(hex(gpu.read("ID")))
+        x = gpu.alloc_vram(4096)
+        gpu.upload(np.arange(1024, dtype=np.float32), x)
+        gpu.run([cmd.saxpy(x, x, 1024, 2.0)])          # submit, ring the doorbell, wait
+        y = gpu.download(x, 4096).view(np.float32)
+
+The layers match a real driver's: `read`/`write` are MMIO on BAR0 (each costs modelled bus
+time and is counted); `bar1_read`/`bar1_write` are CPU loads and stores through the VRAM
+aperture (uncached or write-combined); `emit`/`kick`/`submit` fill the command ring in
+system memory and ring the doorbell; `wait` polls a fence in memory or sleeps on the
+interrupt notification, always with a timeout. A device error becomes an exception here,
+named after the error, with the device's ERROR_INFO in its message.
+
+Compare the real thing: the Linux amdgpu ring code (drivers/gpu/drm/amd/amdgpu/amdgpu_ring.c,
+amdgpu_ring_commit writes the write pointer, the doorbell) and fence code (amdgpu_fence.c,
+amdgpu_fence_emit / amdgpu_fence_process), or NVIDIA's open kernel modules, where user space
+rings the doorbell itself with a work-submit token the kernel hands out
+(open-gpu-kernel-modules, src/nvidia/src/kernel/gpu/fifo/arch/ampere/kernel_fifo_ga100.c,
+kfifoGenerateWorkSubmitTokenHal_GA100, which packs NV_CTRL_VF_DOORBELL_RUNLIST_ID and _VECTOR
+from src/common/inc/swref/published/ampere/ga100/dev_ctrl.h; the doorbell is
+NVC361_NOTIFY_CHANNEL_PENDING in src/common/sdk/nvidia/inc/class/clc361.h).
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from helpers.core.errors import CourseError, DeviceTimeoutError, InputError, InputTypeError
+from helpers.models.toygpu import commands as C
+from helpers.models.toygpu import regs as R
+from helpers.models.toygpu.device import MSG
+from helpers.models.toygpu.link import LinkModel, LinkParams
+
+DEFAULT_TIMEOUT_S = 5.0
+
+
+# -- exceptions ------------------------------------------------------------------------------
+class ToyGPUError(CourseError):
+    """Base class of every toy-GPU problem the driver reports."""
+
+
+class DeviceError(ToyGPUError):
+    """The device set ERROR_CODE: bad programming was refused (the ring is halted)."""
+
+    def __init__(self, code: R.ErrorCode, info: int, message: str | None = None):
+        self.code, self.info = R.ErrorCode(code), int(info)
+        where = ""
+        if self.code in (R.ErrorCode.RO_WRITE, R.ErrorCode.BAD_REGISTER):
+            reg = R.BY_OFFSET.get(self.info)
+            where = f", register {reg.name}" if reg else ", no register there"
+        super().__init__(message or (
+            f"toy GPU error {self.code.name}: {R.ERROR_TEXT[self.code]} (ERROR_INFO={self.info:#x}{where}). "
+            "The ring is halted: call gpu.recover() to reset and bring the device up again, "
+            "or gpu.clear_error() to resume after the failed command."))
+
+
+class RegisterError(DeviceError):
+    """A register write the device refused (read-only, unmapped or misaligned register)."""
+
+
+class RingError(DeviceError):
+    """The ring was misprogrammed: bad ring registers or a bad doorbell."""
+
+
+class CommandError(DeviceError):
+    """A command was malformed: unknown opcode, misaligned, bad descriptor, IB too deep."""
+
+
+class MemoryFaultError(DeviceError):
+    """An address did not translate: outside system memory, unmapped DVA, read-only page."""
+
+
+class RingFullError(ToyGPUError):
+    """The driver found no room in the ring (it never overwrites unexecuted commands)."""
+
+
+class DeviceLostError(ToyGPUError):
+    """The device process is gone (it exited or was killed)."""
+
+
+_E = R.ErrorCode
+ERROR_CLASS: dict[R.ErrorCode, type[DeviceError]] = {
+    _E.RO_WRITE: RegisterError, _E.BAD_REGISTER: RegisterError,
+    _E.RING_CONFIG: RingError, _E.RING_OFF: RingError, _E.EMPTY_DOORBELL: RingError,
+    _E.RING_OVERFLOW: RingError, _E.BAD_DOORBELL: RingError,
+    _E.BAD_OPCODE: CommandError, _E.MISALIGNED: CommandError, _E.BAD_DESCRIPTOR: CommandError,
+    _E.IB_DEPTH: CommandError,
+    _E.SYSMEM_RANGE: MemoryFaultError, _E.MMU_FAULT: MemoryFaultError,
+    _E.MMU_WRITE_FAULT: MemoryFaultError, _E.PAGE_TABLE: MemoryFaultError,
+    _E.INTERNAL: DeviceError,
+}
+
+
+# -- counters and buffers -------------------------------------------------------------------
+@dataclass
+class Counters:
+    """What the driver did on the bus, and the CPU time the link model charges for it."""
+
+    mmio_reads: int = 0          # uncached loads (BAR0 registers and BAR1 reads)
+    mmio_writes: int = 0         # posted uncached stores (BAR0 registers and UC BAR1 writes)
+    wc_bursts: int = 0           # write-combined bursts to BAR1
+    bar_bytes_read: int = 0
+    bar_bytes_written: int = 0
+    doorbells: int = 0
+    cpu_model_ns: float = 0.0    # modelled, never measured
+
+    def copy(self) -> Counters:
+        """A snapshot, to subtract later."""
+        return Counters(**asdict(self))
+
+    def __sub__(self, other: Counters) -> Counters:
+        return Counters(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A block of the device-visible system memory: its bus address and a CPU view of it."""
+
+    addr: int
+    nbytes: int
+    view: np.ndarray  # uint8, shares memory with the device
+
+
+class _Arena:
+    """First-fit allocator over [0, size) in `align`-byte units, for system memory."""
+
+    def __init__(self, size: int):
+        self.size, self.used = size, {}  # addr -> nbytes
+
+    def alloc(self, nbytes: int, align: int) -> int:
+        pos = 0
+        for a in sorted(self.used):
+            pos = -(-pos // align) * align
+            if pos + nbytes <= a:
+                break
+            pos = a + self.used[a]
+        pos = -(-pos // align) * align
+        if pos + nbytes > self.size:
+            raise MemoryError(f"toy system memory exhausted: {nbytes} bytes requested, "
+                              f"{self.size - sum(self.used.values())} free of {self.size}")
+        self.used[pos] = nbytes
+        return pos
+
+    def free(self, addr: int) -> None:
+        if addr not in self.used:
+            raise InputError(f"bus address {addr:#x} is not an allocated system-memory block")
+        del self.used[addr]
+
+
+def _int(name: str, v, lo: int = 0, hi: int = 1 << 64) -> int:
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        raise InputTypeError(f"{name} must be an int, got {type(v).__name__}")
+    if not lo <= int(v) < hi:
+        raise InputError(f"{name} = {v} is outside [{lo}, {hi})")
+    return int(v)
+
+
+def _check_timeout(name: str, t) -> float:
+    """A finite, positive number of seconds: every wait on the toy GPU ends."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+        raise InputError(f"{name} must be a finite positive number of seconds, got {t!r}")
+    return float(t)
+
+
+def _check_ring_entries(ring_entries) -> int:
+    """A ring of 2..4096 entries, a power of two (the device wraps its head with a mask)."""
+    n = _int("ring_entries", ring_entries, 2, 4097)
+    if n & (n - 1):
+        raise InputError(f"ring_entries must be a power of two, got {ring_entries}")
+    return n
+
+
+def _shutdown(proc: subprocess.Popen, wfd: int, irq_fd: int, tmpdir: str, bar_fds: tuple = (),
+              stderr=None) -> None:
+    """Stop the device: close its write pipe (it exits on EOF), then make sure it is gone."""
+    for fd in (wfd, irq_fd, *bar_fds):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    try:
+        proc.wait(timeout=2.0)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5.0)
+    shutil.rmtree(tmpdir, ignore_errors=True)
+    if stderr is not None:
+        stderr.close()
+
+
+# -- the driver -------------------------------------------------------------------------------
+class ToyGPU:
+    """A started toy GPU and the reference driver for it (see the module docstring)."""
+
+    def __init__(self, *, vram_bytes: int = 4 << 20, sysmem_bytes: int = 4 << 20, seed: int = 1,
+                 link: LinkParams | None = None, ring_entries: int = 64,
+                 timeout: float = DEFAULT_TIMEOUT_S, start_timeout: float = 30.0,
+                 bring_up: bool = True):
+        for name, v in (("vram_bytes", vram_bytes), ("sysmem_bytes", sysmem_bytes)):
+            _int(name, v, R.PAGE_SIZE * 8, (1 << 30) + 1)
+            if v % R.PAGE_SIZE:
+                raise InputError(f"{name} must be a multiple of {R.PAGE_SIZE}, got {v}")
+        _int("seed", seed, 0, 1 << 63)
+        if link is not None and not isinstance(link, LinkParams):
+            raise InputTypeError(f"link must be LinkParams, got {type(link).__name__}")
+        for name, t in (("timeout", timeout), ("start_timeout", start_timeout)):
+            _check_timeout(name, t)
+        if bring_up:
+            _check_ring_entries(ring_entries)  # before the device process starts, not after
+        self.seed, self.timeout, self.ring_entries = int(seed), float(timeout), ring_entries
+        self.link = LinkModel(link, seed=seed)
+        self.counters = Counters()
+        self.last_ns = 0.0
+        self._writes_sent = 0
+
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        self._dir = tempfile.mkdtemp(prefix="toygpu-", dir=shm)
+        maps, self._bar_fds = {}, {}
+        for name, size in (("bar0", R.BAR0_SIZE), ("vram", vram_bytes), ("sysmem", sysmem_bytes)):
+            path = os.path.join(self._dir, name)
+            with open(path, "wb") as f:
+                f.truncate(size)
+            with open(path, "r+b") as f:
+                maps[name] = mmap.mmap(f.fileno(), size)
+            # kept open: the device unlinks the files once mapped, and bar_files reopens them
+            # through /proc/self/fd like a device node
+            self._bar_fds[name] = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        self._bar0, self._vram_map, self._sys_map = maps["bar0"], maps["vram"], maps["sysmem"]
+        self._regs = np.ndarray((R.BAR0_SIZE // 8,), dtype="<u8", buffer=self._bar0)
+        self.vram_view = np.ndarray((vram_bytes,), dtype=np.uint8, buffer=self._vram_map)
+        self.sys_view = np.ndarray((sysmem_bytes,), dtype=np.uint8, buffer=self._sys_map)
+
+        w_r, self._wfd = os.pipe()
+        self._irq_r, irq_w = os.pipe()
+        os.set_blocking(self._wfd, False)
+        os.set_blocking(self._irq_r, False)
+        root = str(Path(__file__).resolve().parents[3])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+        self._stderr = tempfile.TemporaryFile()
+        args = [sys.executable, "-m", "helpers.models.toygpu", "--dir", self._dir,
+                "--wfd", str(w_r), "--irqfd", str(irq_w), "--parent", str(os.getpid()),
+                "--seed", str(seed), "--link", _json(link or LinkParams())]
+        try:
+            self.proc = subprocess.Popen(args, pass_fds=(w_r, irq_w), env=env, cwd=root,
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=self._stderr)
+        finally:
+            os.close(w_r)
+            os.close(irq_w)
+        self._finalizer = weakref.finalize(self, _shutdown, self.proc, self._wfd, self._irq_r, self._dir,
+                                           tuple(self._bar_fds.values()), self._stderr)
+        self._sys = _Arena(sysmem_bytes)
+        self.ring: Buffer | None = None
+        self.fence_slot: Buffer | None = None
+        self.wptr = 0
+        self._head = 0
+        self._next_fence = 0
+        try:
+            deadline = time.monotonic() + start_timeout
+            while not self._peek("STATUS") & R.Status.READY:
+                if self.proc.poll() is not None:
+                    raise DeviceLostError(f"the toy GPU process exited during start-up:\n{self._stderr_text()}")
+                if time.monotonic() > deadline:
+                    raise DeviceTimeoutError(f"the toy GPU did not become READY within {start_timeout} s")
+                time.sleep(0.005)
+            if bring_up:
+                self.bring_up(ring_entries)
+        except BaseException:  # a failure or a kernel interrupt half-way: no device process outlives it
+            self.close()
+            raise
+
+    # -- lifetime ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the device process and release its memory (also runs at exit)."""
+        self._finalizer()
+
+    def __enter__(self) -> ToyGPU:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def bar_files(self) -> dict[str, str]:
+        """The files behind the device's memory, like sysfs's resourceN files of a PCI device.
+
+        'bar0' (registers; writes must go through write(), which is the device's bus),
+        'bar1' (VRAM: mmap it to get a CPU mapping of the aperture) and 'sysmem' (the
+        device-visible system memory). Lab 1 maps BAR1 itself with mmap.
+        """
+        self._ensure_alive()
+        return {bar: f"/proc/self/fd/{self._bar_fds[name]}"
+                for bar, name in (("bar0", "bar0"), ("bar1", "vram"), ("sysmem", "sysmem"))}
+
+    @property
+    def alive(self) -> bool:
+        """True while the device process runs."""
+        return self._finalizer.alive and self.proc.poll() is None
+
+    def _stderr_text(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")[-2000:]
+
+    def _ensure_alive(self) -> None:
+        if not self._finalizer.alive:
+            raise DeviceLostError("this toy GPU was closed; start a new one with ToyGPU()")
+        if self.proc.poll() is not None:
+            raise DeviceLostError(f"the toy GPU process exited (status {self.proc.returncode}). "
+                                  f"{self._stderr_text()}".strip())
+
+    # -- MMIO on BAR0 -----------------------------------------------------------------------
+    def _offset(self, reg: str | int) -> int:
+        if isinstance(reg, str):
+            return R.offset(reg)
+        off = _int("register offset", reg, 0, R.BAR0_SIZE)
+        return off
+
+    def _peek(self, name: str) -> int:
+        """Read a register without a bus transaction (debug backdoor; no modelled cost)."""
+        return int(self._regs[R.offset(name) // 8])
+
+    def _flush(self, timeout: float | None = None) -> None:
+        """Wait until the device has received every posted write (a read never passes them)."""
+        deadline = None
+        while self._peek("BUS_WRITES_SEEN") < self._writes_sent:
+            self._ensure_alive()
+            now = time.monotonic()
+            deadline = deadline or now + (timeout or self.timeout)
+            if now > deadline:
+                raise DeviceTimeoutError(
+                    f"the toy GPU took more than {timeout or self.timeout} s to accept register writes "
+                    f"({self._peek('BUS_WRITES_SEEN')} of {self._writes_sent} seen)")
+            time.sleep(0.0001)
+
+    def read(self, reg: str | int) -> int:
+        """MMIO-read a BAR0 register (by name or 8-byte-aligned offset): one uncached round trip.
+
+        Like a PCIe read, it waits for earlier posted writes to arrive first, so a read after
+        writes sees their effect.
+        """
+        off = self._offset(reg)
+        if off % R.REG_BYTES:
+            raise InputError(f"register offset {off:#x} is not 8-byte aligned")
+        self._ensure_alive()
+        self._flush()
+        self.last_ns = self.link.uc_reads(1, 8)
+        self.counters.mmio_reads += 1
+        self.counters.cpu_model_ns += self.last_ns
+        return int(self._regs[off // 8])
+
+    def write(self, reg: str | int, value: int, *, check: bool = True) -> None:
+        """MMIO-write a BAR0 register: a posted write, on its way when this returns.
+
+        With check=True (the default) the driver then reads STATUS (one round trip), so a
+        write the device refused raises its DeviceError here. check=False is the raw posted
+        write, as fast as the bus allows: its error shows up at the next check().
+        """
+        off = self._offset(reg)
+        value = _int("register value", value)
+        self._ensure_alive()
+        msg = MSG.pack(off, value)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                os.write(self._wfd, msg)
+                break
+            except BlockingIOError:
+                self._ensure_alive()
+                if time.monotonic() > deadline:
+                    raise DeviceTimeoutError("the toy GPU stopped accepting register writes") from None
+                select.select([], [self._wfd], [], 0.05)
+            except BrokenPipeError:
+                raise DeviceLostError("the toy GPU process is gone") from None
+        self._writes_sent += 1
+        self.last_ns = self.link.uc_writes(1, 8)
+        self.counters.mmio_writes += 1
+        self.counters.cpu_model_ns += self.last_ns
+        if check:
+            self.check()
+
+    def check(self) -> None:
+        """Read STATUS; if the device is in error, read the code and raise its DeviceError."""
+        if self.read("STATUS") & R.Status.ERROR:
+            code = R.ErrorCode(self.read("ERROR_CODE"))
+            info = self.read("ERROR_INFO")
+            raise ERROR_CLASS.get(code, DeviceError)(code, info)
+
+    # -- CPU access to VRAM through BAR1 ----------------------------------------------------
+    def _bar1_range(self, offset: int, nbytes: int, width: int) -> None:
+        _int("BAR1 offset", offset, 0, len(self.vram_view))
+        _int("byte count", nbytes, 0, len(self.vram_view) + 1)
+        if width not in (1, 2, 4, 8, 16, 32, 64):
+            raise InputError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
+        if offset % width or nbytes % width:
+            raise InputError(f"offset {offset} and length {nbytes} must be multiples of the width {width}")
+        if offset + nbytes > len(self.vram_view):
+            raise InputError(f"BAR1 access [{offset}, {offset + nbytes}) runs past VRAM ({len(self.vram_view)} bytes)")
+
+    def bar1_read(self, offset: int, nbytes: int, *, width: int = 8) -> np.ndarray:
+        """Copy `nbytes` of VRAM out through BAR1 with uncached loads of `width` bytes.
+
+        The bytes really come out of the shared mapping; the time is the link model's:
+        one round trip per load, which is why CPU reads from a BAR are slow. Widths above 8
+        model vector loads (16/32 B) and streaming loads from a write-combined mapping
+        (MOVNTDQA fetching a 64-byte line per round trip).
+        """
+        self._bar1_range(offset, nbytes, width)
+        n = nbytes // width
+        self.last_ns = self.link.uc_reads(n, width)
+        self.counters.mmio_reads += n
+        self.counters.bar_bytes_read += nbytes
+        self.counters.cpu_model_ns += self.last_ns
+        return self.vram_view[offset:offset + nbytes].copy()
+
+    def bar1_write(self, offset: int, data, *, mode: str = "wc", width: int = 8) -> None:
+        """Store `data` into VRAM through BAR1, write-combined ('wc') or uncached ('uc')."""
+        buf = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8) if not isinstance(data, np.ndarray) \
+            else np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        if mode not in ("wc", "uc"):
+            raise InputError(f"mode must be 'wc' (write-combined) or 'uc' (uncached), got {mode!r}")
+        self._bar1_range(offset, buf.size, width)
+        self.vram_view[offset:offset + buf.size] = buf
+        if mode == "wc":
+            self.last_ns = self.link.wc_writes(buf.size)
+            self.counters.wc_bursts += self.link.wc_bursts(buf.size)
+        else:
+            n = buf.size // width
+            self.last_ns = self.link.uc_writes(n, width)
+            self.counters.mmio_writes += n
+        self.counters.bar_bytes_written += buf.size
+        self.counters.cpu_model_ns += self.last_ns
+
+    # -- bring-up ---------------------------------------------------------------------------
+    def bring_up(self, ring_entries: int = 64) -> None:
+        """Identify, reset, set up the page table and the ring, unmask interrupts."""
+        dev_id = self.read("ID")
+        if dev_id != R.DEVICE_ID:
+            raise ToyGPUError(f"ID register reads {dev_id:#x}, expected {R.DEVICE_ID:#x}: not a toy GPU")
+        self.vram_size, self.sysmem_size = self.read("VRAM_SIZE"), self.read("SYSMEM_SIZE")
+        self.write("CONTROL", R.Control.RESET)
+        pages = self.vram_size // R.PAGE_SIZE
+        self.pt_entries = pages
+        pt_pages = math.ceil(pages * 8 / R.PAGE_SIZE)
+        self.bar1_write(0, np.zeros(pt_pages * R.PAGE_SIZE, np.uint8))  # an empty page table
+        rng = np.random.default_rng(self.seed)
+        self._free_pages = [int(p) for p in rng.permutation(np.arange(pt_pages, pages))]
+        self._next_dva = R.PAGE_SIZE  # DVA 0 stays unmapped: a null device pointer faults
+        self._program_device(ring_entries)
+
+    def _program_device(self, ring_entries: int) -> None:
+        _check_ring_entries(ring_entries)
+        self.write("PT_BASE", 0, check=False)
+        self.write("PT_ENTRIES", self.pt_entries, check=False)
+        if self.ring is None or self.ring.nbytes != ring_entries * C.ENTRY_BYTES:
+            if self.ring is not None:
+                self.free_sys(self.ring)
+            self.ring = self.alloc_sys(ring_entries * C.ENTRY_BYTES, align=C.ENTRY_BYTES)
+        if self.fence_slot is None:
+            self.fence_slot = self.alloc_sys(64, align=64)
+        self.ring_entries, self.wptr, self._head = ring_entries, 0, 0
+        self.write("RING_BASE", self.ring.addr, check=False)
+        self.write("RING_SIZE", ring_entries, check=False)
+        self.write("INT_MASK", R.Irq.FENCE | R.Irq.USER | R.Irq.ERROR, check=False)
+        self.write("CONTROL", R.Control.RING_ENABLE)  # checks: raises if the device refused any of it
+        self._drain_irq()
+
+    def recover(self) -> None:
+        """After a device error: reset and program the device again, keeping memory and mappings."""
+        self.write("CONTROL", R.Control.RESET)
+        self._program_device(self.ring_entries)
+
+    def clear_error(self) -> None:
+        """Forget the device error and let the ring continue after the failed command."""
+        self.write("CONTROL", R.Control.CLEAR_ERROR | R.Control.RING_ENABLE)
+
+    # -- memory -----------------------------------------------------------------------------
+    def alloc_sys(self, nbytes: int, align: int = 64) -> Buffer:
+        """Reserve device-visible system memory (like dma_alloc_coherent); returns a Buffer."""
+        _int("nbytes", nbytes, 1, len(self.sys_view) + 1)
+        _int("align", align, 1, R.PAGE_SIZE + 1)
+        addr = self._sys.alloc(nbytes, align)
+        return Buffer(addr, nbytes, self.sys_view[addr:addr + nbytes])
+
+    def free_sys(self, buf: Buffer) -> None:
+        """Give a system-memory Buffer back."""
+        if not isinstance(buf, Buffer):
+            raise InputTypeError(f"expected a Buffer, got {type(buf).__name__}")
+        self._sys.free(buf.addr)
+
+    def alloc_vram(self, nbytes: int, *, writable: bool = True) -> int:
+        """Map fresh VRAM pages at a new device virtual address (returned).
+
+        Virtual pages are contiguous; the physical pages behind them are drawn from a
+        shuffled free list, so the page table does real work. PTEs are written through BAR1.
+        """
+        _int("nbytes", nbytes, 1, len(self.vram_view) + 1)
+        n = math.ceil(nbytes / R.PAGE_SIZE)
+        first = self._next_dva // R.PAGE_SIZE
+        if n > len(self._free_pages) or first + n > self.pt_entries:
+            raise MemoryError(f"toy VRAM exhausted: {n} pages wanted, {len(self._free_pages)} free")
+        phys = [self._free_pages.pop() for _ in range(n)]
+        flags = R.PTE_VALID | (R.PTE_WRITABLE if writable else 0)
+        ptes = np.array([p * R.PAGE_SIZE | flags for p in phys], dtype="<u8")
+        self.bar1_write(first * 8, ptes)
+        self._next_dva += n * R.PAGE_SIZE
+        return first * R.PAGE_SIZE
+
+    def unmap(self, dva: int, nbytes: int) -> None:
+        """Invalidate the pages covering [dva, dva+nbytes) and free them; later use faults."""
+        _int("dva", dva, 0, self.pt_entries * R.PAGE_SIZE)
+        first, last = dva // R.PAGE_SIZE, (dva + max(nbytes, 1) - 1) // R.PAGE_SIZE
+        ptes = self.vram_view[first * 8:(last + 1) * 8].view("<u8")
+        for p in ptes.tolist():
+            if p & R.PTE_VALID:
+                self._free_pages.append(p // R.PAGE_SIZE)
+        self.bar1_write(first * 8, np.zeros(last + 1 - first, dtype="<u8"))
+
+    def translate(self, dva: int) -> int | None:
+        """The VRAM offset behind a DVA, read from the page table (None if unmapped)."""
+        _int("dva", dva, 0, 1 << 64)
+        page = dva // R.PAGE_SIZE
+        if page >= self.pt_entries:
+            return None
+        pte = int(self.vram_view[page * 8:page * 8 + 8].view("<u8")[0])
+        return (pte & R.PTE_ADDR_MASK) + dva % R.PAGE_SIZE if pte & R.PTE_VALID else None
+
+    # -- the ring ---------------------------------------------------------------------------
+    def space(self) -> int:
+        """Free ring entries; re-reads RING_HEAD (an MMIO read) only when the cached value says full."""
+        free = self.ring_entries - (self.wptr - self._head)
+        if free <= 0:
+            self._head = self.read("RING_HEAD")
+            free = self.ring_entries - (self.wptr - self._head)
+        return free
+
+    def emit(self, command) -> None:
+        """Write one entry into the ring (system memory); the device sees it after kick()."""
+        words = np.asarray(command, dtype=np.uint64)
+        if words.shape != (C.ENTRY_WORDS,):
+            raise InputError(f"a command is {C.ENTRY_WORDS} uint64 words, got shape {words.shape}")
+        if self.ring is None:
+            raise ToyGPUError("the ring is not set up: call bring_up() first")
+        if self.space() <= 0:
+            raise RingFullError(f"the ring's {self.ring_entries} entries are all waiting for the device; "
+                                "kick() and wait, or use a bigger ring or an indirect buffer")
+        slot = (self.wptr % self.ring_entries) * C.ENTRY_BYTES
+        self.ring.view[slot:slot + C.ENTRY_BYTES] = words.astype("<u8").view(np.uint8)
+        self.wptr += 1
+
+    def kick(self) -> None:
+        """Ring the doorbell: one posted write of the new write pointer."""
+        self.write("DOORBELL", self.wptr, check=False)
+        self.counters.doorbells += 1
+
+    def _make_room(self, n: int, timeout: float) -> None:
+        if n > self.ring_entries:
+            raise RingFullError(f"{n} entries can never fit a ring of {self.ring_entries}; "
+                                "put the commands in an indirect buffer")
+        deadline = time.monotonic() + timeout
+        while self.space() < n:
+            self._head = self.read("RING_HEAD")
+            if self.ring_entries - (self.wptr - self._head) >= n:
+                return
+            self._ensure_alive()
+            if time.monotonic() > deadline:
+                self.check()
+                raise DeviceTimeoutError(f"no room for {n} entries in the ring within {timeout} s")
+            time.sleep(0.0002)
+
+    def submit(self, cmds, *, fence: bool = True, interrupt: bool = True,
+               timeout: float | None = None) -> int | None:
+        """Put commands (plus a fence) in the ring and ring the doorbell once.
+
+        Returns the fence value to wait() for, or None with fence=False. Waits (with a
+        timeout) for ring space rather than overwrite commands the device has not read.
+        """
+        cmds = [np.asarray(c, dtype=np.uint64) for c in cmds]
+        value = None
+        if fence:
+            self._next_fence += 1
+            value = self._next_fence
+            cmds.append(C.fence(self.fence_slot.addr, value, interrupt=interrupt))
+        if not cmds:
+            raise InputError("submit() needs at least one command (or fence=True)")
+        self._make_room(len(cmds), self.timeout if timeout is None else timeout)
+        for c in cmds:
+            self.emit(c)
+        self.kick()
+        return value
+
+    def fence_value(self) -> int:
+        """The last fence value the device wrote to system memory (a cheap CPU load)."""
+        return int(self.fence_slot.view[:8].view("<u8")[0])
+
+    def _drain_irq(self) -> bool:
+        got = False
+        while True:
+            try:
+                if not os.read(self._irq_r, 4096):
+                    return got
+                got = True
+            except BlockingIOError:
+                return got
+
+    def _service_interrupt(self) -> None:
+        status = self.read("INT_STATUS")
+        if status & R.Irq.FENCE:  # USER interrupts stay pending for whoever asked for them
+            self.write("INT_ACK", R.Irq.FENCE, check=False)
+        if status & R.Irq.ERROR:
+            self.check()
+
+    def wait(self, value: int, *, timeout: float | None = None, how: str = "irq") -> None:
+        """Wait until the fence reaches `value`; raise the device's error, or time out.
+
+        how='irq' sleeps on the interrupt notification; 'poll' spins on the fence in system
+        memory (cheap loads); 'register' polls LAST_FENCE over MMIO (a round trip each).
+        """
+        _int("fence value", value, 0)
+        if how not in ("irq", "poll", "register"):
+            raise InputError(f"how must be 'irq', 'poll' or 'register', got {how!r}")
+        timeout = self.timeout if timeout is None else _check_timeout("timeout", timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            done = (self.read("LAST_FENCE") if how == "register" else self.fence_value()) >= value
+            if done:
+                return
+            if self._drain_irq():
+                self._service_interrupt()
+            self._ensure_alive()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.check()
+                raise DeviceTimeoutError(
+                    f"fence {value} not reached within {timeout} s (last fence {self.fence_value()}, "
+                    f"STATUS {self.read('STATUS'):#x}, head {self.read('RING_HEAD')}, write pointer {self.wptr})")
+            if how == "irq":
+                select.select([self._irq_r], [], [], min(remaining, 0.05))
+            else:
+                time.sleep(min(remaining, 0.0002))
+
+    def run(self, cmds, *, timeout: float | None = None, how: str = "irq") -> int:
+        """submit() then wait(): execute commands and return once they are done."""
+        value = self.submit(cmds, timeout=timeout)
+        self.wait(value, timeout=timeout, how=how)
+        return value
+
+    # -- conveniences used by the chapters --------------------------------------------------
+    def write_commands(self, buf: Buffer, cmds) -> int:
+        """Write commands into a system-memory Buffer (an indirect buffer); returns the count."""
+        words = np.concatenate([np.asarray(c, dtype=np.uint64).reshape(-1) for c in cmds])
+        if words.size % C.ENTRY_WORDS or words.size * 8 > buf.nbytes:
+            raise InputError(f"{words.size * 8} bytes of commands do not fit the {buf.nbytes}-byte buffer")
+        buf.view[:words.size * 8] = words.astype("<u8").view(np.uint8)
+        return words.size // C.ENTRY_WORDS
+
+    def dma(self, triples: list[tuple[int, int, int]], *, to_host: bool = False,
+            timeout: float | None = None) -> None:
+        """One scatter-gather DMA from (bus address, DVA, length) descriptors; waits for it."""
+        if not triples:
+            raise InputError("dma() needs at least one (bus address, DVA, length) descriptor")
+        desc = C.descriptors(triples)
+        table = self.alloc_sys(desc.size * 8, align=C.DESC_BYTES)
+        try:
+            table.view[:] = desc.astype("<u8").view(np.uint8)
+            self.run([C.dma(table.addr, len(triples), to_host=to_host)], timeout=timeout)
+        finally:
+            self.free_sys(table)
+
+    def upload(self, data, dva: int, *, timeout: float | None = None) -> None:
+        """Copy host data to VRAM at `dva`: CPU copy into a staging buffer, then DMA."""
+        src = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        if src.size == 0 or src.size % C.DMA_ALIGN:
+            raise InputError(f"DMA moves multiples of {C.DMA_ALIGN} bytes; got {src.size} bytes")
+        stage = self.alloc_sys(src.size, align=C.DMA_ALIGN)
+        try:
+            stage.view[:] = src
+            self.dma(_chunks(stage.addr, dva, src.size), timeout=timeout)
+        finally:
+            self.free_sys(stage)
+
+    def download(self, dva: int, nbytes: int, *, timeout: float | None = None) -> np.ndarray:
+        """Copy `nbytes` of VRAM at `dva` to a new host array (uint8): DMA, then CPU copy."""
+        _int("nbytes", nbytes, 1, len(self.vram_view) + 1)
+        if nbytes % C.DMA_ALIGN:
+            raise InputError(f"DMA moves multiples of {C.DMA_ALIGN} bytes; got {nbytes}")
+        stage = self.alloc_sys(nbytes, align=C.DMA_ALIGN)
+        try:
+            self.dma(_chunks(stage.addr, dva, nbytes), to_host=True, timeout=timeout)
+            return stage.view.copy()
+        finally:
+            self.free_sys(stage)
+
+    def device_counters(self) -> dict[str, int]:
+        """The device's counter registers, read through a debug backdoor (no bus time)."""
+        self._flush()
+        names = ("MODEL_TIME_NS", "CNT_DOORBELLS", "CNT_COMMANDS", "CNT_BYTES_H2D",
+                 "CNT_BYTES_D2H", "CNT_DESCRIPTORS")
+        return {n: self._peek(n) for n in names}
+
+
+def _chunks(addr: int, dva: int, n: int) -> list[tuple[int, int, int]]:
+    step = C.MAX_DMA_BYTES
+    return [(addr + o, dva + o, min(step, n - o)) for o in range(0, n, step)]
+
+
+def _json(p: LinkParams) -> str:
+    import json
+
+    return json.dumps(asdict(p))

@@ -1,0 +1,196 @@
+"""The toy GPU's register map (BAR0): the one source of truth for device, driver and docs.
+
+Every register is 64 bits wide and 8-byte aligned. `REGISTERS` below is read by the device
+process (which registers exist, which are read-only, their reset values), by the reference
+driver (names to offsets) and by `markdown_table()`, which generates the table the chapters
+and the book show — so the documentation cannot drift from the device.
+
+Access kinds:
+- RO  read-only: the device sets it; a CPU write is refused with ERR_RO_WRITE.
+- RW  read-write: the CPU programs it; reads return what was written.
+- WO  write-only: a write is a command to the device (doorbell, acknowledge); reads return 0.
+
+Real GPUs document their registers the same way, at much larger scale: NVIDIA's open kernel
+modules generate headers from a register database (open-gpu-kernel-modules,
+src/common/inc/swref/published/), and amdgpu has one header per IP block
+(linux, drivers/gpu/drm/amd/include/asic_reg/).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum, IntFlag
+
+from helpers.core.errors import InputError, InputTypeError
+
+BAR0_SIZE = 4096
+REG_BYTES = 8
+DEVICE_ID = 0x544F_5947_5055_0001  # 'TOYGPU' then version 1, read from the ID register
+PAGE_SIZE = 4096  # the device MMU's page size
+
+
+class Access(str):
+    """One of 'RO', 'RW', 'WO' (a str so the table prints it plainly)."""
+
+
+RO, RW, WO = Access("RO"), Access("RW"), Access("WO")
+
+
+@dataclass(frozen=True)
+class Register:
+    """A BAR0 register: where it is, who may write it, and what it means."""
+
+    name: str
+    offset: int
+    access: Access
+    doc: str
+    reset: int = 0
+
+
+class Status(IntFlag):
+    """Bits of STATUS."""
+
+    READY = 1 << 0     # the device finished bring-up and answers
+    BUSY = 1 << 1      # the ring holds commands not yet executed
+    ERROR = 1 << 2     # a device error halted the ring; see ERROR_CODE
+    RING_ON = 1 << 3   # CONTROL.RING_ENABLE is set and the ring registers were accepted
+
+
+class Control(IntFlag):
+    """Bits of CONTROL."""
+
+    RESET = 1 << 0        # self-clearing: drop all state except the RW configuration
+    RING_ENABLE = 1 << 1  # start fetching from the ring (RING_BASE/RING_SIZE must be valid)
+    CLEAR_ERROR = 1 << 2  # self-clearing: forget the error, resume at the failed command + 1
+
+
+class Irq(IntFlag):
+    """Bits of INT_STATUS, INT_MASK and INT_ACK."""
+
+    FENCE = 1 << 0  # a FENCE command with its INTERRUPT flag completed
+    USER = 1 << 1   # an INTERRUPT command executed
+    ERROR = 1 << 2  # a device error occurred
+
+
+class ErrorCode(IntEnum):
+    """Values of ERROR_CODE. ERROR_INFO holds the address or offset involved."""
+
+    NONE = 0
+    RO_WRITE = 1          # a write to a read-only register (INFO: the offset)
+    BAD_REGISTER = 2      # an access outside the register map or misaligned (INFO: the offset)
+    RING_CONFIG = 3       # RING_BASE/RING_SIZE invalid when the ring was enabled (INFO: the value)
+    RING_OFF = 4          # a doorbell while the ring is disabled
+    EMPTY_DOORBELL = 5    # a doorbell that announces no new command (INFO: the write pointer)
+    RING_OVERFLOW = 6     # the write pointer passed the read pointer by more than the ring size
+    BAD_DOORBELL = 7      # the write pointer moved backwards
+    BAD_OPCODE = 8        # an unknown command opcode (INFO: the opcode)
+    MISALIGNED = 9        # an address or length breaks the command's alignment (INFO: the value)
+    SYSMEM_RANGE = 10     # a bus address outside system memory (INFO: the address)
+    MMU_FAULT = 11        # a device virtual address outside the page table or unmapped (INFO: the DVA)
+    MMU_WRITE_FAULT = 12  # a write to a page mapped read-only (INFO: the DVA)
+    BAD_DESCRIPTOR = 13   # a zero or oversized length, or too many descriptors (INFO: the value)
+    IB_DEPTH = 14         # an indirect buffer nested deeper than the device allows
+    PAGE_TABLE = 15       # PT_BASE/PT_ENTRIES outside VRAM (INFO: the value)
+    INTERNAL = 16         # a bug in the device model itself (its traceback goes to stderr)
+
+
+ERROR_TEXT = {
+    ErrorCode.NONE: "no error",
+    ErrorCode.RO_WRITE: "write to a read-only register",
+    ErrorCode.BAD_REGISTER: "access outside the register map or not 8-byte aligned",
+    ErrorCode.RING_CONFIG: "ring base or size invalid (base 64-byte aligned in system memory, size a power of two)",
+    ErrorCode.RING_OFF: "doorbell rung while the ring is disabled",
+    ErrorCode.EMPTY_DOORBELL: "doorbell rung with no new command in the ring",
+    ErrorCode.RING_OVERFLOW: "write pointer more than one ring ahead of the read pointer (ring overflow)",
+    ErrorCode.BAD_DOORBELL: "write pointer moved backwards",
+    ErrorCode.BAD_OPCODE: "unknown command opcode",
+    ErrorCode.MISALIGNED: "misaligned address or length",
+    ErrorCode.SYSMEM_RANGE: "bus address outside system memory",
+    ErrorCode.MMU_FAULT: "device virtual address not mapped (MMU fault)",
+    ErrorCode.MMU_WRITE_FAULT: "write to a read-only page (MMU permission fault)",
+    ErrorCode.BAD_DESCRIPTOR: "bad descriptor (zero or oversized length, or too many descriptors)",
+    ErrorCode.IB_DEPTH: "indirect buffers nested too deeply",
+    ErrorCode.PAGE_TABLE: "page table outside VRAM",
+    ErrorCode.INTERNAL: "internal error of the device model (a bug: please report it)",
+}
+
+# Page-table entries: 64 bits each, in VRAM at PT_BASE; entry i maps device virtual page i.
+PTE_VALID = 1 << 0      # the page is mapped
+PTE_WRITABLE = 1 << 1   # the device may write it (else a write is MMU_WRITE_FAULT)
+PTE_ADDR_MASK = ~(PAGE_SIZE - 1) & (1 << 64) - 1  # bits 12-63: VRAM offset of the page
+
+_R = Register
+REGISTERS: tuple[Register, ...] = (
+    _R("ID", 0x000, RO, "constant 0x544F594750550001 ('TOYGPU', version 1): read it first", DEVICE_ID),
+    _R("VRAM_SIZE", 0x008, RO, "bytes of device memory (all of it visible through BAR1)"),
+    _R("SYSMEM_SIZE", 0x010, RO, "bytes of system memory the device may DMA to and from"),
+    _R("STATUS", 0x018, RO, "bits READY, BUSY, ERROR, RING_ON"),
+    _R("ERROR_CODE", 0x020, RO, "the first error since the last reset or CLEAR_ERROR (ErrorCode)"),
+    _R("ERROR_INFO", 0x028, RO, "address, offset or value involved in that error"),
+    _R("CONTROL", 0x030, RW, "bits RESET (self-clearing), RING_ENABLE, CLEAR_ERROR (self-clearing)"),
+    _R("INT_STATUS", 0x038, RO, "pending interrupt causes: FENCE, USER, ERROR"),
+    _R("INT_MASK", 0x040, RW, "causes that notify the CPU (the 'interrupt line')"),
+    _R("INT_ACK", 0x048, WO, "write 1 bits to clear them in INT_STATUS"),
+    _R("RING_BASE", 0x050, RW, "bus address of the command ring in system memory (64-byte aligned; latched by RING_ENABLE)"),
+    _R("RING_SIZE", 0x058, RW, "ring length in 64-byte entries (a power of two, 2..4096; latched by RING_ENABLE)"),
+    _R("RING_HEAD", 0x060, RO, "read pointer: commands the device has consumed (free-running)"),
+    _R("RING_TAIL", 0x068, RO, "write pointer the last accepted doorbell announced (free-running)"),
+    _R("DOORBELL", 0x070, WO, "write the new write pointer here to announce commands"),
+    _R("LAST_FENCE", 0x078, RO, "value of the last FENCE command executed"),
+    _R("PT_BASE", 0x080, RW, "VRAM offset of the device page table (4096-byte aligned)"),
+    _R("PT_ENTRIES", 0x088, RW, "number of 8-byte page-table entries (device virtual space = entries x 4 KiB)"),
+    _R("MODEL_TIME_NS", 0x090, RO, "the device's modelled clock in ns (a model, not a measurement)"),
+    _R("CNT_DOORBELLS", 0x098, RO, "doorbell writes received"),
+    _R("CNT_COMMANDS", 0x0A0, RO, "commands executed (indirect-buffer contents included)"),
+    _R("CNT_BYTES_H2D", 0x0A8, RO, "bytes DMA'd from system memory to VRAM"),
+    _R("CNT_BYTES_D2H", 0x0B0, RO, "bytes DMA'd from VRAM to system memory"),
+    _R("CNT_DESCRIPTORS", 0x0B8, RO, "DMA descriptors processed"),
+    _R("BUS_WRITES_SEEN", 0x0C0, RO, "register writes the device has received (a CPU read waits for this to catch up)"),
+    _R("SCRATCH", 0x0C8, RW, "free for the driver: write a value, read it back"),
+)
+
+BY_NAME: dict[str, Register] = {r.name: r for r in REGISTERS}
+BY_OFFSET: dict[int, Register] = {r.offset: r for r in REGISTERS}
+
+
+def register(name: str) -> Register:
+    """The register called `name` (case-insensitive); ValueError lists the valid names."""
+    if not isinstance(name, str):
+        raise InputTypeError(f"register name must be a str, got {type(name).__name__}")
+    try:
+        return BY_NAME[name.upper()]
+    except KeyError:
+        raise InputError(f"no register {name!r}; the map has {', '.join(BY_NAME)}") from None
+
+
+def offset(name: str) -> int:
+    """Byte offset of register `name` in BAR0."""
+    return register(name).offset
+
+
+def check_map() -> None:
+    """Raise AssertionError if the map is inconsistent (overlap, misalignment, outside BAR0)."""
+    seen: dict[int, str] = {}
+    for r in REGISTERS:
+        assert r.offset % REG_BYTES == 0, f"{r.name} at {r.offset:#x} is not 8-byte aligned"
+        assert 0 <= r.offset < BAR0_SIZE, f"{r.name} at {r.offset:#x} is outside BAR0"
+        assert r.offset not in seen, f"{r.name} overlaps {seen.get(r.offset)}"
+        assert r.access in (RO, RW, WO), f"{r.name} has access {r.access!r}"
+        seen[r.offset] = r.name
+    assert len(BY_NAME) == len(REGISTERS), "duplicate register names"
+
+
+def rows() -> list[tuple[str, str, str, str]]:
+    """(offset, name, access, meaning) for every register, in address order."""
+    return [(f"0x{r.offset:03X}", r.name, str(r.access), r.doc)
+            for r in sorted(REGISTERS, key=lambda r: r.offset)]
+
+
+def markdown_table() -> str:
+    """The register map as a Markdown table, generated from REGISTERS."""
+    lines = ["| offset | register | access | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{o}` | `{n}` | {a} | {d} |" for o, n, a, d in rows()]
+    return "\n".join(lines)
+
+
+check_map()
