@@ -39,9 +39,15 @@ class Context:
             return reference.load(self.p2p_reference_name)
         return reference.load(self.reference_name)
 
-    def get(self, experiment_id: str, *, optional: bool = False, quick: bool = False, **params) -> Evidence:
-        """The experiment's Evidence, live or replayed (the rules: helpers.core.evidence)."""
-        return evidence.get(self, experiment_id, optional=optional, quick=quick, **params)
+    def get(self, experiment_id: str, *, optional: bool = False, quick: bool = False, recorded: bool = False,
+            **params) -> Evidence:
+        """The experiment's Evidence, live or replayed (the rules: helpers.core.evidence).
+
+        optional=True: a missing recording comes back as Evidence with data None instead of an
+        error. recorded=True: the reference machine's recording even when live (side by side).
+        quick=True: the recorder's smoke-test sizes. Other keywords are the experiment's own
+        parameters (`python -m helpers.record --list` shows them)."""
+        return evidence.get(self, experiment_id, optional=optional, quick=quick, recorded=recorded, **params)
 
 
 def start(chapter: str | None = None, *, quiet: bool = False) -> Context:

@@ -13,7 +13,8 @@ The rules, the same for every experiment:
    round-tripped through JSON (so live and replay hand views the same plain types) and
    CuPy's memory pools are released afterwards. An experiment that raises SkipExperiment
    falls back to replay, with its reason in `why`.
-4. Replay: the recording in the experiment's reference file. A file without it raises
+4. Replay: the recording in the experiment's reference file (also on request, `recorded=True`,
+   to set the reference machine beside a live measurement). A file without it raises
    ReferenceDataError naming the fix, or, when the caller passes optional=True, comes back
    as an Evidence whose data is None and whose `missing` says why.
 """
@@ -98,10 +99,13 @@ def missing_needs(exp: experiments.Experiment, live: bool, live_reason: str) -> 
     return None
 
 
-def get(ctx, experiment_id: str, *, optional: bool = False, quick: bool = False, **params) -> Evidence:
+def get(ctx, experiment_id: str, *, optional: bool = False, quick: bool = False, recorded: bool = False,
+        **params) -> Evidence:
     """Evidence for `experiment_id` under the rules in the module docstring (ctx: a course Context)."""
     exp = experiments.get(experiment_id)
     checked = exp.check_params(params)
+    if recorded:
+        return _replay(ctx, exp, "the reference machine's recording, asked for by name", optional, {})
     why = missing_needs(exp, ctx.live, ctx.reason)
     if why is None:
         try:

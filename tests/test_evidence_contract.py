@@ -1,0 +1,123 @@
+"""The one evidence contract (helpers.core.evidence): the same rules for every experiment."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import write_reference
+
+from helpers import course
+from helpers.core import evidence, experiments, validate
+from helpers.core.errors import InputError, InputTypeError, ReferenceDataError, SkipExperiment
+from helpers.core.mode import Mode
+
+
+def _ctx(live: bool, ref_name: str = "h100-pcie") -> course.Context:
+    return course.Context(Mode.LIVE if live else Mode.REPLAY, "test", "Test GPU" if live else None, ref_name)
+
+
+@pytest.fixture
+def demo(monkeypatch):
+    """A registry of stand-in experiments, so the contract is tested without a GPU."""
+    calls = []
+    reg = {}
+
+    def add(id, fn, **kw):
+        reg[id] = experiments.Experiment(id, 0, "demo", fn, **kw)
+
+    def sweep(quick, frames=10):
+        calls.append(("sweep", frames))
+        return {"frames": frames, "t": (1, 2)}  # a tuple: JSON gives back a list
+
+    def skipper(quick):
+        calls.append(("skip",))
+        raise SkipExperiment("no widget here")
+
+    def broken(quick, n=1):
+        calls.append(("broken", n))
+        raise InputError("the experiment itself refused n")
+
+    add("transfers.pinned_vs_pageable", sweep, params={"frames": validate.count(1, 100)})
+    add("demo.skip", skipper)
+    add("demo.broken", broken, params={"n": validate.count(0, 5)})
+    add("demo.two", lambda quick: calls.append(("two",)) or {}, needs=(experiments.TWO_GPUS,))
+    monkeypatch.setattr(experiments, "discover", lambda: dict(reg))
+    monkeypatch.setattr(evidence.gpu, "release_pools", lambda: calls.append(("released",)))
+    return calls
+
+
+def test_live_runs_round_trips_json_and_releases_pools(demo):
+    ev = _ctx(True).get("transfers.pinned_vs_pageable", frames=7)
+    assert ev.mode is Mode.LIVE and ev.source == "Test GPU" and ev.data == {"frames": 7, "t": [1, 2]}
+    assert demo == [("sweep", 7), ("released",)]
+    assert "measured now" in ev.why and ev.params == {"frames": 7}
+
+
+def test_replay_reads_the_recording_and_says_its_parameters_are_not_yours(demo):
+    ev = _ctx(False).get("transfers.pinned_vs_pageable", frames=7)
+    assert ev.mode is Mode.REPLAY and "series" in ev.data and demo == []
+    assert "frames=7" in ev.why and "test" in ev.why
+    assert ev.provenance["gpu"]["name"].startswith("NVIDIA H100")
+
+
+@pytest.mark.parametrize("live", [True, False])
+@pytest.mark.parametrize("bad, exc", [(0, InputError), (101, InputError), (2.5, InputTypeError),
+                                      (True, InputTypeError), ("10", InputTypeError)])
+def test_bad_parameters_raise_in_both_modes_and_never_run_or_replay(demo, live, bad, exc):
+    with pytest.raises(exc, match="transfers.pinned_vs_pageable: frames"):
+        _ctx(live).get("transfers.pinned_vs_pageable", frames=bad)
+    assert demo == []
+
+
+def test_unknown_parameter_and_unknown_experiment_raise(demo):
+    with pytest.raises(InputError, match="takes frames; not rounds"):
+        _ctx(True).get("transfers.pinned_vs_pageable", rounds=3)
+    with pytest.raises(InputError, match="no experiment 'nope.x'"):
+        _ctx(False).get("nope.x")
+
+
+def test_bad_input_raised_inside_a_live_run_is_not_replayed(demo):
+    with pytest.raises(InputError, match="refused n"):
+        _ctx(True).get("demo.broken", n=2)
+
+
+def test_skip_falls_back_to_replay_with_the_reason(demo, tmp_path, monkeypatch):
+    write_reference(tmp_path, "h100-pcie", add={"demo.skip": {"x": 1}})
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    ev = _ctx(True).get("demo.skip")
+    assert ev.mode is Mode.REPLAY and ev.data == {"x": 1} and "skipped: no widget here" in ev.why
+    assert demo == [("skip",), ("released",)]
+
+
+def test_missing_need_replays_with_the_reason(demo, tmp_path, monkeypatch):
+    write_reference(tmp_path, "h100-pcie", add={"demo.two": {"y": 2}})
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(evidence.gpu, "probe", lambda: evidence.gpu.GPUProbe(True, "x", 1, "x"))
+    ev = _ctx(True).get("demo.two")
+    assert ev.mode is Mode.REPLAY and "needs two" in ev.why and demo == []
+
+
+def test_missing_recording_raises_naming_the_fix_or_is_optional(demo):
+    with pytest.raises(ReferenceDataError, match=r"no recording of 'demo.skip'.*--only demo.skip"):
+        _ctx(False).get("demo.skip")
+    ev = _ctx(False).get("demo.skip", optional=True)
+    assert not ev.ok and "no recording" in ev.missing
+    with pytest.raises(ReferenceDataError, match="no recording"):
+        ev.require()
+
+
+def test_recorded_gives_the_reference_even_when_live(demo):
+    ev = _ctx(True).get("transfers.pinned_vs_pageable", recorded=True)
+    assert ev.mode is Mode.REPLAY and demo == [] and "series" in ev.data
+
+
+def test_caption_names_mode_and_machine(demo):
+    assert _ctx(True).get("transfers.pinned_vs_pageable").caption("x") == "x (LIVE: measured now on Test GPU)"
+    assert "REPLAY: recorded on NVIDIA H100" in _ctx(False).get("transfers.pinned_vs_pageable").caption("x")
+
+
+def test_registration_checks_the_declaration():
+    with pytest.raises(experiments.RegistryError, match="needs must be from"):
+        experiments.experiment("demo.bad_need", chapter=0, title="t", needs=("gpu", "quantum"))
+    with pytest.raises(experiments.RegistryError, match="must take quick and its declared parameters"):
+        experiments.experiment("demo.bad_params", chapter=0, title="t",
+                               params={"n": validate.count(1, 2)})(lambda quick: {})
