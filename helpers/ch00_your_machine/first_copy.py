@@ -1,36 +1,36 @@
-"""Chapter 0's first experiment: one pinned and one pageable copy each way, here and on the
-reference machine, side by side."""
+"""Chapter 0's first copies: pinned and pageable bandwidth each way at one size, on this
+machine (live) beside the reference machine's recording, and seed 002's 2009 claim.
+
+The data of both is the `transfers.pinned_vs_pageable` experiment (copy_sweeps): live at the
+one size the learner picks, recorded over the whole sweep; the views read the swept size
+nearest the one asked for.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core import figures
-from helpers.core.mode import Mode
-from helpers.core.reference import Reference
-from helpers.measure.host_memory import check_nbytes
-from helpers.measure.transfers import DIRECTIONS, measure_copy
+from helpers.core import figures, validate
+from helpers.core.evidence import Evidence
+from helpers.measure.sysinfo import fmt_bytes
+from helpers.measure.transfers import DIRECTIONS
 
 KINDS = ("pageable", "pinned")
 _NAMES = {"h2d": "host → device", "d2h": "device → host"}
+_COLOURS = {True: "#1b7837", False: "#2166ac"}  # live, replay
+
+# Seed 002 (2009, a Tesla card): 16 MB host->device from malloc'ed memory in 9 ms
+# (1777 MB/s) and from cudaMallocHost memory in 5 ms (3200 MB/s), as the thread reports them.
+SEED_2009 = {"pageable": 1777e6, "pinned": 3200e6, "nbytes": 16 << 20}
 
 
-def measure(nbytes: int = 64 << 20, reps: int = 10) -> dict[tuple[str, str], float]:
-    """Live: median bandwidth (GB/s) of each (host kind, direction) at `nbytes`."""
-    check_nbytes(nbytes, "first copy")
-    return {(k, d): measure_copy(nbytes, d, k, reps=reps).bandwidth_gbps
-            for k in KINDS for d in DIRECTIONS}
-
-
-def from_reference(ref: Reference, nbytes: int = 64 << 20) -> tuple[int, dict[tuple[str, str], float]]:
-    """Replay: the recorded bandwidths at the recorded size closest to `nbytes` (log scale).
-
-    Returns (size actually used, {(kind, direction): GB/s}).
-    """
-    data = ref.experiment("transfers.pinned_vs_pageable")
+def bandwidths(ev: Evidence, nbytes: int) -> tuple[int, dict[tuple[str, str], float]]:
+    """Median bandwidth (GB/s) of each (host kind, direction) at the swept size closest to
+    `nbytes` (log scale). Returns (size actually used, {(kind, direction): GB/s})."""
+    nbytes = validate.byte_size(nbytes, "copy size")
     out, used = {}, None
-    for s in data["series"]:
+    for s in ev.require()["series"]:
         if s["host_kind"] not in KINDS:
             continue
         sizes = np.asarray(s["nbytes"], dtype=float)
@@ -40,43 +40,43 @@ def from_reference(ref: Reference, nbytes: int = 64 << 20) -> tuple[int, dict[tu
     return used, out
 
 
-def figure(ref: Reference, ref_bw: dict, ref_size: int, live_bw: dict | None = None,
-           live_size: int | None = None, gpu_name: str | None = None) -> figures.CourseFigure:
-    """Grouped bars: reference machine (replayed) and, when given, this machine (live)."""
+def _shown(here: Evidence, recorded: Evidence) -> list[Evidence]:
+    """What to show: this machine's live run (when there is one) and the reference recording."""
+    return [here, recorded] if here.live else [recorded]
+
+
+def figure(here: Evidence, recorded: Evidence, nbytes: int) -> figures.CourseFigure:
+    """Grouped bars at `nbytes`: this machine (when measured live) and the reference machine."""
     fig = go.Figure()
     cats = [f"{k}<br>{_NAMES[d]}" for k in KINDS for d in DIRECTIONS]
-    parts = []
-    if live_bw is not None:
-        fig.add_bar(name=f"this machine ({gpu_name}), {live_size >> 20} MiB", x=cats,
-                    y=[live_bw[(k, d)] for k in KINDS for d in DIRECTIONS], marker_color="#1b7837")
-        parts.append((Mode.LIVE, gpu_name or "this GPU"))
-    fig.add_bar(name=f"reference ({ref.provenance['gpu']['name']}), {ref_size >> 20} MiB", x=cats,
-                y=[ref_bw[(k, d)] for k in KINDS for d in DIRECTIONS], marker_color="#2166ac")
-    parts.append((Mode.REPLAY, ref.label))
+    shown = _shown(here, recorded)
+    for ev in shown:
+        size, bw = bandwidths(ev, nbytes)
+        who = f"this machine ({ev.source})" if ev.live else f"reference ({ev.provenance['gpu']['name']})"
+        fig.add_bar(name=f"{who}, {fmt_bytes(size)}", x=cats, y=[bw[(k, d)] for k in KINDS for d in DIRECTIONS],
+                    marker_color=_COLOURS[ev.live])
     fig.update_layout(title="Pinned vs pageable copy bandwidth", barmode="group",
                       yaxis_title="bandwidth (GB/s, 1 GB = 1e9 B)", legend={"orientation": "h", "y": -0.25})
-    return figures.CourseFigure(fig, parts)
+    return figures.CourseFigure(fig, [p for ev in shown for p in ev.parts])
 
 
-# Seed 002 (2009, a Tesla card): 16 MB host->device from malloc'ed memory in 9 ms
-# (1777 MB/s) and from cudaMallocHost memory in 5 ms (3200 MB/s), as the thread reports them.
-SEED_2009 = {"pageable": 1777e6, "pinned": 3200e6, "nbytes": 16 << 20}
-
-
-def ratio_rows(ref_bw: dict, live_bw: dict | None) -> list[tuple]:
+def ratio_rows(here: Evidence, recorded: Evidence, nbytes: int) -> list[tuple]:
     """Rows (direction, source, pageable GB/s, pinned GB/s, pinned/pageable)."""
     rows = []
     for d in DIRECTIONS:
-        for src, bw in (("this machine (live)", live_bw), ("reference (replay)", ref_bw)):
-            if bw is None:
-                continue
+        for ev in _shown(here, recorded):
+            bw = bandwidths(ev, nbytes)[1]
             pg, pn = bw[("pageable", d)], bw[("pinned", d)]
+            src = "this machine (live)" if ev.live else "reference (replay)"
             rows.append((_NAMES[d], src, f"{pg:.2f}", f"{pn:.2f}", f"{pn / pg:.2f}x"))
     return rows
 
 
-def claim_vs_measurement(bw: dict, source: str) -> str:
-    """Seed 002's 2009 pinned/pageable speed-up set against today's measured one."""
+def claim_vs_measurement(ev: Evidence, nbytes: int) -> str:
+    """Seed 002's 2009 pinned/pageable speed-up set against today's, at the swept size nearest
+    `nbytes`, from the Evidence's own data and named by its mode and machine."""
+    bw = bandwidths(ev, nbytes)[1]
+    source = f"{ev.mode.value}, {ev.source}"
     then = SEED_2009["pinned"] / SEED_2009["pageable"]
     now = bw[("pinned", "h2d")] / bw[("pageable", "h2d")]
     grow = bw[("pinned", "h2d")] * 1e9 / SEED_2009["pinned"]

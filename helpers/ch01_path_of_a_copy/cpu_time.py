@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import sys
 
+from helpers.core import validate
 from helpers.core.errors import CourseError, InputError
 from helpers.core.experiments import experiment
 
@@ -33,12 +34,9 @@ def measure(nbytes: int = NBYTES, reps: int = REPS, sched: str = "auto", timeout
     """Run the cputime workload in a fresh child process and return its JSON."""
     from helpers.ch01_path_of_a_copy.syscalls import WORKLOAD, run_child
 
-    if sched not in SCHEDS:
-        raise InputError(f"sched must be one of {SCHEDS}, got {sched!r}")
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not (1 << 20) <= nbytes <= (1 << 30):
-        raise InputError(f"copy size must be 1 MiB to 1 GiB, got {nbytes!r}")
-    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 100:
-        raise InputError(f"reps must be 1 to 100, got {reps!r}")
+    validate.choice(sched, "sched", SCHEDS)
+    validate.byte_size(nbytes, "copy size", 1 << 20, 1 << 30)
+    validate.whole_number(reps, "reps", 1, 100)
     proc = run_child([sys.executable, str(WORKLOAD), "cputime", str(nbytes), str(reps), sched],
                      timeout_s, f"cputime workload ({sched})")
     if proc.returncode != 0:
@@ -84,12 +82,13 @@ def lookup(data: dict, sched: str, kind: str, direction: str) -> dict:
     raise KeyError(f"no run for {sched}/{kind}/{direction}")
 
 
-def figure(data: dict, mode, source: str):
-    """Stacked bars of user and sys CPU ms per GB for every configuration."""
+def figure(ev):
+    """Stacked bars of user and sys CPU ms per GB for every configuration (ev: the Evidence)."""
     import plotly.graph_objects as go
 
     from helpers.core.figures import CourseFigure
 
+    data = ev.require()
     cats, user, sys_ = [], [], []
     for block in data["scheds"]:
         for r in block["runs"]:
@@ -102,7 +101,7 @@ def figure(data: dict, mode, source: str):
     fig.add_bar(x=cats, y=sys_, name="system (kernel) time")
     fig.update_layout(barmode="stack", title=f"CPU time per GB copied ({data['nbytes'] >> 20} MiB copies)",
                       yaxis_title="CPU ms per GB moved (all threads)", xaxis_title="waiting mode / copy")
-    return CourseFigure(fig, [(mode, source)])
+    return CourseFigure(fig, ev.parts)
 
 
 def record(quick: bool = False) -> dict:

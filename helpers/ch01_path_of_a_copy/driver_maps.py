@@ -33,7 +33,8 @@ import re
 import sys
 from dataclasses import asdict, dataclass
 
-from helpers.core.errors import CourseError, InputError
+from helpers.core import validate
+from helpers.core.errors import CourseError
 from helpers.core.experiments import experiment
 
 USERMODE_BYTES = 0x10000  # NVC361_NV_USERMODE__SIZE, src/common/sdk/nvidia/inc/class/clc361.h
@@ -56,7 +57,10 @@ ROLES = {
 
 
 class MapsFormatError(CourseError, ValueError):
-    """A line is not in /proc/PID/maps format."""
+    """A line is not in /proc/PID/maps format.
+
+    Not an InputError: the lines come from the kernel (through the maps workload) or from a
+    recording of it, never from a learner, so a malformed one is a data problem."""
 
 
 @dataclass(frozen=True)
@@ -177,12 +181,15 @@ def new_mappings(before: list[str], after: list[str]) -> list[Mapping]:
     return [m for m in nvidia_mappings(after) if (m.start, m.end, m.node) not in old]
 
 
-def record(nbytes: int = 64 << 20, timeout_s: float = 120.0) -> dict:
+MAPS_BYTES = 64 << 20  # the pinned and managed allocations the workload makes (smoke test: 16 MiB)
+MAPS_SIZE = validate.size(4096, 1 << 30)  # the sizes the workload accepts: 4 KiB to 1 GiB
+
+
+def record(nbytes: int = MAPS_BYTES, timeout_s: float = 120.0) -> dict:
     """Run the maps workload in a fresh child (so 'before CUDA' really is before) and return it."""
     from helpers.ch01_path_of_a_copy.syscalls import WORKLOAD, run_child
 
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 4096 <= nbytes <= (1 << 30):
-        raise InputError(f"maps workload size must be 4 KiB to 1 GiB, got {nbytes!r}")
+    MAPS_SIZE(nbytes, "maps workload size")
     proc = run_child([sys.executable, str(WORKLOAD), "maps", str(nbytes)], timeout_s, "maps workload")
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or "").strip().splitlines()[-3:])
@@ -195,9 +202,11 @@ def as_dicts(maps: list[Mapping]) -> list[dict]:
 
 
 @experiment("path.driver_maps", chapter=1,
-            title="/dev/nvidia* mappings in /proc/self/maps: before CUDA, after init, pinned, managed")
-def record_driver_maps(quick: bool) -> dict:
-    data = record((16 << 20) if quick else (64 << 20))
+            title="/dev/nvidia* mappings in /proc/self/maps: before CUDA, after init, pinned, managed",
+            params={"nbytes": MAPS_SIZE})
+def record_driver_maps(quick: bool, nbytes: int = MAPS_BYTES) -> dict:
+    """The workload's /dev/nvidia* mappings at each stage, with a per-role summary."""
+    data = record(min(nbytes, 16 << 20) if quick else nbytes)
     for st in data["stages"]:
         st["summary"] = summary(nvidia_mappings(st["lines"]))
     return data

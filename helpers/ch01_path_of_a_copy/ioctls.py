@@ -21,7 +21,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from helpers.core.experiments import experiment
+from helpers.core import validate
+from helpers.core.experiments import GPU, STRACE, experiment
 
 NV_IOCTL_MAGIC = 0x46  # 'F', kernel-open/common/inc/nv-ioctl-numbers.h
 
@@ -166,13 +167,18 @@ def from_data(data: dict) -> dict:
     return data
 
 
-@experiment("path.ioctl_trace", chapter=1,
-            title="Every ioctl of a CUDA program by node and request, at start-up vs during N round trips")
-def record_ioctl_trace(quick: bool) -> dict:
+TRACE_ROUNDS = 100  # round trips in the traced loop (the recorder's smoke test: 10)
+
+
+@experiment("path.ioctl_trace", chapter=1, needs=(GPU, STRACE),
+            title="Every ioctl of a CUDA program by node and request, at start-up vs during N round trips",
+            params={"rounds": validate.count(0, 100_000)})
+def record_ioctl_trace(quick: bool, rounds: int = TRACE_ROUNDS) -> dict:
+    """One strace -f -y of the census workload with `rounds` round trips, parsed by phase."""
     from helpers.ch01_path_of_a_copy.syscalls import strace_or_skip
 
     strace_or_skip()
-    return trace_census(10 if quick else 100)
+    return trace_census(min(rounds, 10) if quick else rounds)
 
 
 def loop_summary(data: dict) -> str:

@@ -8,8 +8,9 @@ context creation and the driver's mappings) from the per-round-trip cost (b). Se
 hypothesis 1 (one read/write per transfer) predicts b >= 1 for read or write; a user-space
 driver that rings a doorbell predicts b ~ 0 for every call that reaches the driver.
 
-strace is found through COURSE_STRACE (a path) or PATH. Without it the census cannot run
-live: `find_strace` says how to install it, and the notebook replays the recording.
+strace is found through COURSE_STRACE (a path, read by helpers.core.config) or PATH. The
+experiment declares that it needs strace and a GPU, so without them the evidence contract
+replays the recording and says why; `find_strace` says how to install strace.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,8 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers.core.errors import CourseError, SkipExperiment
-from helpers.core.experiments import experiment
+from helpers.core import config, validate
+from helpers.core.errors import CourseError, InputError, InputTypeError, SkipExperiment
+from helpers.core.experiments import GPU, STRACE, experiment
+from helpers.core.figures import CourseFigure
 
 WORKLOAD = Path(__file__).resolve().parent / "_copy_workload.py"
 FOCUS = ("ioctl", "mmap", "munmap", "read", "write", "poll")
@@ -59,14 +61,15 @@ class ChildTimeoutError(CourseError, TimeoutError):
     """A child process ran past its time limit and was killed, with its whole process group."""
 
 
-class CensusInputError(CourseError, ValueError):
-    """A bad number of round trips or bytes was asked for."""
+class CensusInputError(InputError):
+    """A bad number of round trips, workload, copy size or time limit was asked for."""
 
 
 # --- finding strace -------------------------------------------------------------------
 
 def strace_or_skip() -> str:
-    """find_strace() for the recorder: without strace the experiment is skipped, saying why."""
+    """find_strace() for the recorder (which runs experiments without checking their needs):
+    without strace the experiment is skipped, saying why."""
     try:
         return find_strace()
     except StraceMissingError as exc:
@@ -75,14 +78,14 @@ def strace_or_skip() -> str:
 
 def find_strace() -> str:
     """Path of the strace to use: $COURSE_STRACE if set, else the first `strace` on PATH."""
-    env = os.environ.get("COURSE_STRACE", "").strip()
+    env = config.strace_setting()
     if env:
         p = Path(env)
         if not p.is_file() or not os.access(p, os.X_OK):
             raise StraceMissingError(f"COURSE_STRACE={env!r} is not an executable file; "
                                      f"fix the path or unset it. To get strace, {INSTALL_HINT}.")
         return str(p)
-    found = shutil.which("strace")
+    found = config.tool_on_path("strace")
     if not found:
         raise StraceMissingError(f"strace is not installed on this machine (not on PATH). "
                                  f"To run the census live, {INSTALL_HINT}.")
@@ -106,8 +109,7 @@ def run_child(cmd: list[str], timeout_s: float, what: str = "child process") -> 
     strace and its tracee are two processes: killing only strace would leave the tracee
     running, so the group is killed, and ChildTimeoutError says what took too long.
     """
-    if not timeout_s or timeout_s <= 0:
-        raise CensusInputError(f"{what}: timeout must be a positive number of seconds, got {timeout_s!r}")
+    validate.seconds(timeout_s, f"{what}: timeout")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
@@ -212,13 +214,17 @@ def parse_summary(text: str) -> dict[str, SyscallCount]:
 # --- the census -----------------------------------------------------------------------
 
 def check_rounds(n) -> int:
-    """N must be a whole number from 0 to MAX_ROUNDS."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise CensusInputError(f"number of round trips must be a whole number, got {n!r} ({type(n).__name__})")
-    if not 0 <= int(n) <= MAX_ROUNDS:
-        raise CensusInputError(f"number of round trips must be from 0 to {MAX_ROUNDS}, got {n}; "
-                               "a census needs no more, and strace would take minutes")
-    return int(n)
+    """N must be a whole number from 0 to MAX_ROUNDS (a census needs no more; strace would take minutes)."""
+    return validate.whole_number(n, "number of round trips", 0, MAX_ROUNDS)
+
+
+def check_round_list(rounds, what: str = "rounds") -> tuple[int, ...]:
+    """A non-empty list of round-trip counts, each checked by check_rounds."""
+    if isinstance(rounds, (str, bytes)) or not isinstance(rounds, (list, tuple)):
+        raise InputTypeError(f"{what} must be a list of whole numbers of round trips, got {rounds!r}")
+    if not rounds:
+        raise CensusInputError(f"{what}: a census needs at least one N")
+    return tuple(check_rounds(n) for n in rounds)
 
 
 def traced_run(workload: str, n: int, *, nbytes: int = COPY_BYTES, timeout_s: float = 120.0,
@@ -229,10 +235,8 @@ def traced_run(workload: str, n: int, *, nbytes: int = COPY_BYTES, timeout_s: fl
     'raw': strace's summary text}.
     """
     n = check_rounds(n)
-    if workload not in ("census", "writes"):
-        raise CensusInputError(f"workload must be 'census' or 'writes', got {workload!r}")
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 1 <= nbytes <= (256 << 20):
-        raise CensusInputError(f"copy size must be 1 byte to 256 MiB, got {nbytes!r}")
+    check_workload(workload)
+    validate.byte_size(nbytes, "copy size", 1, 256 << 20)
     strace = strace or find_strace()
     args = [str(n), str(nbytes)] if workload == "census" else [str(n)]
     with tempfile.TemporaryDirectory(prefix="course-strace-") as tmp:
@@ -250,6 +254,13 @@ def traced_run(workload: str, n: int, *, nbytes: int = COPY_BYTES, timeout_s: fl
     return {"rounds": n, "counts": {k: asdict(v) for k, v in counts.items()}, "child": child, "raw": raw}
 
 
+def check_workload(workload: str) -> str:
+    """'census' (copies and kernels) or 'writes' (a write(2) per round trip, the contrast)."""
+    if workload not in ("census", "writes"):
+        raise CensusInputError(f"workload must be 'census' or 'writes', got {workload!r}")
+    return workload
+
+
 def census(rounds=ROUNDS, *, workload: str = "census", nbytes: int = COPY_BYTES,
            timeout_s: float = 120.0, progress: bool = True) -> dict:
     """Baseline (N=0), each N in rounds, and the baseline again: strace counts of every run.
@@ -259,9 +270,8 @@ def census(rounds=ROUNDS, *, workload: str = "census", nbytes: int = COPY_BYTES,
     """
     from helpers.core.progress import Progress
 
-    ns = [check_rounds(n) for n in rounds]
-    if not ns:
-        raise CensusInputError("census needs at least one N")
+    ns = check_round_list(rounds, "census rounds")
+    check_workload(workload)
     strace = find_strace()
     if workload == "census":  # prime caches outside strace
         run_child([sys.executable, str(WORKLOAD), "census", "0", str(nbytes)], timeout_s, "warm-up child")
@@ -378,12 +388,13 @@ def total_per_round(data: dict) -> float:
     return float(np.polyfit(ns, tot, 1)[0])
 
 
-def figure(data: dict, mode, source: str, names=FOCUS):
-    """Counts per N on log-log axes (N=0 drawn at N=1, labelled): flat lines do not grow."""
+def figure(ev, workload: str = "gpu", names=FOCUS) -> CourseFigure:
+    """Counts per N on log-log axes (N=0 drawn at N=1, labelled): flat lines do not grow.
+
+    `ev` is the census Evidence; `workload` picks its 'gpu' census or its 'writes' contrast."""
     import plotly.graph_objects as go
 
-    from helpers.core.figures import CourseFigure
-
+    data = ev.require()[workload]
     fig = go.Figure()
     ns = sorted({int(r["rounds"]) for r in data["runs"]})
     for name in names:
@@ -399,14 +410,17 @@ def figure(data: dict, mode, source: str, names=FOCUS):
     fig.update_yaxes(type="log", title="system calls in the whole run (count)")
     fig.update_layout(title=f"System calls vs number of round trips ({data['workload']}, "
                             f"{data['nbytes'] >> 10} KiB copies)")
-    return CourseFigure(fig, [(mode, source)])
+    return CourseFigure(fig, ev.parts)
 
 
-@experiment("path.syscall_census", chapter=1,
-            title="strace -f -c of N pageable round trips (copy in, kernel, copy out), N = 0..1000")
-def record_syscall_census(quick: bool) -> dict:
-
+@experiment("path.syscall_census", chapter=1, needs=(GPU, STRACE),
+            title="strace -f -c of N pageable round trips (copy in, kernel, copy out), N = 0..1000",
+            params={"rounds": check_round_list})
+def record_syscall_census(quick: bool, rounds: tuple[int, ...] = ROUNDS) -> dict:
+    """The census of the copy workload ('gpu') and of the write(2) contrast ('writes'), each at
+    N = 0, every N in `rounds`, and 0 again (the recorder's smoke test: N = 10 and 100)."""
     strace_or_skip()
-    gpu_runs = census(QUICK_ROUNDS if quick else ROUNDS)
-    contrast = census(QUICK_ROUNDS if quick else ROUNDS, workload="writes", progress=False)
+    ns = QUICK_ROUNDS if quick else rounds
+    gpu_runs = census(ns)
+    contrast = census(ns, workload="writes", progress=False)
     return {"gpu": gpu_runs, "writes": contrast}

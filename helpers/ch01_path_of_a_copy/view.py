@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from helpers.ch01_path_of_a_copy import cpu_time, driver_maps, syscalls
+from helpers.core.evidence import Evidence
 from helpers.core.figures import CourseFigure
 from helpers.core.mode import Mode
 
@@ -30,8 +31,9 @@ _LAYERS = [  # (y, label, detail, side) — side 0: user space, 1: kernel, 2: ha
 ]
 
 
-def diagram(census: dict | None = None, mode: Mode | str | None = None, source: str = "") -> CourseFigure:
-    """The stack as boxes, user space above the kernel line; measured counts when given."""
+def diagram(census: Evidence | None = None) -> CourseFigure:
+    """The stack as boxes, user space above the kernel line; with the syscall census's
+    Evidence, its measured counts (and its mode and machine on the figure)."""
     fig = go.Figure()
     colours = {0: "#d9ecd0", 1: "#f6d8c6", 2: "#d4e1f4"}
     for y, label, detail, side in _LAYERS:
@@ -55,14 +57,15 @@ def diagram(census: dict | None = None, mode: Mode | str | None = None, source: 
     fig.add_annotation(x=0.6, y=2.75, yshift=10, xanchor="left", text="CPU ↑   bus and GPU ↓", showarrow=False,
                        font={"color": "#2166ac"})
     parts: list[tuple] = [(Mode.SIMULATED, "a schematic of the driver stack (boxes are not measurements)")]
-    if census is not None and mode is not None:
-        ioctl = syscalls.growth(census, "ioctl")
-        total = syscalls.total_per_round(census)
+    if census is not None:
+        gpu_census = census.require()["gpu"]
+        ioctl = syscalls.growth(gpu_census, "ioctl")
+        total = syscalls.total_per_round(gpu_census)
         fig.add_annotation(x=0.79, y=6.6, width=230, text=(f"measured: {syscalls.signed(total, 2)} syscalls per round trip<br>"
                                                f"ioctl at start-up: {ioctl.baseline:.0f}, "
                                                f"per round trip: {syscalls.signed(ioctl.per_round, 3)}"),
                            showarrow=False, bordercolor="#1b7837", bgcolor="#eef7ea", font={"size": 11})
-        parts.append((mode, source))
+        parts += census.parts
     fig.update_xaxes(visible=False, range=[0, 1])
     fig.update_yaxes(visible=False, range=[0.4, 9.6])
     fig.update_layout(title="The path of a copy: from a CuPy call to DMA on the bus", height=620,
@@ -169,38 +172,3 @@ def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -
         "not measured in this chapter",
         "untested here: Chapter 5 (unified memory and the GPU MMU) takes it up"))
     return out
-
-
-@dataclass(frozen=True)
-class Obtained:
-    """One experiment's data, with the mode it came from and the machine to name on figures."""
-
-    data: dict
-    mode: Mode
-    source: str
-
-
-def obtain(ctx, experiment_id: str, live=None, *, needs_gpu: bool = True) -> Obtained:
-    """Measure now when possible (`live()`), else replay the reference machine's recording.
-
-    `live` runs when the notebook is live, or always when needs_gpu is False (a CPU-only
-    experiment). A missing tool (strace) is reported with how to install it, then the
-    recording is replayed; a reference file without this experiment raises a clear
-    ReferenceDataError naming it.
-    """
-    from helpers.core.errors import CourseError, InputError, InputTypeError
-
-    if live is not None and (ctx.live or not needs_gpu):
-        try:
-            where = ctx.gpu_name if ctx.live else "this machine's CPU (no GPU needed)"
-            return Obtained(live(), Mode.LIVE, where)
-        except (syscalls.StraceMissingError, syscalls.StraceFailedError) as exc:
-            print(f"cannot measure this live: {exc}\n→ replaying the reference recording instead")
-        except (InputError, InputTypeError):
-            raise  # bad input is the caller's to fix: a replay would hide it
-        except CourseError as exc:
-            if ctx.live:
-                raise
-            print(f"cannot measure this live here ({exc}); replaying the recording")
-    ref = ctx.reference()
-    return Obtained(ref.experiment(experiment_id), Mode.REPLAY, ref.label)

@@ -27,11 +27,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helpers.core import gpu
-from helpers.core.errors import CourseError, DeviceTimeoutError
+from helpers.core import gpu, validate
+from helpers.core.errors import DeviceTimeoutError, InputError
+from helpers.core.evidence import Evidence
 from helpers.core.experiments import experiment
 from helpers.measure.host_memory import HostBuffer, check_nbytes
-from helpers.measure.transfers import _KIND, DIRECTIONS, wait_event
+from helpers.measure.transfers import DIRECTIONS, MEMCPY_KIND, wait_event
 
 MAX_GATE_TIMEOUT_S = 60.0
 MAX_GATED_COPIES = 2000  # the stream's push buffer must hold them all while the gate is shut
@@ -56,30 +57,22 @@ class GateTimeoutError(DeviceTimeoutError):
     """The gate kernel gave up waiting for the host, so the gated measurement is invalid."""
 
 
-class CopyEngineInputError(CourseError, ValueError):
+class CopyEngineInputError(InputError):
     """An argument the copy-engine helpers cannot use (a wrong kind, count or timeout)."""
 
 
 def check_gate_timeout(timeout_s: float) -> float:
     """A gate timeout in seconds: positive, finite, at most MAX_GATE_TIMEOUT_S."""
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) \
-            or not 0 < timeout_s <= MAX_GATE_TIMEOUT_S:
-        raise CopyEngineInputError(f"gate timeout must be a number of seconds in (0, {MAX_GATE_TIMEOUT_S:g}], "
-                                   f"got {timeout_s!r}")
-    return float(timeout_s)
+    return validate.seconds(timeout_s, "gate timeout", 0.0, MAX_GATE_TIMEOUT_S)
 
 
 def check_count(count: int, what: str = "copies") -> int:
     """A number of gated copies: a whole number from 1 to MAX_GATED_COPIES."""
-    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or not 1 <= count <= MAX_GATED_COPIES:
-        raise CopyEngineInputError(f"{what} must be a whole number from 1 to {MAX_GATED_COPIES}, got {count!r}")
-    return int(count)
+    return validate.whole_number(count, what, 1, MAX_GATED_COPIES)
 
 
 def check_direction(direction: str) -> str:
-    if direction not in DIRECTIONS:
-        raise CopyEngineInputError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
-    return direction
+    return validate.choice(direction, "direction", DIRECTIONS)
 
 
 class Gate:
@@ -172,14 +165,14 @@ def gated_copies(nbytes: int, direction: str = "h2d", count: int = 200, *,
         with HostBuffer(n, "pinned") as host, Gate(gate_timeout_s) as gate:
             dst, src = _Pair(host, dev).args(direction)
             for _ in range(3):  # warm-up, ungated
-                rt.memcpyAsync(dst, src, n, _KIND[direction], stream.ptr)
+                rt.memcpyAsync(dst, src, n, MEMCPY_KIND[direction], stream.ptr)
             stream.synchronize()
             enqueue = np.empty(count)
             gate.block(stream)
             events[0].record(stream)
             for i in range(count):
                 t = time.perf_counter()
-                rt.memcpyAsync(dst, src, n, _KIND[direction], stream.ptr)
+                rt.memcpyAsync(dst, src, n, MEMCPY_KIND[direction], stream.ptr)
                 enqueue[i] = time.perf_counter() - t
                 events[i + 1].record(stream)
             held = not events[-1].done  # the gate really held the copies back
@@ -213,7 +206,7 @@ def synchronous_copy_wall(nbytes: int, direction: str = "h2d", reps: int = 200,
             dst, src = _Pair(host, dev).args(direction)
             for i in range(reps + 3):
                 t = time.perf_counter()
-                cp.cuda.runtime.memcpyAsync(dst, src, n, _KIND[direction], stream.ptr)
+                cp.cuda.runtime.memcpyAsync(dst, src, n, MEMCPY_KIND[direction], stream.ptr)
                 done.record(stream)
                 wait_event(done, timeout_s, f"a {n}-byte {direction} copy")
                 if i >= 3:
@@ -261,7 +254,7 @@ def concurrent_copies(nbytes: int = 64 << 20, copies: int = 8, directions=("h2d"
             for i, d in enumerate(directions):
                 dst, src = _Pair(hosts[i], devs[i]).args(d)
                 for _ in range(copies):
-                    rt.memcpyAsync(dst, src, n, _KIND[d], streams[i].ptr)
+                    rt.memcpyAsync(dst, src, n, MEMCPY_KIND[d], streams[i].ptr)
                 ends[i].record(streams[i])
             gate.release()
             for i, e in enumerate(ends):
@@ -344,7 +337,7 @@ def cpu_cost_of_copies(nbytes: int = 256 << 20, reps: int = 5, timeout_s: float 
                     rows = []
                     for i in range(reps + 1):
                         r0, c0, w0 = resource.getrusage(resource.RUSAGE_SELF), time.process_time(), time.perf_counter()
-                        cp.cuda.runtime.memcpyAsync(dst, src, n, _KIND[d], stream.ptr)
+                        cp.cuda.runtime.memcpyAsync(dst, src, n, MEMCPY_KIND[d], stream.ptr)
                         done.record(stream)
                         wait_event(done, timeout_s, f"a {n}-byte {kind} {d} copy")
                         w1, c1, r1 = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
@@ -400,30 +393,32 @@ def gated_rows(data: dict) -> list[tuple]:
              "yes" if r["gate_held"] else "NO") for r in data["runs"]]
 
 
-def gated_figure(data: dict, parts: list):
+def gated_figure(ev: Evidence):
     """Grouped bars per size: host enqueue, device time per copy, and a synchronous copy's wall time."""
     import plotly.graph_objects as go
 
-    from helpers.core.figures import CourseFigure, _size_label
+    from helpers.core.figures import CourseFigure
+    from helpers.measure.sysinfo import fmt_bytes
 
     fig = go.Figure()
-    runs = data["runs"]
-    cats = [f"{r['direction']} {_size_label(r['nbytes'])}" for r in runs]
+    runs = ev.require()["runs"]
+    cats = [f"{r['direction']} {fmt_bytes(r['nbytes'])}" for r in runs]
     for key, name, color in (("enqueue_median_s", "host: enqueue (cudaMemcpyAsync call from Python)", "#b2182b"),
                              ("device_median_s", "device: copy time per copy (gated, events)", "#2166ac"),
                              ("sync_wall_median_s", "wall: copy + wait, one at a time", "#878787")):
         fig.add_bar(x=cats, y=[r[key] * 1e6 for r in runs], name=name, marker_color=color)
     fig.update_layout(title="Small pinned copies: what the host pays vs what the device spends", barmode="group",
                       yaxis_title="time per copy (us, median)", legend={"orientation": "h", "y": -0.25})
-    return CourseFigure(fig, parts)
+    return CourseFigure(fig, ev.parts)
 
 
-def bidirectional_figure(data: dict, parts: list):
+def bidirectional_figure(ev: Evidence):
     """Aggregate GB/s of h2d alone, d2h alone and both at once (each trial a point, bar = median)."""
     import plotly.graph_objects as go
 
     from helpers.core.figures import CourseFigure
 
+    data = ev.require()
     fig = go.Figure()
     names = {"h2d": "h2d alone", "d2h": "d2h alone", "both": "h2d + d2h at once"}
     fig.add_bar(x=list(names.values()), y=[data[k]["median_gbps"] for k in names], name="median of trials",
@@ -436,15 +431,16 @@ def bidirectional_figure(data: dict, parts: list):
     fig.update_layout(title=f"Copies in both directions at once ({data['nbytes'] >> 20} MiB x {data['copies']} "
                             f"per stream; asyncEngineCount = {data['async_engine_count']})",
                       yaxis_title="aggregate bandwidth (GB/s)", showlegend=False)
-    return CourseFigure(fig, parts)
+    return CourseFigure(fig, ev.parts)
 
 
-def cpu_cost_figure(data: dict, parts: list):
+def cpu_cost_figure(ev: Evidence):
     """Per kind and direction: bandwidth, and the share of the copy's wall time the process spent on CPU."""
     from plotly.subplots import make_subplots
 
     from helpers.core.figures import CourseFigure
 
+    data = ev.require()
     res = data["results"]
     keys = [f"{k}/{d}" for k in ("pageable", "pinned") for d in DIRECTIONS]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("bandwidth (GB/s)", "process CPU time / wall time"))
@@ -454,7 +450,7 @@ def cpu_cost_figure(data: dict, parts: list):
     fig.update_yaxes(title_text="GB/s", row=1, col=1)
     fig.update_yaxes(title_text="CPU s per wall s", row=1, col=2)
     fig.update_layout(title=f"What a {data['nbytes'] >> 20} MiB copy costs the CPU (median of {data['reps']})")
-    return CourseFigure(fig, parts)
+    return CourseFigure(fig, ev.parts)
 
 
 def cpu_cost_rows(data: dict) -> list[tuple]:

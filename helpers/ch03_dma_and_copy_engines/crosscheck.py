@@ -9,14 +9,15 @@ TOLERANCE — a check on the course's timing method that real data can fail.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from statistics import median
 
+from helpers.core import config
 from helpers.core.errors import InputError, SkipExperiment, SystemInfoError
-from helpers.core.experiments import experiment
+from helpers.core.evidence import Evidence
+from helpers.core.experiments import GPU, NVCC, experiment
+from helpers.core.figures import provenance_line
 from helpers.measure.transfers import DIRECTIONS, measure_copy
 
 TOLERANCE = 0.02  # relative; the Foundation issue's bar for large-copy bandwidth
@@ -24,14 +25,17 @@ SOURCE = Path(__file__).resolve().parents[2] / "tools" / "bwcheck" / "bwcheck.cu
 
 
 def binary() -> Path:
-    """Path to the compiled bwcheck, building it with nvcc if needed (BWCHECK overrides)."""
-    env = os.environ.get("BWCHECK")
-    if env:
-        return Path(env)
+    """Path to the compiled bwcheck, building it with nvcc if needed (BWCHECK overrides).
+
+    Without nvcc and a built binary the recorder skips the experiment (SkipExperiment); a
+    notebook never gets here, since the evidence contract checks the NVCC need first."""
+    given = config.bwcheck_setting()
+    if given:
+        return given
     out = SOURCE.with_suffix("")
     if out.exists() and out.stat().st_mtime >= SOURCE.stat().st_mtime:
         return out
-    nvcc = shutil.which("nvcc")
+    nvcc = config.tool_on_path("nvcc")
     if not nvcc:
         raise SkipExperiment("nvcc not found and tools/bwcheck/bwcheck not built (run `make bwcheck`)")
     subprocess.run([nvcc, "-O2", "-o", str(out), str(SOURCE)], check=True, timeout=300)
@@ -98,7 +102,7 @@ def interleaved(course_round, c_round, rounds: int = ROUNDS) -> dict:
             "relative_difference": {d: agreement(course[d], c[d]) for d in DIRECTIONS}}
 
 
-@experiment("crosscheck.bwcheck", chapter=0,
+@experiment("crosscheck.bwcheck", chapter=0, needs=(GPU, NVCC),
             title="Pinned 256 MiB bandwidth: course (CuPy events) vs tools/bwcheck (C/CUDA), interleaved rounds")
 def record_crosscheck(quick: bool) -> dict:
     n, reps, rounds = ((16 << 20), 5, 1) if quick else ((256 << 20), 30, ROUNDS)
@@ -153,7 +157,7 @@ def small_copy_comparison(course: dict, c: dict, tolerance: float = SMALL_TOLERA
             "ungated_worst": worst_iso}
 
 
-@experiment("crosscheck.small_copy", chapter=3,
+@experiment("crosscheck.small_copy", chapter=3, needs=(GPU, NVCC),
             title="Small pinned copies (4 B..4 KiB), device time: course (CuPy events) vs tools/bwcheck --small")
 def record_small_copy(quick: bool) -> dict:
     from helpers.ch03_dma_and_copy_engines.copy_engines import SMALL_SIZES, gated_copies
@@ -171,3 +175,8 @@ def record_small_copy(quick: bool) -> dict:
     out = {"reps": reps, "sizes": list(SMALL_SIZES), "course": course, "course_enqueue_median_s": enqueue,
            "c": {d: c[d] for d in DIRECTIONS}, "c_program": {k: v for k, v in c.items() if k not in DIRECTIONS}}
     return out | small_copy_comparison(course, out["c"])
+
+
+def caption(*evs: Evidence) -> str:
+    """The cross-check table's caption: the mode and machine of each Evidence, once each."""
+    return " / ".join(dict.fromkeys(provenance_line(m, s) for ev in evs for m, s in ev.parts))

@@ -600,16 +600,16 @@ class MachineParams:
 
 
 def fit_t0_bw(nbytes, times_s, lo: int = 1 << 16) -> tuple[float, float]:
-    """Fit t = t0 + n/B by weighted least squares (weights 1/t) over sizes >= lo."""
-    n, t = np.asarray(nbytes, float), np.asarray(times_s, float)
-    keep = n >= lo
-    n, t = n[keep], t[keep]
-    if n.size < 2:
-        raise RadarInputError("need at least two copy sizes of 64 KiB or more to fit t0 + n/B")
-    w = 1 / t
-    a = np.vstack([np.ones_like(n), n]).T * w[:, None]
-    (t0, inv_b), *_ = np.linalg.lstsq(a, t * w, rcond=None)
-    return max(float(t0), 0.0), float(1 / inv_b)
+    """(t0 in s, B in bytes/s): the course's copy-cost fit (helpers.models.copy_cost, weights
+    1/t²) over the sizes >= lo only. The radar's frames are 64 KiB and larger, so the line is
+    fitted where the model is used; the smallest copies, which pull t0 down, are left out."""
+    from helpers.models import copy_cost
+
+    try:
+        f = copy_cost.fit_series({"nbytes": list(nbytes), "median_s": list(times_s)}, lo=lo)
+    except copy_cost.ModelInputError as exc:
+        raise RadarInputError(f"cannot fit t0 + n/B to the copies of {lo} bytes or more: {exc}") from None
+    return f.t0_s, f.bandwidth_Bps
 
 
 def machine_params(ref) -> MachineParams:

@@ -5,7 +5,8 @@ of `cupy.cuda` it needs (Event, runtime.memcpyAsync, get_elapsed_time). A `CopyJ
 either the real thing (live: a pinned host buffer, a device buffer and a stream, freed on
 exit) or `FakeCuda`, a *simulated* stand-in whose clock advances by a model copy time, so the
 event protocol can be checked without a GPU. Timers (`replay_timer`, `warmup_timer`) feed a
-benchmark recorded or simulated timings; every simulated value is labelled as such.
+benchmark recorded or simulated timings; every simulated value is labelled as such. The
+recorded sweep and large copies come from `ctx.get(...)` as Evidence.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from helpers.core import gpu
-from helpers.core.errors import CourseError, InputError
-from helpers.core.reference import Reference
+from helpers.core.errors import CourseError, InputError, ReferenceDataError
+from helpers.core.evidence import Evidence
 from helpers.measure.host_memory import HostBuffer, check_nbytes
+from helpers.models import copy_cost
 
 H2D, D2H = 1, 2  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
 
@@ -177,18 +179,18 @@ def warmup_timer(steady_s: float, calls: int, *, slow_calls: int = 2, slow_facto
 
 
 # ----------------------------------------------------------------------- data
-def reference_sweep(ref: Reference, host_kind: str = "pinned", direction: str = "h2d") -> tuple[np.ndarray, np.ndarray]:
-    """(nbytes, median seconds) of the reference machine's recorded size sweep."""
-    data = ref.experiment("transfers.pinned_vs_pageable")
-    for s in data["series"]:
-        if s["host_kind"] == host_kind and s["direction"] == direction:
-            return np.asarray(s["nbytes"], dtype=float), np.asarray(s["median_s"], dtype=float)
-    raise CourseError(f"{ref.name}: no recorded {host_kind}/{direction} sweep")
+def reference_sweep(sweep: Evidence, host_kind: str = "pinned", direction: str = "h2d") -> tuple[np.ndarray, np.ndarray]:
+    """(nbytes, median seconds) of one series of a `transfers.pinned_vs_pageable` Evidence."""
+    s = copy_cost.series_for(sweep.require(), host_kind, direction)
+    return np.asarray(s["nbytes"], dtype=float), np.asarray(s["median_s"], dtype=float)
 
 
-def reference_reps(ref: Reference, key: str = "pinned/h2d") -> tuple[int, list[float], float]:
-    """(nbytes, every recorded repetition in seconds, recorded GB/s) of one large copy."""
-    d = ref.experiment("transfers.large_copy")[key]
+def reference_reps(large: Evidence, key: str = "pinned/h2d") -> tuple[int, list[float], float]:
+    """(nbytes, every repetition in seconds, GB/s) of one large copy of a `transfers.large_copy` Evidence."""
+    data = large.require()
+    if key not in data:
+        raise ReferenceDataError(f"{large.experiment_id} ({large.source}) has no {key!r} copy; it has {sorted(data)}")
+    d = data[key]
     return int(d["nbytes"]), list(d["times_s"]), float(d["bandwidth_gbps"])
 
 

@@ -17,13 +17,12 @@ import numpy as np
 
 from helpers.core import gpu
 from helpers.core.errors import DeviceTimeoutError, InputError, InputTypeError
-from helpers.core.experiments import experiment
 from helpers.core.progress import Progress
 from helpers.measure.host_memory import HOST_KINDS, HostBuffer, check_nbytes
 
 DIRECTIONS = ("h2d", "d2h")
 MAX_REPS = 10_000
-_KIND = {"h2d": 1, "d2h": 2}  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
+MEMCPY_KIND = {"h2d": 1, "d2h": 2}  # cudaMemcpyKind: cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
 
 
 @dataclass
@@ -122,7 +121,7 @@ def time_copies(host_ptr: int, nbytes: int, direction: str, *, reps: int, warmup
         src, dst = (host_ptr, dev.ptr) if direction == "h2d" else (dev.ptr, host_ptr)
         for i in range(warmup + reps):
             start.record(stream)
-            cp.cuda.runtime.memcpyAsync(dst, src, nbytes, _KIND[direction], stream.ptr)
+            cp.cuda.runtime.memcpyAsync(dst, src, nbytes, MEMCPY_KIND[direction], stream.ptr)
             end.record(stream)
             wait_event(end, timeout_s, f"a {nbytes}-byte {direction} copy")
             if i >= warmup:
@@ -213,22 +212,3 @@ def results_to_series(results: list[TransferResult]) -> dict:
         s["min_s"].append(r.min_s)
         s["reps"].append(len(r.times_s))
     return {"timer": "cuda-event", "series": list(series.values())}
-
-
-@experiment("transfers.pinned_vs_pageable", chapter=0,
-            title="Host<->device copy time vs size, pageable and pinned, 4 B to 256 MiB")
-def record_pinned_vs_pageable(quick: bool) -> dict:
-    sizes = sweep_sizes(4, (16 << 20) if quick else (256 << 20))
-    return results_to_series(sweep(sizes, reps=5 if quick else None))
-
-
-@experiment("transfers.large_copy", chapter=0,
-            title="256 MiB pinned copies, many repetitions (cross-checked against tools/bwcheck)")
-def record_large_copy(quick: bool) -> dict:
-    n = (16 << 20) if quick else (256 << 20)
-    out = {}
-    for kind in ("pinned", "pageable"):
-        for d in DIRECTIONS:
-            r = measure_copy(n, d, kind, reps=5 if quick else 30, warmup=3)
-            out[f"{kind}/{d}"] = {"nbytes": n, "times_s": r.times_s, "bandwidth_gbps": r.bandwidth_gbps}
-    return out

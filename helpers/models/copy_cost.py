@@ -1,14 +1,20 @@
-"""The latency/bandwidth model of a copy: t(n) = t0 + n / B, fitted to measured times.
+"""The copy-cost model of the whole course: t(n) = t0 + n / B, fitted to measured times.
 
 A copy of n bytes pays a fixed cost t0 (the driver and the copy engine setting up, the
 first bytes crossing the link, the completion coming back) and then streams at the link's
 rate B. The size at which the two terms are equal, n½ = t0 · B, is the *half-bandwidth
-size*: a copy of n½ bytes reaches half of B. Seed 002 states this overhead as "about 10 KB
-of transferred data", which is exactly an n½; `seed_verdict` sets it against the fit.
+size*: a copy of n½ bytes reaches half of B.
 
-The fit is weighted least squares with weights 1 / t², i.e. it minimises *relative*
-residuals. Sizes span 4 B to 256 MiB (eight decades of time); an unweighted fit would be
-decided by the largest copies alone and would leave t0 at the mercy of their noise.
+There is one estimator, `fit`, and every chapter that needs t0 and B calls it (Chapter 3's
+sweep, Chapter 6's TTM link model, Chapter 9's radar model, Lab 5's routes). It is weighted
+least squares with weights 1 / t², i.e. it minimises *relative* residuals. Sizes span 4 B to
+256 MiB (eight decades of time); an unweighted fit would be decided by the largest copies
+alone and would leave t0 at the mercy of their noise. With exactly two sizes the fit is the
+straight line through both points.
+
+`fit_series` fits one recorded series of a `transfers.pinned_vs_pageable` sweep, over all of
+its sizes or over a documented size range [lo, hi]: a chapter whose question concerns only
+large copies (Chapter 9's 64 KiB+ radar frames) fits those, and says so on its page.
 """
 
 from __future__ import annotations
@@ -19,15 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helpers.core.errors import CourseError
+from helpers.core.errors import InputError
 from helpers.measure.transfers import DIRECTIONS
 
 HOST_KINDS = ("pageable", "pinned")
-SEED_002_OVERHEAD_BYTES = 10_000  # seed 002: "the initial overhead equals (approx) 10KB"
 
 
-class ModelInputError(CourseError, ValueError):
-    """Data or arguments the latency/bandwidth model cannot use, with the reason."""
+class ModelInputError(InputError):
+    """Data or arguments the copy-cost model cannot use, with the reason."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ class LinearFit:
 def half_bandwidth_size(t0_s: float, bandwidth_Bps: float) -> float:
     """n½ = t0 · B in bytes; both must be positive, finite numbers."""
     for name, v in (("t0", t0_s), ("bandwidth", bandwidth_Bps)):
-        if not isinstance(v, (int, float, np.floating)) or not math.isfinite(v) or v <= 0:
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not math.isfinite(v) or v <= 0:
             raise ModelInputError(f"half-bandwidth size needs a positive, finite {name}, got {v!r}: "
                                   "the data do not show a fixed cost and a finite bandwidth")
     return float(t0_s) * float(bandwidth_Bps)
@@ -114,76 +119,26 @@ def series_for(data: dict, host_kind: str, direction: str) -> dict:
     raise ModelInputError(f"the recording has no {host_kind}/{direction} series")
 
 
-def fit_series(series: dict) -> LinearFit:
-    """Fit one recorded series (its nbytes and median_s lists)."""
-    return fit(series["nbytes"], series["median_s"])
+def fit_series(series: dict, lo: int | None = None, hi: int | None = None) -> LinearFit:
+    """Fit one recorded series (its nbytes and median_s lists), over the sizes in [lo, hi] bytes.
 
-
-def fit_all(data: dict) -> dict[tuple[str, str], LinearFit]:
-    """Fits for every (host kind, direction) series of a sweep recording."""
-    return {(k, d): fit_series(series_for(data, k, d)) for k in HOST_KINDS for d in DIRECTIONS}
-
-
-def seed_verdict(f: LinearFit, claim_bytes: float = SEED_002_OVERHEAD_BYTES) -> str:
-    """Seed 002's '~10 KB' overhead set against a fitted n½, verdict decided by the ratio.
-
-    Within a factor of 2 the claim still holds; otherwise the text says how far off it is.
+    lo and hi None: every size. A range is for a question about some sizes only (Chapter 9
+    fits 64 KiB and up, the frames it moves); the caller says on its page which range it fits.
     """
-    ratio = f.n_half / claim_bytes
-    t0_then = claim_bytes / 3.2e9  # seed 002's own pinned bandwidth, 16 MB in 5 ms
-    head = (f"fit: t0 = {f.t0_s * 1e6:.2f} us, B = {f.bandwidth_gbps:.1f} GB/s, "
-            f"n½ = t0·B = {f.n_half / 1e3:.1f} kB ({ratio:.1f}x the claimed 10 kB).")
-    if 0.5 <= ratio <= 2:
-        verdict = "verdict: the ~10 kB rule of thumb still holds on this machine."
-    elif ratio > 2:
-        faster = f.bandwidth_Bps / 3.2e9
-        change = (f"the fixed cost shrank {t0_then / f.t0_s:.1f}x" if f.t0_s < t0_then
-                  else f"the fixed cost did not shrink ({f.t0_s / t0_then:.1f}x)")
-        verdict = (f"verdict: the claim is dated — the overhead is now worth {ratio:.0f}x more bytes. "
-                   f"In time it is {f.t0_s * 1e6:.1f} us against the ~{t0_then * 1e6:.1f} us that 10 kB cost "
-                   f"at 2009's 3.2 GB/s: {change}, while the link got {faster:.0f}x faster.")
-    else:
-        verdict = f"verdict: the overhead is now worth fewer bytes than claimed ({ratio:.2f}x)."
-    return head + "\n" + verdict
+    n = np.asarray(series["nbytes"], dtype=float)
+    t = np.asarray(series["median_s"], dtype=float)
+    keep = np.ones(n.shape, dtype=bool)
+    if lo is not None:
+        keep &= n >= lo
+    if hi is not None:
+        keep &= n <= hi
+    if keep.sum() < 2:
+        raise ModelInputError(f"the {series.get('host_kind')}/{series.get('direction')} series has "
+                              f"{int(keep.sum())} size(s) from {lo or 'the smallest'} to {hi or 'the largest'} "
+                              "bytes; a line needs two")
+    return fit(n[keep], t[keep])
 
 
-_COLORS = {("pinned", "h2d"): "#1b7837", ("pinned", "d2h"): "#5aae61",
-           ("pageable", "h2d"): "#2166ac", ("pageable", "d2h"): "#92c5de"}
-
-
-def bandwidth_figure(data: dict, fits: dict, parts: list, *, highlight: tuple | None = None):
-    """Effective bandwidth vs size: measured medians (markers) and each fitted model (line).
-
-    `highlight` = (nbytes, GB/s, label) adds one large marker, e.g. the explorer's chosen copy.
-    """
-    import plotly.graph_objects as go
-
-    from helpers.core.figures import CourseFigure, log_size_axis
-
-    fig = go.Figure()
-    grid = np.logspace(2, np.log2(256 << 20) * np.log10(2), 200)
-    for (kind, d), f in fits.items():
-        s = series_for(data, kind, d)
-        n = np.asarray(s["nbytes"], dtype=float)
-        color = _COLORS[(kind, d)]
-        fig.add_scatter(x=n, y=n / np.asarray(s["median_s"]) / 1e9, mode="markers", marker={"color": color},
-                        name=f"{kind} {d} (measured median)", legendgroup=f"{kind}{d}")
-        fig.add_scatter(x=grid, y=f.predict_gbps(grid), mode="lines", line={"color": color, "dash": "dot"},
-                        name=f"{kind} {d} model: t0={f.t0_s * 1e6:.1f} us, B={f.bandwidth_gbps:.1f} GB/s",
-                        legendgroup=f"{kind}{d}")
-    if highlight is not None:
-        n, gbps, label = highlight
-        fig.add_scatter(x=[n], y=[gbps], mode="markers", name=label,
-                        marker={"size": 16, "symbol": "star", "color": "#d6604d", "line": {"width": 1}})
-    fig.update_layout(title="Effective bandwidth n / t(n) vs copy size, with t(n) = t0 + n/B",
-                      yaxis_title="bandwidth (GB/s, 1 GB = 1e9 B)", legend={"orientation": "h", "y": -0.3},
-                      height=560)
-    fig.update_yaxes(type="log")
-    log_size_axis(fig, "copy size")
-    return CourseFigure(fig, parts)
-
-
-def fit_rows(fits: dict) -> list[tuple]:
-    """Table rows: kind, direction, t0 (us), B (GB/s), n½ (kB), worst relative residual."""
-    return [(k, d, f"{f.t0_s * 1e6:.2f}", f"{f.bandwidth_gbps:.1f}", f"{f.n_half / 1e3:.1f}",
-             f"{f.max_relative_residual():.0%}") for (k, d), f in fits.items()]
+def fit_all(data: dict, lo: int | None = None, hi: int | None = None) -> dict[tuple[str, str], LinearFit]:
+    """Fits for every (host kind, direction) series of a sweep recording, over [lo, hi] bytes."""
+    return {(k, d): fit_series(series_for(data, k, d), lo, hi) for k in HOST_KINDS for d in DIRECTIONS}

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 from helpers.core.errors import CourseError
+from helpers.models import copy_cost
 
 HOST = "host"
 MAX_ASSIGNMENTS = 500_000
@@ -127,8 +128,9 @@ def optimal(m: LinkMatrix, transfers: list[tuple[int, int, int]]) -> tuple[float
 
 
 def from_recording(data: dict, *, peer_method: str = "peer") -> LinkMatrix:
-    """A LinkMatrix from a p2p.matrices recording: latency from the small copies, bandwidth
-    from the large ones (n_large - n_small over the time difference)."""
+    """A LinkMatrix from a p2p.matrices recording: each link's t0 + n/B is the course's
+    copy-cost fit (helpers.models.copy_cost) through its small and large copy, which for two
+    sizes is the straight line through both points."""
     try:
         sizes, mats, host = data["sizes"], data["matrices"][peer_method]["one"], data["host"]
         n = len(data["devices"])
@@ -138,7 +140,11 @@ def from_recording(data: dict, *, peer_method: str = "peer") -> LinkMatrix:
     big, small = sizes["large"], sizes["small"]
 
     def fit(t_small, t_large):
-        return t_small, (big - small) / max(t_large - t_small, 1e-12)
+        try:
+            f = copy_cost.fit([small, big], [t_small, t_large])
+        except copy_cost.ModelInputError as exc:
+            raise RoutingError(f"a link's small and large copy do not give a latency and a bandwidth: {exc}") from None
+        return f.t0_s, f.bandwidth_Bps
 
     peer = data.get("peer_access") or [[True] * n for _ in range(n)]
     for i in range(n):

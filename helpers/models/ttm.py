@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from helpers.core import widgets
-from helpers.core.errors import InputError, InputTypeError, ReferenceDataError
+from helpers.core.errors import InputError, InputTypeError
 from helpers.models.buddy import BuddyAllocator, OutOfSpace
 
 MiB = 1 << 20
@@ -74,8 +74,9 @@ class Domain(IntEnum):
 class LinkModel:
     """Cost of one copy over the CPU-GPU link: latency + bytes / bandwidth, per direction.
 
-    ``from_reference`` takes the parameters from a real recording (pinned host memory,
-    cudaMemcpy timed by CUDA events); the moves that use them are simulated.
+    ``from_sweep`` takes the parameters from a real sweep (pinned host memory, copies timed
+    by CUDA events, fitted with the course's copy-cost model); the moves that use them are
+    simulated.
     """
 
     latency_s: float
@@ -90,27 +91,19 @@ class LinkModel:
                 raise InputError(f"LinkModel.{name} must be a positive number, got {v!r}")
 
     @classmethod
-    def from_reference(cls, ref=None) -> LinkModel:
-        """Fit from experiment ``transfers.pinned_vs_pageable`` of a reference file.
+    def from_sweep(cls, data: dict, source: str = "a recorded copy sweep") -> LinkModel:
+        """Fit from the data of experiment ``transfers.pinned_vs_pageable`` (an Evidence's data).
 
-        bandwidth = the largest transfer's bytes / its median time; latency = the median
-        time of the smallest transfer (both directions averaged for the latency).
+        The course's copy-cost model (helpers.models.copy_cost) is fitted to the pinned h2d and
+        d2h series over all their sizes, as Chapter 3 fits them: bandwidth per direction is the
+        fitted B, latency the mean of the two fitted t0. A sweep without both pinned series is
+        a ModelInputError naming the missing one.
         """
-        from helpers.core import reference
+        from helpers.models import copy_cost
 
-        if ref is None:
-            ref = reference.load()
-        data = ref.experiment("transfers.pinned_vs_pageable")
-        bw, lat = {}, []
-        for s in data["series"]:
-            if s["host_kind"] != "pinned":
-                continue
-            bw[s["direction"]] = s["nbytes"][-1] / s["median_s"][-1]
-            lat.append(s["median_s"][0])
-        if set(bw) != {"h2d", "d2h"}:
-            raise ReferenceDataError(f"{ref.name}, experiment transfers.pinned_vs_pageable: pinned h2d and d2h series "
-                                     f"are both needed, found {sorted(bw)}")
-        return cls(sum(lat) / len(lat), bw["h2d"], bw["d2h"], f"pinned-copy fit of {ref.label}")
+        fits = {d: copy_cost.fit_series(copy_cost.series_for(data, "pinned", d)) for d in ("h2d", "d2h")}
+        latency = (fits["h2d"].t0_s + fits["d2h"].t0_s) / 2
+        return cls(latency, fits["h2d"].bandwidth_Bps, fits["d2h"].bandwidth_Bps, f"pinned-copy fit of {source}")
 
     def move_seconds(self, nbytes: int, src: Domain, dst: Domain) -> float:
         """Modelled time of moving ``nbytes`` from ``src`` to ``dst`` (0 when no copy is needed)."""

@@ -1,0 +1,80 @@
+"""Chapter 3's views of the copy-cost model: the bandwidth figure with its fitted lines, the
+table of fits, and seed 002's "~10 KB overhead" set against the fitted n½.
+
+The model itself (the one estimator of t0 and B) is helpers.models.copy_cost; these views
+take the sweep's Evidence, so every figure names the mode and machine it came from.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from helpers.core.evidence import Evidence
+from helpers.core.figures import CourseFigure, log_size_axis
+from helpers.models import copy_cost
+from helpers.models.copy_cost import LinearFit
+
+SEED_002_OVERHEAD_BYTES = 10_000  # seed 002: "the initial overhead equals (approx) 10KB"
+SEED_002_PINNED_BPS = 3.2e9  # seed 002's own pinned bandwidth, 16 MB in 5 ms
+
+_COLORS = {("pinned", "h2d"): "#1b7837", ("pinned", "d2h"): "#5aae61",
+           ("pageable", "h2d"): "#2166ac", ("pageable", "d2h"): "#92c5de"}
+
+
+def seed_verdict(f: LinearFit, claim_bytes: float = SEED_002_OVERHEAD_BYTES) -> str:
+    """Seed 002's '~10 KB' overhead set against a fitted n½, verdict decided by the ratio.
+
+    Within a factor of 2 the claim still holds; otherwise the text says how far off it is.
+    """
+    ratio = f.n_half / claim_bytes
+    t0_then = claim_bytes / SEED_002_PINNED_BPS
+    head = (f"fit: t0 = {f.t0_s * 1e6:.2f} us, B = {f.bandwidth_gbps:.1f} GB/s, "
+            f"n½ = t0·B = {f.n_half / 1e3:.1f} kB ({ratio:.1f}x the claimed 10 kB).")
+    if 0.5 <= ratio <= 2:
+        verdict = "verdict: the ~10 kB rule of thumb still holds on this machine."
+    elif ratio > 2:
+        faster = f.bandwidth_Bps / SEED_002_PINNED_BPS
+        change = (f"the fixed cost shrank {t0_then / f.t0_s:.1f}x" if f.t0_s < t0_then
+                  else f"the fixed cost did not shrink ({f.t0_s / t0_then:.1f}x)")
+        verdict = (f"verdict: the claim is dated — the overhead is now worth {ratio:.0f}x more bytes. "
+                   f"In time it is {f.t0_s * 1e6:.1f} us against the ~{t0_then * 1e6:.1f} us that 10 kB cost "
+                   f"at 2009's 3.2 GB/s: {change}, while the link got {faster:.0f}x faster.")
+    else:
+        verdict = f"verdict: the overhead is now worth fewer bytes than claimed ({ratio:.2f}x)."
+    return head + "\n" + verdict
+
+
+def bandwidth_figure(sweep: Evidence, fits: dict, *, highlight: tuple | None = None) -> CourseFigure:
+    """Effective bandwidth vs size: measured medians (markers) and each fitted model (line).
+
+    `highlight` = (nbytes, GB/s, label) adds one large marker, e.g. the explorer's chosen copy.
+    """
+    data = sweep.require()
+    fig = go.Figure()
+    grid = np.logspace(2, np.log2(256 << 20) * np.log10(2), 200)
+    for (kind, d), f in fits.items():
+        s = copy_cost.series_for(data, kind, d)
+        n = np.asarray(s["nbytes"], dtype=float)
+        color = _COLORS[(kind, d)]
+        fig.add_scatter(x=n, y=n / np.asarray(s["median_s"]) / 1e9, mode="markers", marker={"color": color},
+                        name=f"{kind} {d} (measured median)", legendgroup=f"{kind}{d}")
+        fig.add_scatter(x=grid, y=f.predict_gbps(grid), mode="lines", line={"color": color, "dash": "dot"},
+                        name=f"{kind} {d} model: t0={f.t0_s * 1e6:.1f} us, B={f.bandwidth_gbps:.1f} GB/s",
+                        legendgroup=f"{kind}{d}")
+    if highlight is not None:
+        n, gbps, label = highlight
+        fig.add_scatter(x=[n], y=[gbps], mode="markers", name=label,
+                        marker={"size": 16, "symbol": "star", "color": "#d6604d", "line": {"width": 1}})
+    fig.update_layout(title="Effective bandwidth n / t(n) vs copy size, with t(n) = t0 + n/B",
+                      yaxis_title="bandwidth (GB/s, 1 GB = 1e9 B)", legend={"orientation": "h", "y": -0.3},
+                      height=560)
+    fig.update_yaxes(type="log")
+    log_size_axis(fig, "copy size")
+    return CourseFigure(fig, sweep.parts)
+
+
+def fit_rows(fits: dict) -> list[tuple]:
+    """Table rows: kind, direction, t0 (us), B (GB/s), n½ (kB), worst relative residual."""
+    return [(k, d, f"{f.t0_s * 1e6:.2f}", f"{f.bandwidth_gbps:.1f}", f"{f.n_half / 1e3:.1f}",
+             f"{f.max_relative_residual():.0%}") for (k, d), f in fits.items()]
