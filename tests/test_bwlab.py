@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from helpers.core.errors import CourseError, ReferenceDataError
-from helpers.core.reference import Reference
+from helpers.core.evidence import Evidence
+from helpers.core.mode import Mode
 from helpers.labs import bwlab
 
 
@@ -70,29 +71,28 @@ def test_synthetic_line_is_reproducible_and_noisy_around_the_model():
     assert 0.005 < rel.std() < 0.06
 
 
-def _fake_ref(experiments):
-    return Reference(path=None, doc={"name": "fake", "experiments": {
-        k: {"data": v} for k, v in experiments.items()}})
+def _ev(experiment_id: str, data: dict | None) -> Evidence:
+    return Evidence(experiment_id, data, Mode.REPLAY, "fake machine", "test",
+                    missing=None if data is not None else f"no recording of {experiment_id!r}")
 
 
 def test_reference_readers_pick_the_right_series():
-    ref = _fake_ref({
-        "transfers.pinned_vs_pageable": {"series": [
-            {"host_kind": "pageable", "direction": "h2d", "nbytes": [4], "median_s": [9.0]},
-            {"host_kind": "pinned", "direction": "h2d", "nbytes": [4, 8], "median_s": [1.0, 2.0]}]},
-        "transfers.large_copy": {"pinned/h2d": {"nbytes": 64, "times_s": [1.0, 3.0], "bandwidth_gbps": 5.0}},
-    })
-    n, t = bwlab.reference_sweep(ref, "pinned", "h2d")
+    sweep = _ev("transfers.pinned_vs_pageable", {"series": [
+        {"host_kind": "pageable", "direction": "h2d", "nbytes": [4], "median_s": [9.0]},
+        {"host_kind": "pinned", "direction": "h2d", "nbytes": [4, 8], "median_s": [1.0, 2.0]}]})
+    large = _ev("transfers.large_copy", {"pinned/h2d": {"nbytes": 64, "times_s": [1.0, 3.0], "bandwidth_gbps": 5.0}})
+    n, t = bwlab.reference_sweep(sweep, "pinned", "h2d")
     assert n.tolist() == [4, 8] and t.tolist() == [1.0, 2.0]
-    assert bwlab.reference_reps(ref) == (64, [1.0, 3.0], 5.0)
-    with pytest.raises(CourseError, match="no recorded pinned/d2h"):
-        bwlab.reference_sweep(ref, "pinned", "d2h")
+    assert bwlab.reference_reps(large) == (64, [1.0, 3.0], 5.0)
+    with pytest.raises(CourseError, match="no pinned/d2h series"):
+        bwlab.reference_sweep(sweep, "pinned", "d2h")
+    with pytest.raises(ReferenceDataError, match="transfers.large_copy .* has no 'pageable/d2h' copy"):
+        bwlab.reference_reps(large, "pageable/d2h")
 
 
 def test_missing_experiment_is_a_clear_error():
-    ref = Reference(path=type("P", (), {"name": "fake.json"})(), doc={"name": "fake", "experiments": {}})
     with pytest.raises(ReferenceDataError, match="transfers.large_copy"):
-        bwlab.reference_reps(ref)
+        bwlab.reference_reps(_ev("transfers.large_copy", None))
 
 
 def test_live_copy_checks_direction_before_touching_a_gpu():

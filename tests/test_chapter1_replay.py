@@ -11,7 +11,7 @@ from conftest import write_reference
 
 from helpers import course
 from helpers.ch01_path_of_a_copy import cpu_time, driver_maps, ioctls, syscalls, view
-from helpers.core import errors, figures
+from helpers.core import errors, evidence, figures
 from helpers.core.mode import Mode
 
 DATA = Path(__file__).parent / "data"
@@ -60,23 +60,24 @@ def fake_reference(tmp_path, monkeypatch, no_gpu):
     return tmp_path
 
 
-def test_every_chapter1_figure_and_verdict_renders_in_replay(fake_reference):
+def test_every_chapter1_figure_and_verdict_renders_in_replay(fake_reference, monkeypatch):
+    monkeypatch.setattr(syscalls, "census", lambda *a, **k: pytest.fail("must not run live"))
     ctx = course.start("test", quiet=True)
     assert not ctx.live
-    census = view.obtain(ctx, "path.syscall_census", lambda: pytest.fail("must not run live"))
+    census = ctx.get("path.syscall_census")
     assert census.mode is Mode.REPLAY and "H100" in census.source
     g = census.data["gpu"]
-    maps = view.obtain(ctx, "path.driver_maps").data
-    cpu = view.obtain(ctx, "path.cpu_time").data
-    t = ioctls.from_data(view.obtain(ctx, "path.ioctl_trace").data)
-    figs = [syscalls.figure(g, census.mode, census.source), cpu_time.figure(cpu, Mode.REPLAY, "ref"),
-            view.diagram(g, census.mode, census.source)]
+    maps = ctx.get("path.driver_maps", nbytes=64 << 20)
+    cpu = ctx.get("path.cpu_time")
+    t = ioctls.from_data(ctx.get("path.ioctl_trace", rounds=100).data)
+    figs = [syscalls.figure(census, "gpu"), cpu_time.figure(cpu), view.diagram(census)]
     for f in figs:
         assert isinstance(f, figures.CourseFigure) and "text/html" in f._repr_mimebundle_()
+    assert figs[1].modes == [Mode.REPLAY]
     assert figs[2].modes == [Mode.SIMULATED, Mode.REPLAY]
     assert "no ioctl at all" in ioctls.loop_summary(t)
-    assert len(driver_maps.stage_changes(maps["stages"])) == 3
-    v = view.verdicts(g, maps, cpu, [])
+    assert len(driver_maps.stage_changes(maps.data["stages"])) == 3
+    v = view.verdicts(g, maps.data, cpu.data, [])
     assert v[0].verdict.startswith("refuted") and v[1].verdict.startswith("supported")
     assert v[4].verdict.startswith("does not hold")
 
@@ -84,17 +85,48 @@ def test_every_chapter1_figure_and_verdict_renders_in_replay(fake_reference):
 def test_missing_recording_fails_with_a_clear_message(fake_reference):
     write_reference(fake_reference, drop=("path.driver_maps",), base=fake_reference / "h100-pcie.json")
     ctx = course.start("test", quiet=True)
-    with pytest.raises(errors.ReferenceDataError, match="path.driver_maps.*re-record"):
-        view.obtain(ctx, "path.driver_maps")
+    with pytest.raises(errors.ReferenceDataError,
+                       match=r"no recording of 'path.driver_maps'.*helpers.record --only path.driver_maps"):
+        ctx.get("path.driver_maps")
 
 
-def test_cpu_only_census_runs_live_without_a_gpu(fake_reference, monkeypatch, capsys):
-    ctx = course.start("test", quiet=True)
-    got = view.obtain(ctx, "path.syscall_census", lambda: {"writes": "measured"}, needs_gpu=False)
-    assert got.mode is Mode.LIVE and got.data == {"writes": "measured"}
+def _live_ctx() -> course.Context:
+    return course.Context(Mode.LIVE, "test", "Test GPU", "h100-pcie")
+
+
+@pytest.mark.parametrize("live", [True, False])
+@pytest.mark.parametrize("eid, params, exc", [
+    ("path.syscall_census", {"rounds": [-5]}, errors.InputError),
+    ("path.syscall_census", {"rounds": []}, errors.InputError),
+    ("path.syscall_census", {"rounds": 10}, errors.InputTypeError),
+    ("path.ioctl_trace", {"rounds": True}, errors.InputTypeError),
+    ("path.driver_maps", {"nbytes": 100}, errors.InputError),
+])
+def test_bad_parameters_raise_in_both_modes_and_never_replay(fake_reference, monkeypatch, live, eid, params, exc):
+    monkeypatch.setattr(syscalls, "census", lambda *a, **k: pytest.fail("must not run"))
+    ctx = _live_ctx() if live else course.start("test", quiet=True)
+    with pytest.raises(exc, match=eid):
+        ctx.get(eid, **params)
+
+
+def test_without_strace_the_census_replays_and_says_why(fake_reference, monkeypatch):
+    """A live GPU but no strace: the evidence contract replays the census, naming the fix."""
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("COURSE_STRACE", raising=False)
-    got = view.obtain(ctx, "path.syscall_census", lambda: syscalls.census(workload="writes"), needs_gpu=False)
-    assert got.mode is Mode.REPLAY  # strace missing: said so, then replayed
-    out = capsys.readouterr().out
-    assert "apt-get install strace" in out and "replaying" in out
+    monkeypatch.setattr(syscalls, "census", lambda *a, **k: pytest.fail("must not run without strace"))
+    monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
+    got = _live_ctx().get("path.syscall_census")
+    assert got.mode is Mode.REPLAY and "strace is not installed" in got.why and "COURSE_STRACE" in got.why
+
+
+def test_with_strace_and_a_gpu_the_census_runs_the_recorders_function(fake_reference, monkeypatch, tmp_path):
+    fake = tmp_path / "strace"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("COURSE_STRACE", str(fake))
+    monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
+    seen = []
+    monkeypatch.setattr(syscalls, "census", lambda ns, **k: seen.append((tuple(ns), k.get("workload"))) or {"n": 1})
+    got = _live_ctx().get("path.syscall_census", rounds=[3, 30])
+    assert got.mode is Mode.LIVE and got.data == {"gpu": {"n": 1}, "writes": {"n": 1}}
+    assert seen == [((3, 30), None), ((3, 30), "writes")]

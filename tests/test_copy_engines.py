@@ -6,20 +6,33 @@ import pytest
 
 from helpers.ch03_dma_and_copy_engines import copy_engines as ce
 from helpers.ch03_dma_and_copy_engines import crosscheck
-from helpers.core.errors import CourseError, DeviceTimeoutError, NoGPUError
+from helpers.core.errors import (
+    CourseError,
+    DeviceTimeoutError,
+    InputError,
+    InputTypeError,
+    NoGPUError,
+)
 from tests.conftest import needs_gpu
 
 
-@pytest.mark.parametrize("t", [0, -1, 0.0, float("nan"), 61, "5", True, None])
-def test_gate_timeout_is_bounded(t):
-    with pytest.raises(ce.CopyEngineInputError, match="gate timeout"):
+@pytest.mark.parametrize("t, exc", [(0, InputError), (-1, InputError), (0.0, InputError),
+                                    (float("nan"), InputError), (61, InputError), ("5", InputTypeError),
+                                    (True, InputTypeError), (None, InputTypeError)])
+def test_gate_timeout_is_bounded(t, exc):
+    with pytest.raises(exc, match="gate timeout"):
         ce.check_gate_timeout(t)
 
 
-@pytest.mark.parametrize("count", [0, -3, ce.MAX_GATED_COPIES + 1, 2.5, True])
-def test_gated_copy_count_is_checked(count):
-    with pytest.raises(ce.CopyEngineInputError, match="whole number"):
+@pytest.mark.parametrize("count, exc", [(0, InputError), (-3, InputError), (ce.MAX_GATED_COPIES + 1, InputError),
+                                        (2.5, InputTypeError), (True, InputTypeError)])
+def test_gated_copy_count_is_checked(count, exc):
+    with pytest.raises(exc, match="whole number|copies must be from"):
         ce.check_count(count)
+
+
+def test_copy_engine_input_errors_are_input_errors():
+    assert issubclass(ce.CopyEngineInputError, InputError)
 
 
 def test_pageable_cannot_be_gated():
@@ -29,7 +42,7 @@ def test_pageable_cannot_be_gated():
 
 @pytest.mark.parametrize("direction", ["up", "H2D", "d2d"])
 def test_wrong_direction(direction):
-    with pytest.raises(ce.CopyEngineInputError, match="direction"):
+    with pytest.raises(InputError, match="direction"):
         ce.gated_copies(64, direction, 10)
 
 

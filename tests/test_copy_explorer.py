@@ -7,12 +7,13 @@ import pytest
 from conftest import write_reference
 
 from helpers import course
-from helpers.ch03_dma_and_copy_engines import copy_engines, explorer
-from helpers.core import reference
-from helpers.core.errors import ReferenceDataError
+from helpers.ch03_dma_and_copy_engines import copy_engines, cost_view, explorer
+from helpers.core.errors import InputError, InputTypeError, ReferenceDataError
 from helpers.core.figures import CourseFigure
 from helpers.core.mode import Mode
 from helpers.models import copy_cost
+
+SWEEP_ID = "transfers.pinned_vs_pageable"
 
 
 def fake_runs():
@@ -45,23 +46,22 @@ def fake_ref_dir(tmp_path, monkeypatch):
 def test_every_chapter3_figure_renders_in_replay(fake_ref_dir):
     ctx = course.start("test", quiet=True)
     assert not ctx.live
-    sweep, parts = explorer.obtain(ctx, explorer.SWEEP_ID)
-    assert parts[0][0] is Mode.REPLAY
-    fits = copy_cost.fit_all(sweep)
-    figs = [copy_cost.bandwidth_figure(sweep, fits, parts)]
-    gated, p = explorer.obtain(ctx, "copy_engines.gated_small_copies")
-    figs.append(copy_engines.gated_figure(gated, p))
-    bidir, p = explorer.obtain(ctx, "copy_engines.bidirectional")
-    figs.append(copy_engines.bidirectional_figure(bidir, p))
-    cpu, p = explorer.obtain(ctx, "copy_engines.cpu_cost")
-    figs.append(copy_engines.cpu_cost_figure(cpu, p))
+    sweep = ctx.get(SWEEP_ID)
+    assert sweep.mode is Mode.REPLAY
+    fits = copy_cost.fit_all(sweep.data)
+    figs = [cost_view.bandwidth_figure(sweep, fits)]
+    gated = ctx.get("copy_engines.gated_small_copies")
+    figs.append(copy_engines.gated_figure(gated))
+    figs.append(copy_engines.bidirectional_figure(ctx.get("copy_engines.bidirectional")))
+    cpu = ctx.get("copy_engines.cpu_cost")
+    figs.append(copy_engines.cpu_cost_figure(cpu))
     point = explorer.recorded_point(sweep, fits, 5000, "h2d", "pinned")
-    figs.append(explorer.explorer_figure(sweep, fits, parts, point))
+    figs.append(explorer.explorer_figure(sweep, fits, point))
     for f in figs:
         assert isinstance(f, CourseFigure) and f.modes == [Mode.REPLAY]
         assert "REPLAY · recorded on" in f.fig.layout.title.text
         assert "text/html" in f._repr_mimebundle_()
-    assert len(copy_engines.gated_rows(gated)) == 4 and len(copy_engines.cpu_cost_rows(cpu)) == 4
+    assert len(copy_engines.gated_rows(gated.data)) == 4 and len(copy_engines.cpu_cost_rows(cpu.data)) == 4
 
 
 def test_missing_recording_fails_with_a_clear_message(tmp_path, monkeypatch):
@@ -69,13 +69,13 @@ def test_missing_recording_fails_with_a_clear_message(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("COURSE_MODE", "replay")
     ctx = course.start("test", quiet=True)
-    with pytest.raises(ReferenceDataError, match="no recording of experiment 'copy_engines.bidirectional'"):
-        explorer.obtain(ctx, "copy_engines.bidirectional")
+    with pytest.raises(ReferenceDataError, match="no recording of 'copy_engines.bidirectional'.*--only"):
+        ctx.get("copy_engines.bidirectional")
 
 
 def test_recorded_point_snaps_to_nearest_size_and_sits_on_the_model(fake_ref_dir):
-    sweep = reference.load().experiment(explorer.SWEEP_ID)
-    fits = copy_cost.fit_all(sweep)
+    sweep = course.start("test", quiet=True).get(SWEEP_ID)
+    fits = copy_cost.fit_all(sweep.data)
     p = explorer.recorded_point(sweep, fits, 5000, "h2d", "pinned")
     assert p.nbytes == 4096 and p.source == "recorded"
     assert 0.5 < p.measured_gbps / p.model_gbps < 2  # the pinned model fits the sweep
@@ -84,18 +84,19 @@ def test_recorded_point_snaps_to_nearest_size_and_sits_on_the_model(fake_ref_dir
     assert "bandwidth-bound" in big.describe()
 
 
-@pytest.mark.parametrize("size", [0, 3, -4, (256 << 20) + 1, 4.0, True])
-def test_explorer_rejects_bad_sizes(size):
-    with pytest.raises(copy_cost.ModelInputError, match="copy size"):
+@pytest.mark.parametrize("size, exc", [(0, InputError), (3, InputError), (-4, InputError),
+                                       ((256 << 20) + 1, InputError), (4.0, InputTypeError), (True, InputTypeError)])
+def test_explorer_rejects_bad_sizes(size, exc):
+    with pytest.raises(exc, match="copy size"):
         explorer.check_size(size)
 
 
 def test_explorer_control_builds_in_replay(fake_ref_dir):
     pytest.importorskip("ipywidgets")
     ctx = course.start("test", quiet=True)
-    sweep, parts = explorer.obtain(ctx, explorer.SWEEP_ID)
-    fits = copy_cost.fit_all(sweep)
-    ui = explorer.explorer(ctx, sweep, fits, parts)
+    sweep = ctx.get(SWEEP_ID)
+    fits = copy_cost.fit_all(sweep.data)
+    ui = explorer.explorer(sweep, fits)
     slider, direction, kind = ui.children[1:4]
     direction.value = "d2h"  # redraws without error
     kind.value = "pageable"

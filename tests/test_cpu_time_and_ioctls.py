@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from helpers.ch01_path_of_a_copy import cpu_time, ioctls
+from helpers.core.errors import InputError, InputTypeError
 
 DATA = Path(__file__).parent / "data"
 
@@ -36,10 +37,11 @@ def test_lookup_and_rows():
         cpu_time.lookup(data, "blocking", "pinned", "h2d")
 
 
-@pytest.mark.parametrize("kw", [dict(sched="sometimes"), dict(nbytes=0), dict(nbytes=1 << 40),
-                                dict(reps=0), dict(reps=True)])
-def test_measure_rejects_bad_input_before_running(kw):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("kw, exc", [(dict(sched="sometimes"), InputError), (dict(nbytes=0), InputError),
+                                     (dict(nbytes=1 << 40), InputError), (dict(reps=0), InputError),
+                                     (dict(reps=True), InputTypeError)])
+def test_measure_rejects_bad_input_before_running(kw, exc):
+    with pytest.raises(exc):
         cpu_time.measure(**kw)
 
 

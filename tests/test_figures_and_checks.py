@@ -3,8 +3,11 @@
 import plotly.graph_objects as go
 import pytest
 
+from helpers import course
 from helpers.ch00_your_machine import first_copy
-from helpers.core import checks, figures, reference
+from helpers.core import checks, figures
+from helpers.core.errors import InputTypeError
+from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 
 
@@ -59,24 +62,48 @@ def test_checks_equal(capsys):
     assert "a page is 4 KiB" in capsys.readouterr().out
 
 
-def test_first_copy_from_reference_picks_nearest_size():
-    ref = reference.load("h100-pcie")
-    used, bw = first_copy.from_reference(ref, 60 << 20)
+def _sweep(live: bool, bw: dict[tuple[str, str], float], sizes=(4 << 20, 64 << 20)) -> Evidence:
+    """A transfers.pinned_vs_pageable Evidence whose copies run at the given GB/s."""
+    series = [{"host_kind": k, "direction": d, "nbytes": list(sizes), "median_s": [n / (g * 1e9) for n in sizes]}
+              for (k, d), g in bw.items()]
+    mode, source = (Mode.LIVE, "Test GPU") if live else (Mode.REPLAY, "NVIDIA H100 · recorded")
+    return Evidence("transfers.pinned_vs_pageable", {"series": series}, mode, source, "test",
+                    {"gpu": {"name": "NVIDIA H100"}})
+
+
+def _bw(pageable: float, pinned: float) -> dict:
+    return {(k, d): (pinned if k == "pinned" else pageable) for k in ("pageable", "pinned") for d in ("h2d", "d2h")}
+
+
+def test_first_copy_reads_the_nearest_swept_size_of_the_real_recording():
+    ctx = course.Context(Mode.REPLAY, "test", None, "h100-pcie")
+    recorded = ctx.get("transfers.pinned_vs_pageable", recorded=True)
+    used, bw = first_copy.bandwidths(recorded, 60 << 20)
     assert used == 64 << 20
     assert set(bw) == {(k, d) for k in ("pageable", "pinned") for d in ("h2d", "d2h")}
-    fig = first_copy.figure(ref, bw, used)
-    assert fig.modes == [Mode.REPLAY]
-    live = first_copy.figure(ref, bw, used, live_bw=bw, live_size=used, gpu_name="X")
-    assert live.modes == [Mode.LIVE, Mode.REPLAY]
+    fig = first_copy.figure(recorded, recorded, 60 << 20)
+    assert fig.modes == [Mode.REPLAY] and len(fig.fig.data) == 1
+
+
+def test_first_copy_sets_a_live_run_beside_the_recording():
+    here, recorded = _sweep(True, _bw(10.0, 50.0), sizes=(64 << 20,)), _sweep(False, _bw(2.0, 20.0))
+    fig = first_copy.figure(here, recorded, 64 << 20)
+    assert fig.modes == [Mode.LIVE, Mode.REPLAY]
+    assert [round(y) for y in fig.fig.data[0].y] == [10, 10, 50, 50]
+    rows = first_copy.ratio_rows(here, recorded, 64 << 20)
+    assert [r[1] for r in rows] == ["this machine (live)", "reference (replay)"] * 2
+    assert rows[0][-1] == "5.00x" and rows[1][-1] == "10.00x"
+    only_ref = first_copy.ratio_rows(_sweep(False, _bw(2.0, 20.0)), recorded, 64 << 20)
+    assert [r[1] for r in only_ref] == ["reference (replay)"] * 2
+    with pytest.raises(InputTypeError, match="copy size"):
+        first_copy.bandwidths(recorded, 2.5)
 
 
 def test_claim_vs_measurement_follows_the_numbers():
-    slow = {("pinned", "h2d"): 3.0, ("pageable", "h2d"): 2.9}
-    fast = {("pinned", "h2d"): 50.0, ("pageable", "h2d"): 10.0}
-    assert "pays less" in first_copy.claim_vs_measurement(slow, "a")
-    assert "more than it did" in first_copy.claim_vs_measurement(fast, "b")
-    rows = first_copy.ratio_rows({(k, d): 2.0 for k in ("pageable", "pinned") for d in ("h2d", "d2h")}, None)
-    assert len(rows) == 2 and rows[0][-1] == "1.00x"
+    slow, fast = _sweep(False, _bw(2.9, 3.0)), _sweep(True, _bw(10.0, 50.0))
+    assert "pays less" in first_copy.claim_vs_measurement(slow, 16 << 20)
+    text = first_copy.claim_vs_measurement(fast, 16 << 20)
+    assert "more than it did" in text and "now (live, Test GPU)" in text
 
 
 def test_widget_output_is_state_not_capture():

@@ -4,7 +4,8 @@ data it cannot use with a clear error, and reads the sweep's series format."""
 import numpy as np
 import pytest
 
-from helpers.core.errors import CourseError
+from helpers.ch03_dma_and_copy_engines import cost_view
+from helpers.core.errors import CourseError, InputError
 from helpers.measure.transfers import TransferResult, results_to_series, sweep_sizes
 from helpers.models import copy_cost as lm
 
@@ -61,11 +62,30 @@ def test_half_bandwidth_size_of_degenerate_parameters(t0, b):
         lm.half_bandwidth_size(t0, b)
 
 
-def test_errors_are_course_errors_and_value_errors():
+def test_errors_are_input_errors():
+    assert issubclass(lm.ModelInputError, InputError)
     with pytest.raises(CourseError):
         lm.fit([1], [1.0])
     with pytest.raises(ValueError):
         lm.fit([1], [1.0])
+
+
+def test_two_points_give_the_line_through_both():
+    f = lm.fit([4, 1 << 26], [5e-6, 5e-6 + (1 << 26) / 40e9 - 4 / 40e9])
+    assert f.t0_s == pytest.approx(5e-6 - 4 / 40e9, rel=1e-9) and f.bandwidth_Bps == pytest.approx(40e9, rel=1e-9)
+    assert f.max_relative_residual() < 1e-9
+
+
+def test_a_size_range_fits_only_the_sizes_in_it():
+    n, t = synthetic(noise=0.0)
+    t = np.where(n < 1 << 16, t * 0.5, t)  # the small copies are off the line the large ones are on
+    series = {"host_kind": "pinned", "direction": "h2d", "nbytes": n.tolist(), "median_s": t.tolist()}
+    part = lm.fit_series(series, lo=1 << 16)
+    assert min(part.nbytes) == 1 << 16 and part.t0_s == pytest.approx(T0, rel=1e-6)
+    assert lm.fit_series(series).t0_s < 0.9 * T0  # the whole series is pulled down by the small copies
+    assert max(lm.fit_series(series, hi=1 << 10).nbytes) == 1 << 10
+    with pytest.raises(lm.ModelInputError, match="a line needs two"):
+        lm.fit_series(series, lo=256 << 20)
 
 
 def fake_sweep(kinds=("pageable", "pinned")):
@@ -104,13 +124,13 @@ def test_missing_series_is_named():
                                          (110e3, "dated"), (2e3, "fewer bytes")])
 def test_seed_verdict_follows_the_numbers(n_half, word):
     f = lm.LinearFit(2e-6, n_half / 2e-6, (1, 2), (1.0, 2.0))
-    text = lm.seed_verdict(f)
+    text = cost_view.seed_verdict(f)
     assert word in text
     assert f"{n_half / 1e3:.1f} kB" in text
 
 
 def test_seed_verdict_says_whether_the_fixed_cost_shrank():
-    slower = lm.seed_verdict(lm.LinearFit(4.5e-6, 53e9, (1, 2), (1.0, 2.0)))
+    slower = cost_view.seed_verdict(lm.LinearFit(4.5e-6, 53e9, (1, 2), (1.0, 2.0)))
     assert "did not shrink (1.4x)" in slower and "17x faster" in slower
-    quicker = lm.seed_verdict(lm.LinearFit(1.0e-6, 53e9, (1, 2), (1.0, 2.0)))
+    quicker = cost_view.seed_verdict(lm.LinearFit(1.0e-6, 53e9, (1, 2), (1.0, 2.0)))
     assert "shrank 3.1x" in quicker

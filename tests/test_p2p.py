@@ -218,7 +218,7 @@ def fake_matrices(peer_gbps=300.0, staged_gbps=25.0, host_gbps=50.0) -> dict:
 def test_link_matrix_from_a_recording():
     m = pr.from_recording(fake_matrices())
     assert m.n_gpus == 2 and m.bandwidth_Bps[("GPU0", "GPU1")] == pytest.approx(300e9, rel=1e-6)
-    assert m.latency_s[("GPU0", "GPU1")] == pytest.approx(2e-6 + 4 / 300e9)
+    assert m.latency_s[("GPU0", "GPU1")] == pytest.approx(2e-6)  # the line through both sizes: the true t0
     assert m.bandwidth_Bps[("host", "GPU1")] == pytest.approx(50e9, rel=1e-6)
     with pytest.raises(pr.RoutingError, match="not a p2p.matrices recording"):
         pr.from_recording({"sizes": {}})

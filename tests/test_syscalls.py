@@ -16,6 +16,7 @@ import pytest
 
 from helpers.ch01_path_of_a_copy import syscalls, view
 from helpers.core import recorder
+from helpers.core.errors import InputError, InputTypeError
 
 DATA = Path(__file__).parent / "data"
 CPU_NS = (0, 10, 100, 1000)
@@ -128,17 +129,27 @@ def test_course_strace_must_be_executable(monkeypatch, tmp_path):
     assert syscalls.find_strace() == str(fake)
 
 
-@pytest.mark.parametrize("bad", [-1, syscalls.MAX_ROUNDS + 1, 10**12, 1.5, True, "10", None])
-def test_bad_round_counts(bad):
-    with pytest.raises(syscalls.CensusInputError):
+@pytest.mark.parametrize("bad, exc", [(-1, InputError), (syscalls.MAX_ROUNDS + 1, InputError),
+                                      (10**12, InputError), (1.5, InputTypeError), (True, InputTypeError),
+                                      ("10", InputTypeError), (None, InputTypeError)])
+def test_bad_round_counts(bad, exc):
+    with pytest.raises(exc, match="number of round trips"):
         syscalls.check_rounds(bad)
+
+
+@pytest.mark.parametrize("bad, exc", [([], InputError), ([10, -5], InputError), (10, InputTypeError),
+                                      ("10", InputTypeError), ([True], InputTypeError)])
+def test_bad_round_lists(bad, exc):
+    with pytest.raises(exc):
+        syscalls.check_round_list(bad)
+    assert issubclass(syscalls.CensusInputError, InputError)
 
 
 def test_bad_census_inputs_fail_before_running_anything(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")  # would fail later if the checks came too late
-    with pytest.raises(syscalls.CensusInputError):
+    with pytest.raises(InputError, match="round trips"):
         syscalls.census((10, -5))
-    with pytest.raises(syscalls.CensusInputError):
+    with pytest.raises(InputError, match="copy size"):
         syscalls.traced_run("census", 10, nbytes=0)
     with pytest.raises(syscalls.CensusInputError):
         syscalls.traced_run("rm -rf", 10)
@@ -168,7 +179,7 @@ def test_child_timeout_kills_the_whole_group(tmp_path):
 
 
 def test_child_timeout_must_be_positive():
-    with pytest.raises(syscalls.CensusInputError):
+    with pytest.raises(InputError, match="timeout"):
         syscalls.run_child([sys.executable, "-c", "pass"], 0)
 
 

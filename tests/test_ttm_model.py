@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.core import reference
 from helpers.models import ttm
 from helpers.models.buddy import OutOfSpace
 from helpers.models.ttm import Domain, MiB
@@ -95,7 +96,8 @@ def test_move_costs_come_from_the_link_model():
 
 
 def test_link_model_from_the_real_reference_recording():
-    link = ttm.LinkModel.from_reference()
+    sweep = reference.load().experiment("transfers.pinned_vs_pageable")
+    link = ttm.LinkModel.from_sweep(sweep, reference.load().label)
     assert 1e9 < link.h2d_bytes_per_s < 200e9 and 1e9 < link.d2h_bytes_per_s < 200e9
     assert 1e-7 < link.latency_s < 1e-3
     assert link.source.startswith("pinned-copy fit of")

@@ -213,9 +213,9 @@ def parse_summary(text: str) -> dict[str, SyscallCount]:
 
 # --- the census -----------------------------------------------------------------------
 
-def check_rounds(n) -> int:
+def check_rounds(n, what: str = "number of round trips") -> int:
     """N must be a whole number from 0 to MAX_ROUNDS (a census needs no more; strace would take minutes)."""
-    return validate.whole_number(n, "number of round trips", 0, MAX_ROUNDS)
+    return validate.whole_number(n, what, 0, MAX_ROUNDS)
 
 
 def check_round_list(rounds, what: str = "rounds") -> tuple[int, ...]:
@@ -224,7 +224,7 @@ def check_round_list(rounds, what: str = "rounds") -> tuple[int, ...]:
         raise InputTypeError(f"{what} must be a list of whole numbers of round trips, got {rounds!r}")
     if not rounds:
         raise CensusInputError(f"{what}: a census needs at least one N")
-    return tuple(check_rounds(n) for n in rounds)
+    return tuple(check_rounds(n, f"{what}: number of round trips") for n in rounds)
 
 
 def traced_run(workload: str, n: int, *, nbytes: int = COPY_BYTES, timeout_s: float = 120.0,
