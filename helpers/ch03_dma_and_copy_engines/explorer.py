@@ -104,6 +104,4 @@ def explorer(sweep: Evidence, fits: dict, *, nbytes: int = 4096, direction: str 
     for c in (size_w, dir_w, kind_w):
         c.observe(redraw, names="value")
     redraw()
-    return w.VBox([w.HTML("<b>Place one copy on the model</b> "
-                          f"({sweep.caption('each point').split('(', 1)[1].rstrip(')')})"),
-                   size_w, dir_w, kind_w, out])
+    return w.VBox([w.HTML(sweep.caption("<b>Place one copy on the model</b>")), size_w, dir_w, kind_w, out])
