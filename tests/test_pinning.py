@@ -19,7 +19,13 @@ from helpers.ch04_pinned_memory.pinning import (
     Registration,
     check_region,
 )
-from helpers.core.errors import CourseError, InputError, InputTypeError, NoGPUError, ReferenceDataError
+from helpers.core.errors import (
+    CourseError,
+    InputError,
+    InputTypeError,
+    NoGPUError,
+    ReferenceDataError,
+)
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 

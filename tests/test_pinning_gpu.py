@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from helpers.ch04_pinned_memory import pinning, write_combined, zero_copy
-from helpers.ch04_pinned_memory.pinning import PAGE, PinnedAlloc, PinningError, PinRequestError, Region, Registration
+from helpers.ch04_pinned_memory.pinning import (
+    PAGE,
+    PinnedAlloc,
+    PinningError,
+    PinRequestError,
+    Region,
+    Registration,
+)
 from helpers.core import gpu
 from tests.conftest import needs_gpu
 
