@@ -280,9 +280,9 @@ def test_toy_gpu_boundaries_are_accepted(toy):
 @FEW
 @given(bad_sizes.filter(lambda v: not (isinstance(v, int) and not isinstance(v, bool) and v > 0)))
 def test_ttm_model_sizes(bad):
-    with pytest.raises(InputError, match="vram_bytes must be a positive int"):
+    with pytest.raises((InputError, InputTypeError), match="vram_bytes must be"):
         ttm.TTMModel(bad, 1 << 20)
-    with pytest.raises(InputError, match="gtt_bytes must be a positive int"):
+    with pytest.raises((InputError, InputTypeError), match="gtt_bytes must be"):
         ttm.TTMModel(4 << 20, bad)
 
 
@@ -302,8 +302,10 @@ def test_ttm_policy_types(bad):
 @FEW
 @given(st.one_of(
     st.builds(lambda v: ({"name": v}, "name must be a non-empty str"), st.one_of(st.just(""), st.integers(), st.none())),
-    st.builds(lambda v: ({"size": v}, r"size must be a positive int \(bytes\)"), st.one_of(non_positive, not_ints)),
-    st.builds(lambda v: ({"priority": v}, rf"priority must be 0..{ttm.TTM_MAX_BO_PRIORITY - 1} \(TTM_MAX_BO_PRIORITY\)"),
+    st.builds(lambda v: ({"size": v}, r"size must be (a whole number of bytes|at least 1 bytes)"),
+              st.one_of(non_positive, not_ints)),
+    st.builds(lambda v: ({"priority": v}, r"priority \(below TTM_MAX_BO_PRIORITY\) must be "
+                                          rf"(a whole number|from 0 to {ttm.TTM_MAX_BO_PRIORITY - 1})"),
               st.one_of(st.integers(max_value=-1), st.integers(min_value=ttm.TTM_MAX_BO_PRIORITY), st.floats(), st.none(),
                         st.booleans())),
     st.builds(lambda v: ({"placements": v}, "placements must be a non-empty list of distinct domains"),
@@ -312,7 +314,7 @@ def test_ttm_create_arguments(case):
     kwargs, what = case
     m = ttm.TTMModel(4 << 20, 1 << 20)
     args = {"name": "bo", "size": 64 << 10, **kwargs}
-    with pytest.raises(InputError, match=what):
+    with pytest.raises((InputError, InputTypeError), match=what):
         m.create(**args)
     assert m.bos == {} and m.moves == [] and m.vram.largest_free() == 4 << 20
 
@@ -334,9 +336,9 @@ def test_ttm_boundaries_and_names():
 def test_ttm_workload_arguments(name, vram, steps):
     with pytest.raises(InputError, match="unknown workload"):
         ttm.workload(name, 4 << 20)
-    with pytest.raises(InputError, match="vram_bytes must be an int >= 4 MiB"):
+    with pytest.raises((InputError, InputTypeError), match=r"vram_bytes \(4 MiB or more\) must be"):
         ttm.workload("fits", vram)
-    with pytest.raises(InputError, match="steps must be a positive int"):
+    with pytest.raises((InputError, InputTypeError), match="steps must be"):
         ttm.workload("fits", 4 << 20, steps=steps)
     assert ttm.workload("fits", 4 << 20, steps=1)
 
@@ -354,14 +356,14 @@ def test_ttm_link_fit_needs_both_directions():
 @FEW
 @given(st.one_of(st.floats(), st.text(max_size=3), st.none(), st.booleans()), st.integers(max_value=0))
 def test_buddy_sizes(wrong_type, too_small):
-    with pytest.raises(InputTypeError, match="size must be an int"):
+    with pytest.raises(InputTypeError, match="size must be a whole number"):
         buddy.BuddyAllocator(wrong_type)
-    with pytest.raises(InputError, match="size must be >= 1"):
+    with pytest.raises(InputError, match="size must be at least 1"):
         buddy.BuddyAllocator(too_small)
     a = buddy.BuddyAllocator(1 << 20, 4096)
-    with pytest.raises(InputTypeError, match="size must be an int"):
+    with pytest.raises(InputTypeError, match="size must be a whole number"):
         a.alloc(wrong_type)
-    with pytest.raises(InputError, match="size must be >= 1"):
+    with pytest.raises(InputError, match="size must be at least 1"):
         a.alloc(too_small)
     assert a.largest_free() == 1 << 20
 
@@ -431,9 +433,9 @@ def test_managed_sizes_must_be_whole(bad):
 @given(non_positive, st.one_of(st.floats(max_value=0), st.floats(min_value=1.0001), st.just(math.nan),
                                st.text(max_size=2), st.none(), st.booleans()))
 def test_managed_sizes_and_shares(size, share):
-    with pytest.raises(InputError, match="managed allocation: size must be positive"):
+    with pytest.raises(InputError, match="managed allocation: size must be at least 1 bytes"):
         managed.check_managed_nbytes(size, free_bytes=1 << 30)
-    with pytest.raises(InputError, match=r"share must be in \(0, 1\]"):
+    with pytest.raises((InputError, InputTypeError), match="share must be"):
         managed.check_managed_nbytes(4096, free_bytes=1 << 30, share=share)
 
 
@@ -442,7 +444,7 @@ def test_managed_boundaries():
     assert managed.check_managed_nbytes(1, free_bytes=1, share=1) == 1
     with pytest.raises(managed.OversubscriptionError, match="refused"):
         managed.check_managed_nbytes((1 << 20) + 1, free_bytes=2 << 20, share=0.5)
-    with pytest.raises(InputError, match="free device memory cannot be negative"):
+    with pytest.raises(InputError, match="free device memory must be at least 0"):
         managed.check_managed_nbytes(1, free_bytes=-1)
 
 
@@ -453,9 +455,9 @@ bad_devices = st.one_of(st.integers(max_value=-2), st.floats(), st.text(max_size
 @given(bad_devices)
 def test_managed_device_indices_are_checked_before_any_call(bad):
     drv = SimpleNamespace()  # no functions: any call into it fails the test with AttributeError
-    with pytest.raises(InputError, match=r"device must be a GPU ordinal \(0, 1, ...\) or CPU \(-1\)"):
+    with pytest.raises((InputError, InputTypeError), match=r"device \(a GPU ordinal 0, 1, ... or CPU = -1\) must be"):
         managed.prefetch(0x1000, 4096, bad, drv=drv)
-    with pytest.raises(InputError, match="device must be a GPU ordinal"):
+    with pytest.raises((InputError, InputTypeError), match="device \\(a GPU ordinal"):
         managed.advise(0x1000, 4096, next(iter(managed.ADVICE)), bad, drv=drv)
 
 
@@ -505,7 +507,7 @@ def test_malformed_recordings_name_the_experiment(fn, data, what):
 @FEW
 @given(st.one_of(st.integers(max_value=-1), st.floats(), st.text(max_size=3), st.none(), st.booleans()))
 def test_uva_addresses(bad):
-    with pytest.raises(InputError, match="address must be a non-negative int"):
+    with pytest.raises((InputError, InputTypeError), match="address must be"):
         uva.maps_entry(bad, maps_text="")
 
 
@@ -672,9 +674,9 @@ def test_drm_pattern_sizes(bad):
 @given(st.one_of(st.integers(max_value=0), st.integers(min_value=1).filter(lambda n: n % 4096), not_ints),
        st.one_of(st.integers(max_value=-1), st.integers(min_value=256), st.floats(), st.text(max_size=2)))
 def test_dmabuf_export_arguments_are_checked_before_the_gpu(no_gpu, nbytes, fill):
-    with pytest.raises(InputError, match="nbytes must be a positive multiple of the page size"):
+    with pytest.raises((InputError, InputTypeError), match="nbytes must be"):
         cuda_dmabuf.export_device_memory(nbytes)
-    with pytest.raises(InputError, match="fill must be a byte value 0..255"):
+    with pytest.raises((InputError, InputTypeError), match=r"fill \(a byte value\) must be"):
         cuda_dmabuf.export_device_memory(4096, fill)
 
 

@@ -131,6 +131,7 @@ def test_contiguous_is_trimmed_and_fragmentation_blocks_large_contiguous_request
 @pytest.mark.parametrize("kwargs, exc", [
     ({"size": 0}, ValueError), ({"size": 3 * C, "chunk_size": 3000}, ValueError),
     ({"size": C - 1}, ValueError), ({"size": 1.5}, TypeError),
+    ({"size": True}, TypeError), ({"size": 4 * C, "chunk_size": True}, TypeError),  # a bool is not a count
 ])
 def test_constructor_rejects_bad_input(kwargs, exc):
     with pytest.raises(exc):

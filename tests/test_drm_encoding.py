@@ -223,3 +223,49 @@ def test_cuda_dmabuf_explains_outcomes_from_the_data():
     assert "no export was attempted" in cuda_dmabuf.explain({"dma_buf_supported": 0})
     failed = dict(base, export="cuMemGetHandleForAddressRange failed: CUDA_ERROR_NOT_SUPPORTED")
     assert "CUDA_ERROR_NOT_SUPPORTED" in cuda_dmabuf.explain(failed)
+
+
+def test_cuda_dmabuf_views_take_evidence_and_say_when_there_is_none(tmp_path, monkeypatch):
+    """Replay of the committed recording shows a table captioned with its machine; a reference
+    without the recording, asked with optional=True, gives a table and a report that say so."""
+    from conftest import write_reference
+
+    from helpers.ch06_gem_ttm_dmabuf import cuda_dmabuf
+    from helpers.core.mode import Mode
+    from helpers.course import Context
+
+    ev = Context(Mode.REPLAY, "no GPU here", None, "h100-pcie").get("dmabuf.cuda_export", optional=True)
+    assert ev.ok and "REPLAY: recorded on" in cuda_dmabuf.table(ev).caption
+    assert cuda_dmabuf.report(ev).startswith("the export (REPLAY: recorded on")
+    write_reference(tmp_path, "no-dmabuf", drop=("dmabuf.cuda_export",))
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    none = Context(Mode.REPLAY, "no GPU here", None, "no-dmabuf").get("dmabuf.cuda_export", optional=True)
+    assert not none.ok
+    rows = dict(cuda_dmabuf.table(none).rows)
+    assert rows["outcome"].startswith("none") and "helpers.record --only dmabuf.cuda_export" in rows["to record it"]
+    assert rows["why not live"] == "no GPU here"
+    assert cuda_dmabuf.report(none).startswith("neither a live GPU nor a recording here")
+
+
+def test_cuda_dmabuf_without_bindings_falls_back_to_the_recording(monkeypatch):
+    """Live, a missing cuda-bindings package skips the export, and the recording is shown saying why."""
+    import builtins
+
+    from helpers.ch06_gem_ttm_dmabuf import cuda_dmabuf
+    from helpers.core import gpu
+    from helpers.core.mode import Mode
+    from helpers.course import Context
+
+    real_import = builtins.__import__
+
+    def no_bindings(name, *a, **kw):
+        if name.startswith("cuda.bindings"):  # `from cuda.bindings import driver`
+            raise ImportError("No module named 'cuda.bindings'")
+        return real_import(name, *a, **kw)
+
+    monkeypatch.setattr(gpu, "cupy", lambda: object())
+    monkeypatch.setattr(gpu, "release_pools", lambda: None)
+    monkeypatch.setattr(builtins, "__import__", no_bindings)
+    ev = Context(Mode.LIVE, "test", "Stand-in GPU", "h100-pcie").get("dmabuf.cuda_export", nbytes=4096)
+    assert ev.mode is Mode.REPLAY and "cuda-bindings" in ev.why and ev.ok
+    assert "REPLAY" in cuda_dmabuf.table(ev).caption

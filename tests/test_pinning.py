@@ -1,6 +1,7 @@
-"""Chapter 4 helpers without a GPU: every bad request is refused with a PinningError naming it,
-regions are created and removed, the RLIMIT_MEMLOCK child runs under a timeout, and the
-verdicts follow from the numbers they are given."""
+"""Chapter 4 helpers without a GPU: every bad request is refused with an InputError (or
+InputTypeError) naming it before CUDA is touched, regions are created and removed, the
+RLIMIT_MEMLOCK child runs under a timeout, the experiments' parameters are checked in replay
+too, and the verdicts follow from the numbers they are given."""
 
 import mmap
 import os
@@ -13,11 +14,20 @@ from helpers.ch04_pinned_memory.pinning import (
     PAGE,
     PinnedAlloc,
     PinningError,
+    PinRequestError,
     Region,
     Registration,
     check_region,
 )
-from helpers.core.errors import CourseError, NoGPUError
+from helpers.core.errors import (
+    CourseError,
+    InputError,
+    InputTypeError,
+    NoGPUError,
+    ReferenceDataError,
+)
+from helpers.core.evidence import Evidence
+from helpers.core.mode import Mode
 
 
 @pytest.fixture
@@ -32,25 +42,27 @@ def test_a_real_region_is_accepted(region):
     assert check_region(region.ptr, region.nbytes) == (region.ptr, region.nbytes)
 
 
-@pytest.mark.parametrize("ptr", [0, -4096, 4096.0, "0x1000", True, None])
-def test_bad_addresses(ptr):
-    with pytest.raises(PinningError, match="address must be a positive integer"):
+@pytest.mark.parametrize("ptr,err", [(0, InputError), (-4096, InputError), (4096.0, InputTypeError),
+                                     ("0x1000", InputTypeError), (True, InputTypeError), (None, InputTypeError)])
+def test_bad_addresses(ptr, err):
+    with pytest.raises(err, match="register: the address must be"):
         check_region(ptr, PAGE)
 
 
-@pytest.mark.parametrize("n", [0, -PAGE, 1.5, None, False])
-def test_bad_sizes(region, n):
-    with pytest.raises(PinningError, match="positive whole number of bytes"):
+@pytest.mark.parametrize("n,err", [(0, InputError), (-PAGE, InputError), (1.5, InputTypeError),
+                                   (None, InputTypeError), (False, InputTypeError)])
+def test_bad_sizes(region, n, err):
+    with pytest.raises(err, match="register: size must be"):
         check_region(region.ptr, n)
 
 
 def test_unaligned_pointer_names_the_aligned_one(region):
-    with pytest.raises(PinningError, match=f"not page-aligned.*start at {region.ptr:#x}"):
+    with pytest.raises(PinRequestError, match=f"not page-aligned.*start at {region.ptr:#x}"):
         check_region(region.ptr + 8, PAGE)
 
 
 def test_partial_page_size(region):
-    with pytest.raises(PinningError, match="not a whole number of"):
+    with pytest.raises(PinRequestError, match="not a whole number of"):
         check_region(region.ptr, PAGE + 1)
 
 
@@ -58,7 +70,7 @@ def test_freed_pointer_is_foreign():
     m = mmap.mmap(-1, 4 * PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     ptr = np.frombuffer(m, dtype=np.uint8).ctypes.data
     m.close()
-    with pytest.raises(PinningError, match="not mapped in this process"):
+    with pytest.raises(PinRequestError, match="not mapped in this process"):
         check_region(ptr, 4 * PAGE)
 
 
@@ -73,7 +85,7 @@ def test_range_running_past_the_mapping():
     try:
         assert libc.munmap(ptr + 4 * PAGE, 4 * PAGE) == 0
         assert check_region(ptr, 4 * PAGE) == (ptr, 4 * PAGE)
-        with pytest.raises(PinningError, match=f"{ptr + 4 * PAGE:#x} .* is not mapped"):
+        with pytest.raises(PinRequestError, match=f"{ptr + 4 * PAGE:#x} .* is not mapped"):
             check_region(ptr, 8 * PAGE)
     finally:
         m.close()
@@ -83,7 +95,7 @@ def test_unreadable_mapping_refused(tmp_path):
     maps = tmp_path / "maps"
     maps.write_text("00001000-00003000 rw-p 00000000 00:00 0\n00003000-00005000 ---p 00000000 00:00 0\n")
     assert check_region(0x1000, 0x2000, maps=str(maps)) == (0x1000, 0x2000)
-    with pytest.raises(PinningError, match="0x3000 lies in a mapping without read permission"):
+    with pytest.raises(PinRequestError, match="0x3000 lies in a mapping without read permission"):
         check_region(0x1000, 0x3000, maps=str(maps))
 
 
@@ -91,29 +103,31 @@ def test_adjacent_mappings_count_as_one_range(tmp_path):
     maps = tmp_path / "maps"
     maps.write_text("00001000-00003000 rw-p 00000000 00:00 0\n00003000-00005000 r--p 00000000 00:00 0 /x\n")
     assert check_region(0x1000, 0x4000, maps=str(maps)) == (0x1000, 0x4000)
-    with pytest.raises(PinningError, match="0x5000"):
+    with pytest.raises(PinRequestError, match="0x5000"):
         check_region(0x1000, 0x5000, maps=str(maps))
 
 
-def test_pinning_error_is_a_course_error():
-    assert issubclass(PinningError, CourseError) and issubclass(PinningError, ValueError)
+def test_bad_requests_are_input_errors_and_driver_failures_are_not():
+    assert issubclass(PinRequestError, InputError) and issubclass(PinRequestError, ValueError)
+    assert issubclass(PinningError, CourseError) and not issubclass(PinningError, InputError)
 
 
 # ---------------------------------------------------------------- allocations refuse before the GPU
 
-@pytest.mark.parametrize("n", [0, -1, 2.0, "4096"])
-def test_hostalloc_bad_sizes(n):
-    with pytest.raises(PinningError, match="size must be"):
+@pytest.mark.parametrize("n,err", [(0, InputError), (-1, InputError), (2.0, InputTypeError),
+                                   ("4096", InputTypeError), (True, InputTypeError)])
+def test_hostalloc_bad_sizes(n, err):
+    with pytest.raises(err, match="size must be"):
         PinnedAlloc(n)
 
 
 def test_hostalloc_more_than_memory():
-    with pytest.raises(PinningError, match="available memory"):
+    with pytest.raises(InputError, match="available memory"):
         PinnedAlloc(1 << 50)
 
 
 def test_hostalloc_unknown_flag():
-    with pytest.raises(PinningError, match="unknown flag.*bogus"):
+    with pytest.raises(InputError, match="cudaHostAlloc flag must be one of .*got 'bogus'"):
         PinnedAlloc(PAGE, ("mapped", "bogus"))
 
 
@@ -123,7 +137,7 @@ def test_hostalloc_without_gpu(no_gpu):
 
 
 def test_register_checks_the_pointer_before_the_gpu(no_gpu, region):
-    with pytest.raises(PinningError, match="not page-aligned"):
+    with pytest.raises(PinRequestError, match="not page-aligned"):
         Registration(region.ptr + 1, PAGE)
     with pytest.raises(NoGPUError):
         Registration(region.ptr, PAGE)
@@ -150,11 +164,18 @@ def test_read_only_region_cannot_be_written():
             r.array[0] = 1
 
 
-@pytest.mark.parametrize("kind,n,match", [("heap", PAGE, "region kind"), ("anonymous-private", 100, "whole number"),
-                                          ("anonymous-private", 0, "positive")])
-def test_bad_regions(kind, n, match):
-    with pytest.raises(PinningError, match=match):
+@pytest.mark.parametrize("kind,n,err,match", [("heap", PAGE, InputError, "region kind"),
+                                              ("anonymous-private", 100, PinRequestError, "whole number of"),
+                                              ("anonymous-private", 0, InputError, "positive"),
+                                              ("anonymous-private", 4096.0, InputTypeError, "whole number of bytes")])
+def test_bad_regions(kind, n, err, match):
+    with pytest.raises(err, match=match):
         Region(n, kind)
+
+
+def test_region_in_a_missing_directory(tmp_path):
+    with pytest.raises(PinRequestError, match="does not exist"):
+        Region(PAGE, "disk-file", directory=str(tmp_path / "nowhere"))
 
 
 def test_filesystem_of_root(tmp_path):
@@ -171,15 +192,16 @@ def test_child_timeout_is_enforced():
         pinning.run_child("import time; time.sleep(30)", [], timeout_s=1)
 
 
-@pytest.mark.parametrize("t", [0, -1, 601])
-def test_child_timeout_must_be_sane(t):
-    with pytest.raises(PinningError, match="timeout_s"):
+@pytest.mark.parametrize("t,err", [(0, InputError), (-1, InputError), (601, InputError), ("5", InputTypeError)])
+def test_child_timeout_must_be_sane(t, err):
+    with pytest.raises(err, match="timeout_s"):
         pinning.run_child("pass", [], timeout_s=t)
 
 
-@pytest.mark.parametrize("limit,ask", [(0, PAGE), (PAGE, -1), (PAGE, 1 << 50), (True, PAGE)])
-def test_memlock_probe_bad_arguments(limit, ask):
-    with pytest.raises(PinningError):
+@pytest.mark.parametrize("limit,ask,err", [(0, PAGE, InputError), (PAGE, -1, InputError),
+                                           (PAGE, 1 << 50, InputError), (True, PAGE, InputTypeError)])
+def test_memlock_probe_bad_arguments(limit, ask, err):
+    with pytest.raises(err, match="memlock probe"):
         pinning.memlock_probe(limit, ask)
 
 
@@ -231,10 +253,11 @@ def _cost_data():
 def test_cost_sizes():
     assert pinning.cost_sizes(False)[0] == 4096 and pinning.cost_sizes(False)[-1] == 4 << 30
     assert pinning.cost_sizes(True)[-1] == 64 << 20
+    assert pinning.cost_sizes(False, 1 << 20)[-1] == 1 << 20 and pinning.cost_sizes(True, 16 << 10)[-1] == 16 << 10
 
 
 def test_cost_conversions():
-    cd = pinning.ChapterData(_cost_data(), pinning.Mode.REPLAY, "stand-in machine")
+    cd = Evidence("pinning.cost_vs_size", _cost_data(), Mode.REPLAY, "stand-in machine", "test")
     fig = pinning.cost_figure(cd)
     assert "REPLAY" in fig.fig.layout.title.text
     mlock_trace = next(t for t in fig.fig.data if t.name == "mlock(2)")
@@ -243,7 +266,7 @@ def test_cost_conversions():
     assert rows[3][5] == "—" and len(rows) == 11
     assert "4 GiB" in pinning.cost_summary(cd.data)
     assert pinning.row_at(cd.data, 256 << 20)["nbytes"] == 256 << 20
-    with pytest.raises(PinningError, match="no pin-cost measurement"):
+    with pytest.raises(PinRequestError, match="no pin-cost measurement"):
         pinning.row_at(cd.data, 12345)
 
 
@@ -264,23 +287,72 @@ def test_register_verdict_from_numbers():
     assert pinning.register_rows(_register_data())[2][-1] == "50.0"
 
 
-def test_live_or_replay_reads_a_recording(stand_in_recorder, tmp_path):
-    """A reference file written by the recorder (stand-in GPU) replays through live_or_replay."""
+def test_a_recording_replays_through_ctx_get(stand_in_recorder, tmp_path):
+    """A reference file written by the recorder (stand-in GPU) replays through ctx.get; the views
+    take the Evidence, and a file without an experiment raises naming the fix."""
     import json
 
     from helpers import course
     from helpers.core import experiments, recorder
 
     stand_in_recorder({
-        "pinning.cost_vs_size": experiments.Experiment("pinning.cost_vs_size", 4, "t", lambda q: _cost_data())})
+        "pinning.cost_vs_size": experiments.Experiment("pinning.cost_vs_size", 4, "t", lambda q: _cost_data()),
+        "pinning.memlock": experiments.get("pinning.memlock")})
     out = tmp_path / "stand-in.json"
-    assert recorder.main(["--out", str(out)]) == 0
-    ctx = course.Context(pinning.Mode.REPLAY, "test", None, str(out))
-    cd = pinning.live_or_replay(ctx, "pinning.cost_vs_size")
-    assert cd.mode is pinning.Mode.REPLAY and cd.data == json.loads(json.dumps(_cost_data()))
-    assert "H100" in cd.source
-    with pytest.raises(CourseError, match="no recording of experiment 'pinning.memlock'"):
-        pinning.live_or_replay(ctx, "pinning.memlock")
+    assert recorder.main(["--out", str(out), "--only", "pinning.cost_vs_size"]) == 0
+    ctx = course.Context(Mode.REPLAY, "test", None, str(out))
+    ev = ctx.get("pinning.cost_vs_size")
+    assert ev.mode is Mode.REPLAY and ev.data == json.loads(json.dumps(_cost_data()))
+    assert "H100" in ev.source and "REPLAY" in pinning.cost_figure(ev).fig.layout.title.text
+    with pytest.raises(ReferenceDataError, match="no recording of 'pinning.memlock'.*helpers.record --only"):
+        ctx.get("pinning.memlock")
+
+
+@pytest.mark.parametrize("exp,params,err", [
+    ("pinning.cost_vs_size", {"largest": 1024}, InputError),
+    ("pinning.cost_vs_size", {"largest": True}, InputTypeError),
+    ("pinning.register_regions", {"nbytes": PAGE + 1}, PinRequestError),
+    ("pinning.register_regions", {"nbytes": 2 << 30}, InputError),
+    ("pinning.memlock", {"limit": 0}, InputError),
+    ("pinning.memlock", {"request": 1.5}, InputTypeError),
+    ("pinning.write_combined", {"nbytes": "big"}, InputTypeError),
+    ("zero_copy.vs_copy", {"reps": 0}, InputError),
+    ("zero_copy.vs_copy", {"frames": 200}, InputError),
+])
+def test_bad_parameters_raise_in_replay(exp, params, err):
+    """Bad parameters raise before live or replay is decided, so replay never hides them."""
+    from helpers import course
+
+    ctx = course.Context(Mode.REPLAY, "test", None, "h100-pcie")
+    with pytest.raises(err):
+        ctx.get(exp, **params)
+
+
+def test_good_parameters_replay_and_say_so():
+    from helpers import course
+
+    ev = course.Context(Mode.REPLAY, "test", None, "h100-pcie").get("pinning.memlock", limit=1 << 20)
+    assert ev.mode is Mode.REPLAY and "not limit=1048576" in ev.why and ev.data["probes"]
+
+
+def test_live_run_passes_the_parameters(monkeypatch):
+    """Live, ctx.get runs the registered function itself with the validated parameters."""
+    from helpers import course
+
+    seen = {}
+
+    def fake_probe(limit, request, **kw):
+        seen.update(limit=limit, request=request, **kw)
+        return {"limit": limit, "request": request}
+
+    monkeypatch.setattr(pinning, "memlock_probe", fake_probe)
+    monkeypatch.setattr(pinning.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(pinning.gpu, "release_pools", lambda: None)
+    ctx = course.Context(Mode.LIVE, "test", "Stand-in GPU", "h100-pcie")
+    ev = ctx.get("pinning.memlock", limit=1 << 20, request=8 << 20)
+    assert ev.mode is Mode.LIVE and ev.source == "Stand-in GPU"
+    assert seen == {"limit": 1 << 20, "request": 8 << 20}
+    assert ev.data["probes"] == [{"limit": 1 << 20, "request": 8 << 20}]
 
 
 def test_chapter4_experiments_are_registered():

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from helpers.ch04_pinned_memory import pinning, write_combined, zero_copy
-from helpers.ch04_pinned_memory.pinning import PAGE, PinnedAlloc, PinningError, Region, Registration
+from helpers.ch04_pinned_memory.pinning import (
+    PAGE,
+    PinnedAlloc,
+    PinningError,
+    PinRequestError,
+    Region,
+    Registration,
+)
 from helpers.core import gpu
 from tests.conftest import needs_gpu
 
@@ -24,7 +31,7 @@ def test_hostalloc_pins_and_frees(flags):
 def test_mapped_memory_has_a_device_pointer():
     with PinnedAlloc(1 << 20, "mapped") as p:
         assert pinning.device_pointer(p.ptr) == p.ptr  # unified addressing on 64-bit Linux
-    with Region(1 << 20) as r, pytest.raises(PinningError, match="not pinned"):
+    with Region(1 << 20) as r, pytest.raises(PinRequestError, match="not pinned"):
         pinning.device_pointer(r.ptr)
 
 
@@ -44,9 +51,9 @@ def test_register_each_region_kind(kind):
 
 def test_register_rejects_bad_pointers_before_the_driver():
     with Region(2 * PAGE) as r:
-        with pytest.raises(PinningError, match="page-aligned"):
+        with pytest.raises(PinRequestError, match="page-aligned"):
             Registration(r.ptr + 64, PAGE)
-        with pytest.raises(PinningError, match="not mapped"):
+        with pytest.raises(PinRequestError, match="not mapped"):
             Registration(r.ptr, 1 << 40)
 
 

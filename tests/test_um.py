@@ -10,8 +10,9 @@ import pytest
 from conftest import write_reference
 
 from helpers.ch05_unified_memory import managed, pointer_access, uva
-from helpers.core import evidence, reference
-from helpers.core.errors import CourseError, ReferenceDataError
+from helpers.core import reference
+from helpers.core.errors import InputError, InputTypeError, ReferenceDataError
+from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 from helpers.course import Context
 from helpers.measure import sandbox
@@ -49,11 +50,14 @@ def test_sandbox_ok_and_error_exits():
     assert exc.status == "error" and "ZeroDivisionError" in exc.stderr_tail
 
 
-@pytest.mark.parametrize("code,timeout", [("", 5), ("   ", 5), (None, 5), ("pass", 0),
-                                          ("pass", -1), ("pass", 10_000), ("pass", "5"), ("pass", True)])
-def test_sandbox_rejects_bad_arguments(code, timeout):
-    with pytest.raises(sandbox.SandboxError):
+@pytest.mark.parametrize("code,timeout,err", [
+    ("", 5, sandbox.SandboxError), ("   ", 5, sandbox.SandboxError), (None, 5, sandbox.SandboxError),
+    ("pass", 0, InputError), ("pass", -1, InputError), ("pass", 10_000, InputError),
+    ("pass", "5", InputTypeError), ("pass", True, InputTypeError)])
+def test_sandbox_rejects_bad_arguments(code, timeout, err):
+    with pytest.raises(err):
         sandbox.run_python(code, timeout)
+    assert issubclass(sandbox.SandboxError, InputError)
 
 
 def test_parse_results_ignores_noise():
@@ -86,8 +90,9 @@ def test_safe_share_refuses_oversubscription():
     assert managed.check_managed_nbytes(40 * GiB, free_bytes=free) == 40 * GiB
     with pytest.raises(managed.OversubscriptionError, match="refused.*free memory"):
         managed.check_managed_nbytes(40 * GiB + 1, free_bytes=free)
-    with pytest.raises(CourseError):  # a CourseError a notebook can catch
+    with pytest.raises(InputError):  # bad input for this machine, refused before anything is allocated
         managed.check_managed_nbytes(200 * GiB, free_bytes=free)
+    assert issubclass(managed.OversubscriptionError, InputError)
     assert managed.largest_safe(free) == 40 * GiB
 
 
@@ -183,7 +188,7 @@ def test_advise_and_prefetch_bad_inputs():
     with pytest.raises(ValueError, match="advice"):
         managed.advise(0, 1, "be_fast", 0, drv=d)
     for bad in (-2, 1.0, "0", True):
-        with pytest.raises(ValueError, match="device"):
+        with pytest.raises((ValueError, TypeError), match="device"):
             managed.prefetch(0, 1, bad, drv=d)
 
 
@@ -288,7 +293,7 @@ def test_migration_rates_and_rows():
     assert "prefetch is 4.0x faster" in line
     slower = {"runs": [_run(GiB, "fault", 0.02, 0.01), _run(GiB, "prefetch", 0.01, 0.01, prefetch_s=0.04)]}
     assert "4.0x slower" in managed.compare(slower)[0]  # the verdict follows the numbers
-    fig = managed.figure(FAKE["um.migration"], Mode.REPLAY, "a test machine")
+    fig = managed.figure(Evidence("um.migration", FAKE["um.migration"], Mode.REPLAY, "a test machine", "test"))
     assert fig.modes == [Mode.REPLAY] and len(fig.fig.data) == 6
 
 
@@ -319,6 +324,16 @@ def test_outcome_rows_and_verdict():
     assert "verdict: true here" in pointer_access.claim_vs_measurement(survived)
 
 
+def test_driver_example_rows():
+    assert pointer_access.driver_example(FAKE["um.correct_ways"], 1)["first16"][:2] == [0, 1]
+    failed = {"ways": [{"way": "driver API: example3_pinned", "error": "DriverError: x"}]}
+    assert pointer_access.driver_example(failed, 3)["error"] == "DriverError: x"
+    with pytest.raises(ReferenceDataError, match="no driver API row for Example 2"):
+        pointer_access.driver_example(failed, 2)
+    with pytest.raises(InputError, match="example"):
+        pointer_access.driver_example(failed, 4)
+
+
 def test_correct_rows():
     rows = pointer_access.correct_rows(FAKE["um.correct_ways"])
     assert rows[0][1:3] == ("yes", "yes")
@@ -345,9 +360,10 @@ def fake_reference(tmp_path, monkeypatch):
 def test_evidence_replays_every_um_experiment(fake_reference):
     ctx = Context(Mode.REPLAY, "test", None, "fake-um")
     for exp in FAKE:
-        ev = evidence.get(ctx, exp)
+        ev = ctx.get(exp)
         assert ev.mode is Mode.REPLAY and ev.data == FAKE[exp] and "REPLAY" in ev.caption("x")
-    assert uva.attribute_rows(evidence.get(ctx, "um.pointer_attributes").data)
+    assert uva.attribute_rows(ctx.get("um.pointer_attributes").data)
+    assert pointer_access.driver_example(ctx.get("um.correct_ways").data, 1)["intact"]
 
 
 def test_evidence_names_a_missing_recording(tmp_path, monkeypatch):
@@ -355,9 +371,33 @@ def test_evidence_names_a_missing_recording(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     ctx = Context(Mode.REPLAY, "test", None, "no-um")
     with pytest.raises(ReferenceDataError, match="no recording of 'um.migration'.*helpers.record"):
-        evidence.get(ctx, "um.migration")
+        ctx.get("um.migration")
     with pytest.raises(ValueError, match="no experiment"):
-        evidence.get(ctx, "um.nonexistent")
+        ctx.get("um.nonexistent")
+
+
+@pytest.mark.parametrize("exp,params,err", [
+    ("um.migration", {"largest": 1 << 20}, InputError), ("um.migration", {"largest": 2.0}, InputTypeError),
+    ("um.device_attributes", {"device": -1}, InputError), ("um.device_attributes", {"device": True}, InputTypeError),
+    ("um.wrong_ways", {"timeout_s": 5}, InputError)])
+def test_bad_parameters_raise_in_replay(fake_reference, exp, params, err):
+    with pytest.raises(err):
+        Context(Mode.REPLAY, "test", None, "fake-um").get(exp, **params)
+
+
+def test_migration_largest_limits_the_sizes_live(monkeypatch):
+    """Live, um.migration runs the registered function with `largest`: no size above it is measured."""
+    measured = []
+    monkeypatch.setattr(managed.gpu, "cupy", lambda: types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Stream=lambda **kw: types.SimpleNamespace(synchronize=lambda: None))))
+    monkeypatch.setattr(managed.gpu, "free_device_bytes", lambda: 80 * GiB)
+    monkeypatch.setattr(managed.gpu, "release_pools", lambda: None)
+    monkeypatch.setattr(managed, "_Kernel", lambda cp: types.SimpleNamespace(
+        launch=lambda *a: None, bad=types.SimpleNamespace(data=types.SimpleNamespace(ptr=0))))
+    monkeypatch.setattr(managed, "measure_one", lambda n, m, k, s: measured.append(n) or {"nbytes": n, "mode": m})
+    ev = Context(Mode.LIVE, "test", "Stand-in GPU", "fake-um").get("um.migration", largest=256 << 20)
+    assert ev.mode is Mode.LIVE and sorted(set(measured)) == [16 << 20, 64 << 20, 256 << 20]
+    assert len(ev.data["runs"]) == 3 * len(managed.MODES)
 
 
 def test_um_experiments_are_registered():

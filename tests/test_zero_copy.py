@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from helpers.ch04_pinned_memory import write_combined, zero_copy
-from helpers.ch04_pinned_memory.pinning import ChapterData, PinningError
+from helpers.ch04_pinned_memory.pinning import PinRequestError
+from helpers.core.errors import InputError, InputTypeError
+from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 
 
@@ -24,9 +26,10 @@ def test_pattern_and_expected_sums():
     assert np.array_equal(idx, zero_copy.indices(a.size, "gather_dense"))  # seeded: reproducible
 
 
-@pytest.mark.parametrize("n", [0, -4096, 4096 * 3 + 4, 2.0])
-def test_bad_buffer_sizes(n):
-    with pytest.raises(PinningError):
+@pytest.mark.parametrize("n,err", [(0, InputError), (-4096, InputError), (4096 * 3 + 4, PinRequestError),
+                                   (2.0, InputTypeError)])
+def test_bad_buffer_sizes(n, err):
+    with pytest.raises(err, match="zero-copy buffer"):
         zero_copy._elements(n)
 
 
@@ -42,8 +45,10 @@ def test_numba_kernels_on_the_simulator():
 
 
 def test_numba_check_rejects_bad_sizes():
-    with pytest.raises(PinningError, match="multiple of"):
+    with pytest.raises(PinRequestError, match="multiple of"):
         zero_copy.numba_check(1000)
+    with pytest.raises(InputTypeError, match="n_elems"):
+        zero_copy.numba_check(True)
 
 
 def test_measure_without_gpu(no_gpu):
@@ -81,7 +86,7 @@ def test_verdict_follows_the_numbers():
 
 def test_zero_copy_figure_and_table():
     data = _zc_data({p: 1 for p in zero_copy.PATTERNS}, {p: 2 for p in zero_copy.PATTERNS})
-    cd = ChapterData(data, Mode.REPLAY, "stand-in")
+    cd = Evidence("zero_copy.vs_copy", data, Mode.REPLAY, "stand-in", "test")
     fig = zero_copy.figure(cd)
     assert len(fig.fig.data) == 2 and all(y == 2 for y in fig.fig.data[0].y)
     assert zero_copy.table_rows(data)[0][-2:] == ("2.00x", "wins")
@@ -125,5 +130,5 @@ def test_write_combined_verdicts():
     assert "1.2x faster" in write_combined.verdict(_wc(12.0, 50.0))
     hinted = dict(_wc(9.0, 50.0), hints={"cpu_pat": True, "hypervisor": True, "nvidia_UsePageAttributeTable": None})
     assert "runs under a hypervisor: yes" in write_combined.verdict(hinted)
-    fig = write_combined.figure(ChapterData(_wc(0.1, 50.0), Mode.REPLAY, "x"))
+    fig = write_combined.figure(Evidence("pinning.write_combined", _wc(0.1, 50.0), Mode.REPLAY, "x", "test"))
     assert fig.fig.layout.yaxis.type == "log" and len(fig.fig.data) == 2

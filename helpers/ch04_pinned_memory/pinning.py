@@ -16,6 +16,10 @@ what really happens in a child process with a lowered limit.
 
 Every wrapper is a context manager and frees in `close()` (also from `finally` blocks of the
 experiments): pinned memory that leaks out of a cell stays locked until the kernel restarts.
+
+A request that cannot work as asked (a misaligned or foreign pointer, an unknown flag, a size
+that is not whole pages) raises PinRequestError, an InputError, before CUDA is touched; a
+well-formed request the driver or the probe's child process fails raises PinningError.
 """
 
 from __future__ import annotations
@@ -23,22 +27,21 @@ from __future__ import annotations
 import ctypes
 import json
 import mmap
-import numbers
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
-from helpers.core import experiments, gpu
-from helpers.core.errors import CourseError
-from helpers.core.mode import Mode
+from helpers.core import experiments, gpu, validate
+from helpers.core.errors import CourseError, InputError, SystemInfoError
+from helpers.core.evidence import Evidence
+from helpers.core.experiments import GPU
 from helpers.core.progress import Progress
 from helpers.core.resources import Closing
-from helpers.measure.host_memory import _view, check_nbytes, pinned_bytes_of_process
+from helpers.measure.host_memory import check_nbytes, host_array, pinned_bytes_of_process
 from helpers.measure.sysinfo import fmt_bytes
 
 PAGE = mmap.PAGESIZE
@@ -50,27 +53,34 @@ REGISTER_FLAGS = {"default": 0, "portable": 1, "mapped": 2, "io_memory": 4, "rea
 REGION_KINDS = ("anonymous-private", "anonymous-shared", "dev-shm-file", "disk-file")
 
 
-class PinningError(CourseError, ValueError):
-    """A pinning request that cannot work: a bad size, pointer or flag, or the driver said no."""
+class PinRequestError(InputError):
+    """A pinning request that cannot work as asked: a misaligned, foreign or unpinned pointer, a
+    size that is not whole pages, a size that was not measured. Raised before CUDA is called."""
 
 
-def _size(nbytes, what: str) -> int:
-    """check_nbytes, with its complaint re-raised as a PinningError (a CourseError)."""
-    try:
-        return check_nbytes(nbytes, what)
-    except (TypeError, ValueError) as exc:
-        raise PinningError(str(exc)) from None
+class PinningError(CourseError):
+    """A well-formed pinning request failed: the driver said no, or the probe's child process
+    failed or ran out of time."""
 
 
 def _flags(names: tuple[str, ...] | str, table: dict[str, int], what: str) -> int:
     names = (names,) if isinstance(names, str) else tuple(names)
-    bad = [n for n in names if n not in table]
-    if bad:
-        raise PinningError(f"{what}: unknown flag(s) {bad}; choose from {tuple(table)}")
     value = 0
     for n in names:
-        value |= table[n]
+        value |= table[validate.choice(n, f"{what} flag", table)]
     return value
+
+
+def whole_pages(nbytes: int, what: str) -> int:
+    """`nbytes` if it is a whole number of pages, else PinRequestError (pinning works on pages)."""
+    if nbytes % PAGE:
+        raise PinRequestError(f"{what}: size {nbytes} is not a whole number of {PAGE}-byte pages")
+    return nbytes
+
+
+def page_sizes(lo: int, hi: int) -> validate.Validator:
+    """A parameter validator: a byte size in [lo, hi] that is a whole number of pages."""
+    return lambda v, what="value": whole_pages(validate.byte_size(v, what, lo, hi), what)
 
 
 def cuda_error_name(exc: BaseException) -> str:
@@ -93,35 +103,33 @@ def mapped_ranges(maps: str = "/proc/self/maps") -> list[tuple[int, int, str, st
 
 
 def check_region(ptr, nbytes, *, maps: str = "/proc/self/maps") -> tuple[int, int]:
-    """Validate a region for cudaHostRegister; return (ptr, nbytes) or raise PinningError.
+    """Validate a region for cudaHostRegister; return (ptr, nbytes) or raise.
+
+    A pointer or size of the wrong kind raises InputTypeError, a non-positive one InputError,
+    and everything below PinRequestError.
 
     The course insists on what the driver would otherwise round silently: a page-aligned
     start and a whole number of pages (pinning works on pages, so an unaligned request pins
     its neighbours too), and a range this process really has mapped readable (a foreign or
     freed pointer is refused here, with its address, instead of by an opaque CUDA error).
     """
-    if isinstance(ptr, bool) or not isinstance(ptr, numbers.Integral) or int(ptr) <= 0:
-        raise PinningError(f"register: the address must be a positive integer, got {ptr!r}")
-    ptr = int(ptr)
-    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or int(nbytes) <= 0:
-        raise PinningError(f"register: size must be a positive whole number of bytes, got {nbytes!r}")
-    n = int(nbytes)
+    ptr = validate.whole_number(ptr, "register: the address", lo=1)
+    n = validate.byte_size(nbytes, "register: size")
     if ptr % PAGE:
-        raise PinningError(f"register: address {ptr:#x} is not page-aligned ({PAGE}-byte pages); "
-                           f"the driver pins whole pages, so start at {ptr - ptr % PAGE:#x} or use mmap")
-    if n % PAGE:
-        raise PinningError(f"register: size {n} is not a whole number of {PAGE}-byte pages")
+        raise PinRequestError(f"register: address {ptr:#x} is not page-aligned ({PAGE}-byte pages); "
+                              f"the driver pins whole pages, so start at {ptr - ptr % PAGE:#x} or use mmap")
+    whole_pages(n, "register")
     pos, end = ptr, ptr + n
     for lo, hi, perms, _ in sorted(mapped_ranges(maps)):
         if hi <= pos or lo > pos:
             continue
         if "r" not in perms:
-            raise PinningError(f"register: {pos:#x} lies in a mapping without read permission ({perms})")
+            raise PinRequestError(f"register: {pos:#x} lies in a mapping without read permission ({perms})")
         pos = hi
         if pos >= end:
             return ptr, n
-    raise PinningError(f"register: {pos:#x} (in {ptr:#x}..{end:#x}) is not mapped in this process; "
-                       "the pointer is foreign or was freed")
+    raise PinRequestError(f"register: {pos:#x} (in {ptr:#x}..{end:#x}) is not mapped in this process; "
+                          "the pointer is foreign or was freed")
 
 
 def is_pinned(ptr: int) -> bool:
@@ -144,9 +152,9 @@ def device_pointer(ptr: int) -> int:
     try:
         attrs = cp.cuda.runtime.pointerGetAttributes(int(ptr))
     except cp.cuda.runtime.CUDARuntimeError as exc:
-        raise PinningError(f"{ptr:#x} is not memory CUDA knows ({cuda_error_name(exc)})") from None
+        raise PinRequestError(f"{ptr:#x} is not memory CUDA knows ({cuda_error_name(exc)})") from None
     if int(attrs.type) != int(cp.cuda.runtime.memoryTypeHost) or not attrs.devicePointer:
-        raise PinningError(f"{ptr:#x} is not pinned, mapped host memory; allocate it with "
+        raise PinRequestError(f"{ptr:#x} is not pinned, mapped host memory; allocate it with "
                            "PinnedAlloc(..., flags='mapped') or register it with flags='mapped'")
     return int(attrs.devicePointer)
 
@@ -157,7 +165,7 @@ class PinnedAlloc(Closing):
     """cudaHostAlloc'ed memory (`flags`: default, portable, mapped, write_combined), freed by close()."""
 
     def __init__(self, nbytes: int, flags: tuple[str, ...] | str = "default", *, fill: int | None = 0) -> None:
-        self.nbytes = _size(nbytes, "cudaHostAlloc")
+        self.nbytes = check_nbytes(nbytes, "cudaHostAlloc")
         self.flags = _flags(flags, ALLOC_FLAGS, "cudaHostAlloc")
         cp = gpu.cupy()
         self.ptr = None
@@ -165,7 +173,7 @@ class PinnedAlloc(Closing):
             self.ptr = int(cp.cuda.runtime.hostAlloc(self.nbytes, self.flags))
         except cp.cuda.runtime.CUDARuntimeError as exc:
             raise PinningError(f"cudaHostAlloc of {fmt_bytes(self.nbytes)} failed: {exc}") from None
-        self.array = _view(self.ptr, self.nbytes)
+        self.array = host_array(self.ptr, self.nbytes)
         if fill is not None:
             self.array.fill(fill)
 
@@ -188,11 +196,8 @@ class Region(Closing):
 
     def __init__(self, nbytes: int, kind: str = "anonymous-private", *, read_only: bool = False,
                  directory: str | None = None) -> None:
-        if kind not in REGION_KINDS:
-            raise PinningError(f"region kind must be one of {REGION_KINDS}, got {kind!r}")
-        self.nbytes = _size(nbytes, f"{kind} region")
-        if self.nbytes % PAGE:
-            raise PinningError(f"region size {self.nbytes} is not a whole number of {PAGE}-byte pages")
+        validate.choice(kind, "region kind", REGION_KINDS)
+        self.nbytes = whole_pages(check_nbytes(nbytes, f"{kind} region"), f"{kind} region")
         self.kind, self.read_only, self.path = kind, read_only, None
         prot = mmap.PROT_READ | (0 if read_only else mmap.PROT_WRITE)
         if kind.startswith("anonymous"):
@@ -201,7 +206,8 @@ class Region(Closing):
         else:
             where = "/dev/shm" if kind == "dev-shm-file" else (directory or tempfile.gettempdir())
             if not os.path.isdir(where):
-                raise PinningError(f"{kind}: {where} does not exist on this machine")
+                cls = PinRequestError if directory else SystemInfoError
+                raise cls(f"{kind}: {where} does not exist on this machine")
             fd, self.path = tempfile.mkstemp(prefix="course-pin-", dir=where)
             try:
                 os.ftruncate(fd, self.nbytes)
@@ -254,7 +260,7 @@ class Registration(Closing):
 
     def __init__(self, ptr: int, nbytes: int, flags: tuple[str, ...] | str = "default") -> None:
         self.ptr, self.nbytes = check_region(ptr, nbytes)
-        _size(self.nbytes, "cudaHostRegister")
+        check_nbytes(self.nbytes, "cudaHostRegister")
         self.flags = _flags(flags, REGISTER_FLAGS, "cudaHostRegister")
         cp = gpu.cupy()
         self._live = False
@@ -311,9 +317,8 @@ def pin_cost(nbytes: int, reps: int = 3) -> dict:
     cudaHostUnregister of that touched region; mlock / munlock: the kernel's own page locking
     of the same region, for comparison (None with the errno when the limit forbids it).
     """
-    n = _size(nbytes, "pin cost")
-    if not isinstance(reps, int) or not 1 <= reps <= 100:
-        raise PinningError(f"reps must be a whole number from 1 to 100, got {reps!r}")
+    n = check_nbytes(nbytes, "pin cost")
+    reps = validate.whole_number(reps, "reps", 1, 100)
     cp = gpu.cupy()
     rt = cp.cuda.runtime
     steps = {k: [] for k in ("alloc", "free", "touch", "register", "unregister", "mlock", "munlock")}
@@ -368,23 +373,27 @@ def pin_cost(nbytes: int, reps: int = 3) -> dict:
     return out
 
 
-def cost_sizes(quick: bool) -> list[int]:
-    """4 KiB to 4 GiB in steps of 4x (to 64 MiB when quick)."""
-    hi = (64 << 20) if quick else (4 << 30)
+LARGEST_COST_SIZE = 4 << 30
+
+
+def cost_sizes(quick: bool, largest: int = LARGEST_COST_SIZE) -> list[int]:
+    """4 KiB to `largest` (4 GiB) in steps of 4x (to 64 MiB at most when quick)."""
+    hi = min(largest, 64 << 20) if quick else largest
     return [4096 << (2 * k) for k in range(20) if (4096 << (2 * k)) <= hi]
 
 
-@experiments.experiment("pinning.cost_vs_size", chapter=4,
+@experiments.experiment("pinning.cost_vs_size", chapter=4, needs=(GPU,),
                         title="Time to pin and unpin 4 KiB..4 GiB: cudaHostAlloc/FreeHost, "
-                              "cudaHostRegister/Unregister, mlock/munlock")
-def record_cost_vs_size(quick: bool) -> dict:
-    sizes = cost_sizes(quick)
+                              "cudaHostRegister/Unregister, mlock/munlock",
+                        params={"largest": validate.size(PAGE, LARGEST_COST_SIZE)})
+def record_cost_vs_size(quick: bool, largest: int = LARGEST_COST_SIZE) -> dict:
+    sizes = cost_sizes(quick, largest)
     bar = Progress(len(sizes), "pin/unpin sizes")
     rows, skipped = [], {}
     for n in sizes:
         try:
-            _size(n, "pin cost")
-        except PinningError as exc:  # too large for this machine's free memory: say so, go on
+            check_nbytes(n, "pin cost")
+        except InputError as exc:  # too large for this machine's free memory: say so, go on
             skipped[str(n)] = str(exc)
             bar.step(f"{fmt_bytes(n)} skipped")
             continue
@@ -406,8 +415,7 @@ def time_copy(host_ptr: int, nbytes: int, direction: str = "h2d", *, reps: int =
     """
     from helpers.measure.transfers import time_copies
 
-    if direction not in ("h2d", "d2h"):
-        raise PinningError(f"direction must be 'h2d' or 'd2h', got {direction!r}")
+    validate.choice(direction, "direction", ("h2d", "d2h"))
     gpu.cupy()
     return float(np.median(time_copies(host_ptr, int(nbytes), direction, reps=reps, warmup=warmup,
                                        timeout_s=timeout_s)))
@@ -421,7 +429,7 @@ def _register_case(region: Region, flags: str, n: int) -> dict:
             "flags": flags, "pinned_before": is_pinned(region.ptr)}
     try:
         reg = Registration(region.ptr, n, flags)
-    except PinningError as exc:
+    except PinningError as exc:  # the driver refused this region: that is the outcome
         reason = str(exc).split("failed: ")[-1]
         case.update(outcome=reason.split(":")[0] if reason.startswith("cudaError") else reason,
                     h2d_s=None)
@@ -431,7 +439,7 @@ def _register_case(region: Region, flags: str, n: int) -> dict:
         case["pinned_during"] = is_pinned(region.ptr)
         try:
             case["device_pointer_is_host_address"] = device_pointer(region.ptr) == region.ptr
-        except PinningError:
+        except PinRequestError:
             case["device_pointer_is_host_address"] = None
         case["h2d_s"] = time_copy(region.ptr, n, "h2d")
     finally:
@@ -466,11 +474,15 @@ def driver_answers(n: int = 1 << 20) -> dict:
     return out
 
 
-@experiments.experiment("pinning.register_regions", chapter=4,
+REGISTER_SIZE = 256 << 20
+
+
+@experiments.experiment("pinning.register_regions", chapter=4, needs=(GPU,),
                         title="cudaHostRegister of anonymous, /dev/shm and file-backed mmaps: "
-                              "outcome and copy speed vs pageable and cudaHostAlloc")
-def record_register_regions(quick: bool) -> dict:
-    n = (4 << 20) if quick else (256 << 20)
+                              "outcome and copy speed vs pageable and cudaHostAlloc",
+                        params={"nbytes": page_sizes(PAGE, 1 << 30)})
+def record_register_regions(quick: bool, nbytes: int = REGISTER_SIZE) -> dict:
+    n = min(nbytes, 4 << 20) if quick else nbytes
     cases = []
     bar = Progress(len(REGION_KINDS) + 4, "regions")
     with Region(n) as r:
@@ -549,8 +561,7 @@ print("RESULT " + json.dumps(out), flush=True)
 
 def run_child(code: str, args: list[str], timeout_s: float) -> subprocess.CompletedProcess:
     """Run Python `code` in a fresh interpreter with a hard timeout (PinningError when it expires)."""
-    if not 0 < timeout_s <= 600:
-        raise PinningError(f"timeout_s must be in (0, 600] seconds, got {timeout_s!r}")
+    timeout_s = validate.seconds(timeout_s, "timeout_s", 0, 600)
     try:
         return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                               timeout=timeout_s, env=dict(os.environ), cwd="/")
@@ -567,12 +578,10 @@ def memlock_probe(limit: int, request: int, *, drop_privileges: bool = False,
     child becomes user 'nobody' first: root's CAP_IPC_LOCK lets mlock ignore the limit, so
     only an unprivileged child shows whether a limit is enforced at all.
     """
-    for name, v in (("limit", limit), ("request", request)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
-            raise PinningError(f"memlock probe: {name} must be a positive whole number of bytes, got {v!r}")
-    _size(request, "memlock probe request")
+    limit = validate.byte_size(limit, "memlock probe: limit")
+    request = check_nbytes(request, "memlock probe: request")
     if drop_privileges and os.geteuid() != 0:
-        raise PinningError("memlock probe: dropping privileges needs root; run it without drop_privileges")
+        raise PinRequestError("memlock probe: dropping privileges needs root; run it without drop_privileges")
     proc = run_child(_MEMLOCK_CHILD, [str(int(limit)), str(int(request)), "1" if drop_privileges else "0"],
                      timeout_s)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
@@ -599,47 +608,18 @@ def process_memlock() -> dict:
             "euid": os.geteuid(), "cap_ipc_lock": bool(cap >> 14 & 1)}
 
 
-@experiments.experiment("pinning.memlock", chapter=4,
-                        title="RLIMIT_MEMLOCK lowered in a child: mlock vs cudaHostAlloc vs cudaHostRegister")
-def record_memlock(quick: bool) -> dict:
-    limit, request = 64 << 20, (128 << 20) if quick else (512 << 20)
+MEMLOCK_LIMIT, MEMLOCK_REQUEST = 64 << 20, 512 << 20
+
+
+@experiments.experiment("pinning.memlock", chapter=4, needs=(GPU,),
+                        title="RLIMIT_MEMLOCK lowered in a child: mlock vs cudaHostAlloc vs cudaHostRegister",
+                        params={"limit": validate.size(PAGE, 1 << 40), "request": validate.size(PAGE, 1 << 40)})
+def record_memlock(quick: bool, limit: int = MEMLOCK_LIMIT, request: int = MEMLOCK_REQUEST) -> dict:
+    request = min(request, 128 << 20) if quick else request
     probes = [memlock_probe(limit, request)]
     if os.geteuid() == 0:
         probes.append(memlock_probe(limit, request, drop_privileges=True))
     return {"parent": process_memlock(), "probes": probes}
-
-
-# ---------------------------------------------------------------------------- live or replay
-
-@dataclass(frozen=True)
-class ChapterData:
-    """One experiment's data for a notebook, and the provenance its figures must show."""
-
-    data: dict
-    mode: Mode
-    source: str
-
-    @property
-    def parts(self) -> list[tuple[Mode, str]]:
-        return [(self.mode, self.source)]
-
-
-def live_or_replay(ctx, experiment_id: str, *, quick: bool = False) -> ChapterData:
-    """Run a registered experiment now (live) or read its recording (replay), saying which.
-
-    In replay, a reference file without this experiment raises ReferenceDataError naming it.
-    """
-    if ctx.live:
-        exp = experiments.discover().get(experiment_id)
-        if exp is None:
-            raise PinningError(f"no registered experiment {experiment_id!r}")
-        try:
-            data = json.loads(json.dumps(exp.run(quick)))  # the same plain JSON a recording holds
-        finally:
-            gpu.release_pools()
-        return ChapterData(data, Mode.LIVE, ctx.gpu_name or "this GPU")
-    ref = ctx.reference()
-    return ChapterData(ref.experiment(experiment_id), Mode.REPLAY, ref.label)
 
 
 # ---------------------------------------------------------------------------- figures, tables, verdicts
@@ -649,13 +629,13 @@ STEP_LABEL = {"alloc": "cudaHostAlloc", "free": "cudaFreeHost", "touch": "first 
               "mlock": "mlock(2)", "munlock": "munlock(2)"}
 
 
-def cost_figure(cd: ChapterData):
-    """Time of each pinning step vs size, log-log, in microseconds."""
+def cost_figure(ev: Evidence):
+    """Time of each pinning step vs size, log-log, in microseconds (ev: pinning.cost_vs_size)."""
     import plotly.graph_objects as go
 
     from helpers.core import figures
 
-    rows = cd.data["rows"]
+    rows = ev.require()["rows"]
     fig = go.Figure()
     dash = {"free": "dot", "unregister": "dot", "munlock": "dot", "touch": "dash"}
     for step, label in STEP_LABEL.items():
@@ -666,15 +646,15 @@ def cost_figure(cd: ChapterData):
     fig.update_layout(title="What pinning and unpinning cost, by size", yaxis={"type": "log", "title": "time (µs, log scale)"},
                       legend={"orientation": "h", "y": -0.3})
     figures.log_size_axis(fig, "buffer size")
-    return figures.CourseFigure(fig, cd.parts)
+    return figures.CourseFigure(fig, ev.parts)
 
 
 def row_at(data: dict, nbytes: int) -> dict:
-    """The pin-cost row of exactly `nbytes` (PinningError if that size was not measured)."""
+    """The pin-cost row of exactly `nbytes` (PinRequestError if that size was not measured)."""
     for r in data["rows"]:
         if r["nbytes"] == nbytes:
             return r
-    raise PinningError(f"no pin-cost measurement at {nbytes} bytes; have {[r['nbytes'] for r in data['rows']]}")
+    raise PinRequestError(f"no pin-cost measurement at {nbytes} bytes; have {[r['nbytes'] for r in data['rows']]}")
 
 
 def cost_rows(data: dict) -> list[tuple]:

@@ -15,9 +15,11 @@ import time
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.ch04_pinned_memory.pinning import ChapterData, PinnedAlloc, time_copy
-from helpers.core import experiments, figures
+from helpers.ch04_pinned_memory.pinning import PinnedAlloc, time_copy
+from helpers.core import experiments, figures, validate
 from helpers.core.errors import InputError
+from helpers.core.evidence import Evidence
+from helpers.core.experiments import GPU
 from helpers.core.progress import Progress
 
 KINDS = ("default", "write_combined")
@@ -61,8 +63,7 @@ def cpu_write_gbps(dst: np.ndarray, reps: int = 3) -> float:
 
 def measure(nbytes: int, kind: str) -> dict:
     """Every metric for one kind of pinned memory; frees the buffer before returning."""
-    if kind not in KINDS:
-        raise InputError(f"kind must be one of {KINDS}, got {kind!r}")
+    validate.choice(kind, "kind", KINDS)
     with PinnedAlloc(nbytes, kind) as buf:
         read, read_n = cpu_read_gbps(buf.array)
         return {"kind": kind, "nbytes": nbytes, "cpu_read_bytes": read_n, "cpu_read_gbps": read,
@@ -97,10 +98,14 @@ def memory_type_hints(cpuinfo: str = "/proc/cpuinfo",
     return out
 
 
-@experiments.experiment("pinning.write_combined", chapter=4,
-                        title="Write-combined vs ordinary pinned memory: CPU read/write and GPU copy bandwidth")
-def record_write_combined(quick: bool) -> dict:
-    n = (8 << 20) if quick else (256 << 20)
+NBYTES = 256 << 20
+
+
+@experiments.experiment("pinning.write_combined", chapter=4, needs=(GPU,),
+                        title="Write-combined vs ordinary pinned memory: CPU read/write and GPU copy bandwidth",
+                        params={"nbytes": validate.size(4096, 1 << 30)})
+def record_write_combined(quick: bool, nbytes: int = NBYTES) -> dict:
+    n = min(nbytes, 8 << 20) if quick else nbytes
     bar = Progress(len(KINDS), "write-combined")
     rows = []
     for k in KINDS:
@@ -155,15 +160,17 @@ def _yn(v) -> str:
     return "unknown" if v is None else ("yes" if v else "no")
 
 
-def figure(cd: ChapterData) -> figures.CourseFigure:
-    """Grouped bars, log scale: each metric for ordinary and write-combined pinned memory."""
+def figure(ev: Evidence) -> figures.CourseFigure:
+    """Grouped bars, log scale: each metric for ordinary and write-combined pinned memory
+    (ev: pinning.write_combined)."""
+    data = ev.require()
     fig = go.Figure()
-    for row, color in zip(sorted(cd.data["rows"], key=lambda r: KINDS.index(r["kind"])),
+    for row, color in zip(sorted(data["rows"], key=lambda r: KINDS.index(r["kind"])),
                           ("#2166ac", "#d6604d"), strict=True):
         fig.add_bar(name=LABEL[row["kind"]], x=[METRIC_LABEL[m] for m in METRICS],
                     y=[row[m] for m in METRICS], marker_color=color,
                     text=[f"{row[m]:.3g}" for m in METRICS], textposition="outside")
-    fig.update_layout(title=f"Write-combined vs ordinary pinned memory, {cd.data['nbytes'] >> 20} MiB",
+    fig.update_layout(title=f"Write-combined vs ordinary pinned memory, {data['nbytes'] >> 20} MiB",
                       barmode="group", yaxis={"type": "log", "title": "bandwidth (GB/s, log scale)"},
                       legend={"orientation": "h", "y": -0.25})
-    return figures.CourseFigure(fig, cd.parts)
+    return figures.CourseFigure(fig, ev.parts)

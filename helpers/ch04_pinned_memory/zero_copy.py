@@ -24,15 +24,11 @@ import time
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.ch04_pinned_memory.pinning import (
-    ChapterData,
-    PinnedAlloc,
-    PinningError,
-    _size,
-    device_pointer,
-)
-from helpers.core import experiments, figures, gpu
+from helpers.ch04_pinned_memory.pinning import PinnedAlloc, PinRequestError, device_pointer
+from helpers.core import experiments, figures, gpu, validate
 from helpers.core.errors import CourseError, DeviceTimeoutError
+from helpers.core.evidence import Evidence
+from helpers.core.experiments import GPU
 from helpers.core.progress import Progress
 from helpers.measure.host_memory import check_nbytes
 
@@ -75,17 +71,14 @@ def expected(n_elems: int, pattern: str, idx: np.ndarray | None) -> float:
 
 
 def _device_room(nbytes: int) -> None:
-    """Refuse (PinningError) a buffer that would not fit in the GPU's free memory."""
-    try:
-        check_nbytes(nbytes, "zero-copy device buffer", host=False, device=True)
-    except (TypeError, ValueError) as exc:
-        raise PinningError(str(exc)) from None
+    """Refuse (InputError) a buffer that would not fit in the GPU's free memory."""
+    check_nbytes(nbytes, "zero-copy device buffer", host=False, device=True)
 
 
 def _elements(nbytes: int) -> int:
-    n = _size(nbytes, "zero-copy buffer")
+    n = check_nbytes(nbytes, "zero-copy buffer")
     if n % (4 * TILE):
-        raise PinningError(f"zero-copy buffer: size must be a multiple of {4 * TILE} bytes, got {n}")
+        raise PinRequestError(f"zero-copy buffer: size must be a multiple of {4 * TILE} bytes, got {n}")
     return n // 4
 
 
@@ -177,8 +170,9 @@ def numba_check(n_elems: int = 4 * TILE, patterns=PATTERNS) -> dict[str, tuple[f
     """
     from numba import cuda
 
-    if n_elems <= 0 or n_elems % TILE:
-        raise PinningError(f"numba_check: n_elems must be a positive multiple of {TILE}, got {n_elems}")
+    validate.whole_number(n_elems, "numba_check: n_elems", lo=1)
+    if n_elems % TILE:
+        raise PinRequestError(f"numba_check: n_elems must be a positive multiple of {TILE}, got {n_elems}")
     mapped = cuda.mapped_array(n_elems, dtype=np.float32)
     fill_pattern(mapped)
     dev = cuda.to_device(np.asarray(mapped))
@@ -352,17 +346,19 @@ def zero_copy_sizes(quick: bool) -> list[int]:
     return [1 << 20, 16 << 20] if quick else [16 << 20, 256 << 20, 1 << 30]
 
 
-@experiments.experiment("zero_copy.vs_copy", chapter=4,
+@experiments.experiment("zero_copy.vs_copy", chapter=4, needs=(GPU,),
                         title="Zero-copy (mapped host memory) vs copy-then-compute, CuPy and Numba, "
-                              "streaming and random-gather patterns, 16 MiB..1 GiB")
-def record_vs_copy(quick: bool) -> dict:
+                              "streaming and random-gather patterns, 16 MiB..1 GiB",
+                        params={"reps": validate.count(1, 50)})
+def record_vs_copy(quick: bool, reps: int = 5) -> dict:
     sizes = zero_copy_sizes(quick)
+    reps = min(reps, 3) if quick else reps
     bar = Progress(len(sizes) * len(FRAMEWORKS), "zero-copy sizes")
     rows = []
     for n in sizes:
-        rows += measure_cupy(n, reps=3 if quick else 5)
+        rows += measure_cupy(n, reps=reps)
         bar.step(f"cupy {n >> 20} MiB")
-        rows += measure_numba(n, reps=3 if quick else 5)
+        rows += measure_numba(n, reps=reps)
         bar.step(f"numba {n >> 20} MiB")
     return {"rows": rows, "patterns": list(PATTERNS), "fractions": FRACTION, "passes": PASSES,
             "tie": TIE}
@@ -445,9 +441,10 @@ def verdict(data: dict) -> str:
     return "\n".join(lines + ["verdict on seed 001's direct-mapping hypothesis:"] + [f"  - {x}" for x in parts])
 
 
-def figure(cd: ChapterData) -> figures.CourseFigure:
-    """Speed-up of zero-copy over copy-then-compute per pattern, framework and size (log y)."""
-    rows = speedups(cd.data)
+def figure(ev: Evidence) -> figures.CourseFigure:
+    """Speed-up of zero-copy over copy-then-compute per pattern, framework and size, log y
+    (ev: zero_copy.vs_copy)."""
+    rows = speedups(ev.require())
     sizes = sorted({r["nbytes"] for r in rows})
     cats = [f"{p}<br>{f}" for p in PATTERNS for f in FRAMEWORKS]
     fig = go.Figure()
@@ -460,7 +457,7 @@ def figure(cd: ChapterData) -> figures.CourseFigure:
     fig.update_layout(title="Zero-copy speed-up over copy-then-compute (above 1: zero-copy wins)",
                       barmode="group", yaxis={"type": "log", "title": "copy-then-compute time / zero-copy time"},
                       legend={"orientation": "h", "y": -0.3, "title": "buffer"})
-    return figures.CourseFigure(fig, cd.parts)
+    return figures.CourseFigure(fig, ev.parts)
 
 
 def table_rows(data: dict) -> list[tuple]:

@@ -24,17 +24,16 @@ a managed allocation larger than a safe share of the GPU's free memory.
 from __future__ import annotations
 
 import ctypes
-import numbers
 import time
 from types import ModuleType
 
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core import figures, gpu, reference
-from helpers.core.errors import CourseError, InputError, InputTypeError, ReferenceDataError
-from helpers.core.experiments import experiment
-from helpers.core.mode import Mode
+from helpers.core import figures, gpu, reference, validate
+from helpers.core.errors import CourseError, InputError, ReferenceDataError
+from helpers.core.evidence import Evidence
+from helpers.core.experiments import GPU, experiment
 from helpers.core.progress import Progress
 from helpers.measure import driver_api
 from helpers.measure.host_memory import check_nbytes
@@ -65,8 +64,9 @@ _RUNTIME_ADVICE = {"read_mostly": 1, "unset_read_mostly": 2, "preferred_location
                    "unset_preferred_location": 4, "accessed_by": 5, "unset_accessed_by": 6}
 
 
-class OversubscriptionError(CourseError, ValueError):
-    """A managed allocation larger than the course allows relative to free device memory."""
+class OversubscriptionError(InputError):
+    """A managed allocation larger than the course allows relative to free device memory (bad
+    input for this machine: it is refused before anything is allocated)."""
 
 
 def check_managed_nbytes(nbytes, free_bytes: int | None = None,
@@ -78,16 +78,11 @@ def check_managed_nbytes(nbytes, free_bytes: int | None = None,
     faults again, and a shared GPU can stall for minutes. The course explains it and never
     runs it. `free_bytes` defaults to what the driver reports now.
     """
-    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
-        raise InputTypeError(f"managed allocation: size must be a whole number of bytes, got {nbytes!r}")
-    n = int(nbytes)
-    if n <= 0:
-        raise InputError(f"managed allocation: size must be positive, got {n}")
-    if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < share <= 1:
-        raise InputError(f"share must be in (0, 1], got {share}")
-    free = gpu.free_device_bytes() if free_bytes is None else int(free_bytes)
-    if free < 0:
-        raise InputError(f"free device memory cannot be negative, got {free}")
+    n = validate.byte_size(nbytes, "managed allocation: size")
+    share = validate.number(share, "share", 0.0, 1.0)
+    if share == 0:
+        raise InputError("share must be more than 0, got 0")
+    free = gpu.free_device_bytes() if free_bytes is None else validate.whole_number(free_bytes, "free device memory", lo=0)
     if n > share * free:
         raise OversubscriptionError(
             f"managed allocation of {fmt_bytes(n)} refused: it is more than {share:.0%} of the GPU's "
@@ -134,9 +129,7 @@ def location(drv: ModuleType, device: int):
 
 
 def _check_device(device) -> int:
-    if isinstance(device, bool) or not isinstance(device, numbers.Integral) or device < CPU:
-        raise InputError(f"device must be a GPU ordinal (0, 1, ...) or CPU (-1), got {device!r}")
-    return int(device)
+    return validate.whole_number(device, "device (a GPU ordinal 0, 1, ... or CPU = -1)", lo=CPU)
 
 
 def _bindings() -> ModuleType | None:
@@ -165,8 +158,7 @@ def prefetch(ptr: int, nbytes: int, device: int, stream_ptr: int = 0,
 
 def advise(ptr: int, nbytes: int, advice: str, device: int, drv: ModuleType | None = None) -> str:
     """Give the driver `advice` (a key of ADVICE) about [ptr, ptr+nbytes) for `device`."""
-    if advice not in ADVICE:
-        raise InputError(f"advice must be one of {tuple(ADVICE)}, got {advice!r}")
+    validate.choice(advice, "advice", ADVICE)
     _check_device(device)
     drv = drv or _bindings()
     if drv is None:
@@ -226,8 +218,7 @@ def measure_one(nbytes: int, mode: str, kernel: _Kernel | None = None, stream=No
     kernel_second_s); a prefetch back (back_prefetch_s, prefetch mode); the CPU reading one word
     per 4 KiB page afterwards (host_read_s) — and the number of words the GPU found wrong.
     """
-    if mode not in MODES:
-        raise InputError(f"mode must be one of {MODES}, got {mode!r}")
+    validate.choice(mode, "mode", MODES)
     n = check_managed_nbytes(nbytes)
     check_nbytes(n, "managed allocation (its pages start in host memory)")
     if n % 4096:
@@ -269,12 +260,13 @@ def measure_one(nbytes: int, mode: str, kernel: _Kernel | None = None, stream=No
     return out
 
 
-@experiment("um.migration", chapter=5,
-            title="Managed memory: GPU-fault migration vs prefetch vs access advice, 16 MiB to 4 GiB")
-def record_migration(quick: bool) -> dict:
+@experiment("um.migration", chapter=5, needs=(GPU,),
+            title="Managed memory: GPU-fault migration vs prefetch vs access advice, 16 MiB to 4 GiB",
+            params={"largest": validate.size(SIZES[0], SIZES[-1])})
+def record_migration(quick: bool, largest: int = SIZES[-1]) -> dict:
     cp = gpu.cupy()
     free = gpu.free_device_bytes()
-    sizes = QUICK_SIZES if quick else SIZES
+    sizes = [n for n in (QUICK_SIZES if quick else SIZES) if n <= largest]
     kernel, stream = _Kernel(cp), cp.cuda.Stream(non_blocking=True)
     kernel.launch(kernel.bad.data.ptr, 0, stream)  # compile and load before timing anything
     stream.synchronize()
@@ -374,17 +366,17 @@ def series(data: dict) -> dict[str, tuple[list[int], list[float]]]:
     return out
 
 
-def figure(data: dict, mode: Mode | str, source: str) -> figures.CourseFigure:
-    """GB/s vs size for each way of getting managed data to the GPU (and back)."""
+def figure(ev: Evidence) -> figures.CourseFigure:
+    """GB/s vs size for each way of getting managed data to the GPU (and back) (ev: um.migration)."""
     fig = go.Figure()
-    for label, (xs, ys) in series(data).items():
+    for label, (xs, ys) in series(ev.require()).items():
         fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=label,
                         line={"dash": "dot"} if label.startswith("to CPU") else {})
     figures.log_size_axis(fig, "managed allocation size")
     fig.update_layout(title="Managed memory: how fast data reaches the GPU (and comes back)",
                       yaxis_title="effective rate (GB/s, 1 GB = 1e9 B)",
                       legend={"orientation": "h", "y": -0.3}, height=520)
-    return figures.CourseFigure(fig, [(mode, source)])
+    return figures.CourseFigure(fig, ev.parts)
 
 
 def compare(data: dict) -> list[str]:

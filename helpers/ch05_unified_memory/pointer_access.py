@@ -27,8 +27,9 @@ import textwrap
 
 import numpy as np
 
-from helpers.core import gpu, reference
-from helpers.core.experiments import experiment
+from helpers.core import gpu, reference, validate
+from helpers.core.errors import ReferenceDataError
+from helpers.core.experiments import GPU, experiment
 from helpers.measure import driver_api, sandbox
 
 NBYTES = 1 << 20
@@ -120,7 +121,7 @@ def parent_context_ok() -> bool:
     return int(cp.arange(1000, dtype=cp.int64).sum().get()) == 499500
 
 
-@experiment("um.wrong_ways", chapter=5,
+@experiment("um.wrong_ways", chapter=5, needs=(GPU,),
             title="Sandboxed: host write through a device pointer; GPU read of a malloc'd pointer")
 def record_wrong_ways(quick: bool) -> dict:
     ok_before = parent_context_ok()
@@ -279,10 +280,23 @@ def _numba_ways(n: int) -> list[dict]:
     return out
 
 
-@experiment("um.correct_ways", chapter=5,
+@experiment("um.correct_ways", chapter=5, needs=(GPU,),
             title="Host-visible GPU memory done right: mapped, managed, registered, Numba, driver API")
 def record_correct_ways(quick: bool) -> dict:
     return {"nbytes": NBYTES, "ways": correct_ways(NBYTES)}
+
+
+def driver_example(data: dict, example: int) -> dict:
+    """The row of seed 003's Example `example` (1, 2 or 3) done through the driver API, from a
+    recorded (or live) um.correct_ways; a run that raised is its row with the error."""
+    ways = reference.recorded_list(data, "um.correct_ways", "ways")
+    fn = {1: "example1_device_roundtrip", 2: "example2_done_right", 3: "example3_pinned"}[
+        validate.whole_number(example, "example", 1, 3)]
+    for w in ways:
+        if w["way"].startswith(f"driver API: seed 003 Example {example}") or w["way"] == f"driver API: {fn}":
+            return w
+    raise ReferenceDataError(f"experiment um.correct_ways has no driver API row for Example {example}; re-record "
+                             "it with `python -m helpers.record --only um.correct_ways`")
 
 
 def correct_rows(data: dict) -> list[tuple]:

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from helpers.core import gpu, reference
-from helpers.core.errors import InputError, ReferenceDataError
-from helpers.core.experiments import experiment
+from helpers.core import gpu, reference, validate
+from helpers.core.errors import ReferenceDataError
+from helpers.core.experiments import GPU, experiment
 from helpers.measure import driver_api
 
 RUNTIME_TYPES = {0: "unregistered (pageable)", 1: "host (pinned)", 2: "device", 3: "managed"}
@@ -81,8 +81,7 @@ def maps_entry(addr: int, maps_text: str | None = None) -> dict | None:
     A device pointer normally lies in a range the CUDA driver reserved with no access rights
     ('---p'): the CPU may not touch it, which is why a host write through it ends in SIGSEGV.
     """
-    if isinstance(addr, bool) or not isinstance(addr, int) or addr < 0:
-        raise InputError(f"address must be a non-negative int, got {addr!r}")
+    addr = validate.whole_number(addr, "address", lo=0)
     if maps_text is None:
         with open("/proc/self/maps") as f:
             maps_text = f.read()
@@ -176,7 +175,7 @@ def query_all(n: int = 1 << 20) -> list[dict]:
     return rows
 
 
-@experiment("um.pointer_attributes", chapter=5,
+@experiment("um.pointer_attributes", chapter=5, needs=(GPU,),
             title="UVA: pointer attributes of device, pinned, mapped, registered, managed and pageable memory")
 def record_pointer_attributes(quick: bool) -> dict:
     return {"nbytes": 1 << 20, "pointers": query_all(1 << 20)}
@@ -215,9 +214,7 @@ def _flag(v) -> str:
 def device_attributes(device: int = 0) -> dict:
     """The device attributes that decide what unified and pageable memory can do here."""
     cp = gpu.cupy()
-    count = cp.cuda.runtime.getDeviceCount()
-    if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device < count:
-        raise InputError(f"device must be a GPU index from 0 to {count - 1}, got {device!r}")
+    device = validate.whole_number(device, "device (a GPU index)", 0, cp.cuda.runtime.getDeviceCount() - 1)
     return {name: int(cp.cuda.runtime.deviceGetAttribute(code, device))
             for name, (code, _) in DEVICE_ATTRIBUTES.items()}
 
@@ -280,12 +277,13 @@ def addressing_mode() -> str | None:
     return None
 
 
-@experiment("um.device_attributes", chapter=5,
-            title="Device attributes for managed memory, HMM and pageable memory access")
-def record_device_attributes(quick: bool) -> dict:
+@experiment("um.device_attributes", chapter=5, needs=(GPU,),
+            title="Device attributes for managed memory, HMM and pageable memory access",
+            params={"device": validate.count(0, 63)})
+def record_device_attributes(quick: bool, device: int = 0) -> dict:
     import platform
 
-    return {"attributes": device_attributes(0), "uvm_disable_hmm": uvm_hmm_parameter(),
+    return {"attributes": device_attributes(device), "uvm_disable_hmm": uvm_hmm_parameter(),
             "kernel": platform.release(), "kernel_hmm_config": kernel_hmm_config(),
             "nvidia_smi_addressing_mode": addressing_mode()}
 

@@ -15,8 +15,10 @@ return -ENOTSUPP unconditionally. ENOTSUPP (524) is a kernel-internal errno
 (include/linux/errno.h) that leaks to user space with no name there.
 
 ``export_device_memory`` runs live and is registered as experiment ``dmabuf.cuda_export``
-so the course's recorder captures it on a GPU; ``recorded`` returns that recording for
-replay, or None when none exists (then the notebook shows nothing rather than invent it).
+so the course's recorder captures it on a GPU. A notebook asks for it with
+``ctx.get("dmabuf.cuda_export", optional=True)``: live on a GPU, else the recording, else an
+Evidence that says none exists; ``table`` and ``report`` show whichever it is, and invent
+nothing when there is no recording.
 """
 
 from __future__ import annotations
@@ -26,10 +28,14 @@ import mmap
 import os
 
 from helpers.ch06_gem_ttm_dmabuf.drm import read_fdinfo
-from helpers.core.errors import InputError, InputTypeError
-from helpers.core.experiments import experiment
+from helpers.core import figures, validate
+from helpers.core.errors import InputError, InputTypeError, SkipExperiment
+from helpers.core.evidence import Evidence
+from helpers.core.experiments import GPU, experiment
 
 EXPERIMENT_ID = "dmabuf.cuda_export"
+EXPORT_BYTES = 2 << 20
+MAX_EXPORT_BYTES = 1 << 30
 
 
 # Kernel-internal errnos (include/linux/errno.h, "should never be seen by user programs");
@@ -46,25 +52,34 @@ def _errname(code: int | None) -> str:
     return KERNEL_ERRNOS.get(code, f"errno {code}")
 
 
-def export_device_memory(nbytes: int = 2 << 20, fill: int = 0x5A) -> dict:
+def whole_pages(nbytes, what: str = "nbytes") -> int:
+    """A size in bytes from one page to 1 GiB that is a whole number of pages (a dma-buf is
+    made of pages): the value, or InputTypeError / InputError naming it."""
+    n = validate.byte_size(nbytes, what, mmap.PAGESIZE, MAX_EXPORT_BYTES)
+    if n % mmap.PAGESIZE:
+        raise InputError(f"{what} must be a positive multiple of the page size ({mmap.PAGESIZE}), got {n}")
+    return n
+
+
+def export_device_memory(nbytes: int = EXPORT_BYTES, fill: int = 0x5A) -> dict:
     """Allocate ``nbytes`` of device memory, export it as a dma-buf, inspect it, free it.
 
     Returns a JSON-ready dict: the device's DMA_BUF_SUPPORTED / DMA_BUF_MMAP_SUPPORTED
     attributes, the export's result, the dma-buf's size (lseek) and /proc/self/fdinfo
     lines, and what ``mmap`` of the fd did (errno and message, or whether the bytes read
-    through the mapping match the fill). Raises NoGPUError without a usable GPU.
+    through the mapping match the fill). Raises NoGPUError without a usable GPU, and
+    SkipExperiment without the cuda-bindings package (the course then replays the recording).
     """
-    if not isinstance(nbytes, int) or nbytes <= 0 or nbytes % mmap.PAGESIZE:
-        raise InputError(f"nbytes must be a positive multiple of the page size ({mmap.PAGESIZE}), got {nbytes!r}")
-    if not isinstance(fill, int) or not 0 <= fill <= 255:
-        raise InputError(f"fill must be a byte value 0..255, got {fill!r}")
+    nbytes = whole_pages(nbytes)
+    fill = validate.whole_number(fill, "fill (a byte value)", 0, 255)
     from helpers.core import gpu
 
     cp = gpu.cupy()
     try:
         from cuda.bindings import driver as cu
     except ImportError as exc:
-        raise ImportError("this needs the cuda-bindings package (pip install cuda-bindings)") from exc
+        raise SkipExperiment(f"the dma-buf export needs the cuda-bindings package (pip install "
+                             f"cuda-bindings): {exc}") from None
 
     def call(result):
         err, *rest = result
@@ -124,14 +139,29 @@ def export_device_memory(nbytes: int = 2 << 20, fill: int = 0x5A) -> dict:
     return out
 
 
-@experiment(EXPERIMENT_ID, chapter=6, title="dma-buf export of CUDA device memory: fdinfo and mmap")
-def _record(quick: bool) -> dict:
-    return export_device_memory(2 << 20)
+@experiment(EXPERIMENT_ID, chapter=6, title="dma-buf export of CUDA device memory: fdinfo and mmap",
+            needs=(GPU,), params={"nbytes": whole_pages, "fill": validate.count(0, 255)})
+def record_export(quick: bool, nbytes: int = EXPORT_BYTES, fill: int = 0x5A) -> dict:
+    return export_device_memory(nbytes, fill)
 
 
-def recorded(ref) -> dict | None:
-    """The recorded export of reference ``ref``, or None when that file has no recording."""
-    return ref.experiment(EXPERIMENT_ID) if ref.has(EXPERIMENT_ID) else None
+def table(ev: Evidence) -> figures.Table:
+    """The export's outcome (live or recorded) with its provenance in the caption; without a
+    recording, a table that says so and how to make one (nothing is invented in its place)."""
+    if not ev.ok:
+        return figures.Table([("outcome", "none: no live GPU run and no recording, so nothing is shown"),
+                              ("why not live", ev.why), ("to record it", ev.missing)], ("item", "value"),
+                             caption="no dma-buf export of device memory to show")
+    size = f"{ev.data['nbytes'] / 2**20:g} MiB" if "nbytes" in ev.data else "device memory"
+    return figures.Table(summary_rows(ev.data), ("item", "value"),
+                         caption=ev.caption(f"dma-buf export of {size} of device memory"))
+
+
+def report(ev: Evidence) -> str:
+    """One paragraph: where the outcome comes from and what it means, or that there is none."""
+    if not ev.ok:
+        return "neither a live GPU nor a recording here, so no outcome to report."
+    return f"{ev.caption('the export')}: {explain(ev.data)}"
 
 
 def summary_rows(result: dict) -> list[tuple[str, str]]:

@@ -424,10 +424,10 @@ class _Device:
         self.staging = None
         self.registered = 0
         if design == "staged":
-            from helpers.measure.host_memory import _view
+            from helpers.measure.host_memory import host_array
 
             self.staging = [cp.cuda.alloc_pinned_memory(c.frame_bytes) for _ in range(buffers)]
-            self.staging_np = [_view(m.ptr, c.frame_bytes).view(np.complex64) for m in self.staging]
+            self.staging_np = [host_array(m.ptr, c.frame_bytes).view(np.complex64) for m in self.staging]
         if design in ("registered", "pipelined"):
             base = c.data.ctypes.data
             cp.cuda.runtime.hostRegister(base, c.data.nbytes, 0)

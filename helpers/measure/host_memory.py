@@ -83,7 +83,7 @@ class HostBuffer(Closing):
         elif kind == "pinned":
             cp = gpu.cupy()
             self._pinned = cp.cuda.pinned_memory.PinnedMemory(self.nbytes)
-            self.array = _view(self._pinned.ptr, self.nbytes)
+            self.array = host_array(self._pinned.ptr, self.nbytes)
         else:
             cp = gpu.cupy()
             self._mmap = mmap.mmap(-1, self.nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -118,7 +118,9 @@ class HostBuffer(Closing):
         return f"HostBuffer({fmt_bytes(self.nbytes)}, {self.kind}, {state})"
 
 
-def _view(ptr: int, nbytes: int) -> np.ndarray:
+def host_array(ptr: int, nbytes: int) -> np.ndarray:
+    """The `nbytes` of host memory at `ptr` as a 1-D uint8 NumPy array (no copy; the caller keeps
+    the memory alive for as long as the array is used)."""
     return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 
+from helpers.core import validate
 from helpers.core.errors import InputError, InputTypeError
 
 FREE, SPLIT, ALLOCATED, DEAD = "free", "split", "allocated", "merged away"
@@ -56,14 +57,6 @@ def _is_pow2(n: int) -> bool:
 
 def _ilog2(n: int) -> int:
     return n.bit_length() - 1
-
-
-def _check_int(name: str, v, minimum: int = 0) -> int:
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise InputTypeError(f"{name} must be an int, got {type(v).__name__}")
-    if v < minimum:
-        raise InputError(f"{name} must be >= {minimum}, got {v}")
-    return v
 
 
 @dataclass(eq=False)
@@ -99,8 +92,8 @@ class BuddyAllocator:
     """A drm_buddy-style allocator over ``size`` bytes in units of ``chunk_size`` bytes."""
 
     def __init__(self, size: int, chunk_size: int = 4096):
-        _check_int("size", size, 1)
-        _check_int("chunk_size", chunk_size, 1)
+        size = validate.whole_number(size, "size", lo=1)
+        chunk_size = validate.whole_number(chunk_size, "chunk_size", lo=1)
         if not _is_pow2(chunk_size):
             raise InputError(f"chunk_size must be a power of two, got {chunk_size}")
         if size < chunk_size:
@@ -177,12 +170,12 @@ class BuddyAllocator:
         buffers); with it, one physically contiguous range. Raises :class:`OutOfSpace`
         and leaves the allocator unchanged when the request cannot be met.
         """
-        _check_int("size", size, 1)
+        size = validate.whole_number(size, "size", lo=1)
         if size % self.chunk_size:
             raise InputError(f"size {size} is not a multiple of the chunk size {self.chunk_size}")
         if min_block_size is None:
             min_block_size = self.chunk_size
-        _check_int("min_block_size", min_block_size, 1)
+        min_block_size = validate.whole_number(min_block_size, "min_block_size", lo=1)
         if not _is_pow2(min_block_size) or min_block_size < self.chunk_size:
             raise InputError(f"min_block_size must be a power of two >= chunk size, got {min_block_size}")
         if size > self.size:

@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from helpers.core import widgets
+from helpers.core import validate, widgets
 from helpers.core.errors import InputError, InputTypeError
 from helpers.models.buddy import BuddyAllocator, OutOfSpace
 
@@ -194,9 +194,8 @@ class TTMModel:
 
     def __init__(self, vram_bytes: int, gtt_bytes: int, *, chunk_size: int = 64 * 1024,
                  link: LinkModel | None = None, policy: str | Policy = "lru", seed: int = 0):
-        for name, v in (("vram_bytes", vram_bytes), ("gtt_bytes", gtt_bytes)):
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise InputError(f"{name} must be a positive int, got {v!r}")
+        vram_bytes = validate.byte_size(vram_bytes, "vram_bytes")
+        gtt_bytes = validate.byte_size(gtt_bytes, "gtt_bytes")
         self.vram = BuddyAllocator(vram_bytes, chunk_size)
         self.gtt_bytes = gtt_bytes
         self.gtt_used = 0
@@ -333,13 +332,11 @@ class TTMModel:
             raise InputError(f"name must be a non-empty str, got {name!r}")
         if name in self.bos:
             raise InputError(f"a BO named {name!r} already exists")
-        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-            raise InputError(f"size must be a positive int (bytes), got {size!r}")
+        size = validate.byte_size(size, "size")
         placements = tuple(Domain(p) for p in placements)
         if not placements or len(set(placements)) != len(placements):
             raise InputError(f"placements must be a non-empty list of distinct domains, got {placements}")
-        if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority < TTM_MAX_BO_PRIORITY:
-            raise InputError(f"priority must be 0..{TTM_MAX_BO_PRIORITY - 1} (TTM_MAX_BO_PRIORITY), got {priority!r}")
+        priority = validate.whole_number(priority, "priority (below TTM_MAX_BO_PRIORITY)", 0, TTM_MAX_BO_PRIORITY - 1)
         if contiguous and Domain.VRAM not in placements:
             raise InputError("contiguous only applies to BOs that may live in VRAM")
         bo = BufferObject(name, _round_up(size, 4096), placements, priority, contiguous)
@@ -450,10 +447,8 @@ def workload(name: str, vram_bytes: int, *, steps: int = 200, seed: int = 1) -> 
     """
     if name not in WORKLOADS:
         raise InputError(f"unknown workload {name!r}; choose one of {WORKLOADS}")
-    if not isinstance(vram_bytes, int) or isinstance(vram_bytes, bool) or vram_bytes < 64 * 64 * 1024:
-        raise InputError(f"vram_bytes must be an int >= 4 MiB, got {vram_bytes!r}")
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
-        raise InputError(f"steps must be a positive int, got {steps!r}")
+    vram_bytes = validate.byte_size(vram_bytes, "vram_bytes (4 MiB or more)", 64 * 64 * 1024)
+    steps = validate.whole_number(steps, "steps", lo=1)
     rng = random.Random(f"{name}:{vram_bytes}:{steps}:{seed}")
     unit = 64 * 1024
     lo, hi = max(1, vram_bytes // 64 // unit), max(1, vram_bytes // 8 // unit)
