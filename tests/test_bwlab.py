@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
+from helpers import course
 from helpers.core.errors import CourseError, ReferenceDataError
-from helpers.core.reference import Reference
+from helpers.core.evidence import Evidence
+from helpers.core.mode import Mode
 from helpers.labs import bwlab
 
 
@@ -70,29 +72,38 @@ def test_synthetic_line_is_reproducible_and_noisy_around_the_model():
     assert 0.005 < rel.std() < 0.06
 
 
-def _fake_ref(experiments):
-    return Reference(path=None, doc={"name": "fake", "experiments": {
-        k: {"data": v} for k, v in experiments.items()}})
+def _recorded(eid, data):
+    return Evidence(eid, data, Mode.REPLAY, "fake", "a test")
 
 
 def test_reference_readers_pick_the_right_series():
-    ref = _fake_ref({
-        "transfers.pinned_vs_pageable": {"series": [
-            {"host_kind": "pageable", "direction": "h2d", "nbytes": [4], "median_s": [9.0]},
-            {"host_kind": "pinned", "direction": "h2d", "nbytes": [4, 8], "median_s": [1.0, 2.0]}]},
-        "transfers.large_copy": {"pinned/h2d": {"nbytes": 64, "times_s": [1.0, 3.0], "bandwidth_gbps": 5.0}},
-    })
-    n, t = bwlab.reference_sweep(ref, "pinned", "h2d")
+    sweep = _recorded("transfers.pinned_vs_pageable", {"series": [
+        {"host_kind": "pageable", "direction": "h2d", "nbytes": [4], "median_s": [9.0]},
+        {"host_kind": "pinned", "direction": "h2d", "nbytes": [4, 8], "median_s": [1.0, 2.0]}]})
+    large = _recorded("transfers.large_copy",
+                      {"pinned/h2d": {"nbytes": 64, "times_s": [1.0, 3.0], "bandwidth_gbps": 5.0}})
+    n, t = bwlab.reference_sweep(sweep, "pinned", "h2d")
     assert n.tolist() == [4, 8] and t.tolist() == [1.0, 2.0]
-    assert bwlab.reference_reps(ref) == (64, [1.0, 3.0], 5.0)
-    with pytest.raises(CourseError, match="no recorded pinned/d2h"):
-        bwlab.reference_sweep(ref, "pinned", "d2h")
+    assert bwlab.reference_reps(large) == (64, [1.0, 3.0], 5.0)
+    with pytest.raises(CourseError, match="fake: no recorded pinned/d2h"):
+        bwlab.reference_sweep(sweep, "pinned", "d2h")
+
+
+def test_readers_take_the_reference_machines_recording_even_live(monkeypatch):
+    """Lab 2 sets the reference machine's sweep beside a live run: ctx.get(..., recorded=True)."""
+    ctx = course.Context(Mode.LIVE, "a GPU", "Test GPU", "h100-pcie")
+    sweep = ctx.get("transfers.pinned_vs_pageable", recorded=True)
+    n, t = bwlab.reference_sweep(sweep, "pinned", "h2d")
+    assert sweep.mode is Mode.REPLAY and n.size == t.size > 10 and np.all(np.diff(n) > 0)
+    nbytes, times, gbps = bwlab.reference_reps(ctx.get("transfers.large_copy", recorded=True))
+    assert nbytes > 0 and len(times) > 3 and gbps > 1
 
 
 def test_missing_experiment_is_a_clear_error():
-    ref = Reference(path=type("P", (), {"name": "fake.json"})(), doc={"name": "fake", "experiments": {}})
+    missing = Evidence("transfers.large_copy", None, Mode.REPLAY, "fake", "a test",
+                       missing="fake.json has no recording of 'transfers.large_copy'")
     with pytest.raises(ReferenceDataError, match="transfers.large_copy"):
-        bwlab.reference_reps(ref)
+        bwlab.reference_reps(missing)
 
 
 def test_live_copy_checks_direction_before_touching_a_gpu():

@@ -5,7 +5,8 @@ of `cupy.cuda` it needs (Event, runtime.memcpyAsync, get_elapsed_time). A `CopyJ
 either the real thing (live: a pinned host buffer, a device buffer and a stream, freed on
 exit) or `FakeCuda`, a *simulated* stand-in whose clock advances by a model copy time, so the
 event protocol can be checked without a GPU. Timers (`replay_timer`, `warmup_timer`) feed a
-benchmark recorded or simulated timings; every simulated value is labelled as such.
+benchmark recorded or simulated timings; every simulated value is labelled as such. Recorded
+data comes from the lab's Evidence (`ctx.get("transfers.pinned_vs_pageable", recorded=True)`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from helpers.core import gpu
 from helpers.core.errors import CourseError, InputError
-from helpers.core.reference import Reference
+from helpers.core.evidence import Evidence
 from helpers.measure.host_memory import HostBuffer, check_nbytes
 
 H2D, D2H = 1, 2  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
@@ -177,18 +178,17 @@ def warmup_timer(steady_s: float, calls: int, *, slow_calls: int = 2, slow_facto
 
 
 # ----------------------------------------------------------------------- data
-def reference_sweep(ref: Reference, host_kind: str = "pinned", direction: str = "h2d") -> tuple[np.ndarray, np.ndarray]:
-    """(nbytes, median seconds) of the reference machine's recorded size sweep."""
-    data = ref.experiment("transfers.pinned_vs_pageable")
-    for s in data["series"]:
+def reference_sweep(sweep: Evidence, host_kind: str = "pinned", direction: str = "h2d") -> tuple[np.ndarray, np.ndarray]:
+    """(nbytes, median seconds) of one series of a transfers.pinned_vs_pageable size sweep."""
+    for s in sweep.require()["series"]:
         if s["host_kind"] == host_kind and s["direction"] == direction:
             return np.asarray(s["nbytes"], dtype=float), np.asarray(s["median_s"], dtype=float)
-    raise CourseError(f"{ref.name}: no recorded {host_kind}/{direction} sweep")
+    raise CourseError(f"{sweep.source}: no recorded {host_kind}/{direction} sweep")
 
 
-def reference_reps(ref: Reference, key: str = "pinned/h2d") -> tuple[int, list[float], float]:
-    """(nbytes, every recorded repetition in seconds, recorded GB/s) of one large copy."""
-    d = ref.experiment("transfers.large_copy")[key]
+def reference_reps(large: Evidence, key: str = "pinned/h2d") -> tuple[int, list[float], float]:
+    """(nbytes, every repetition in seconds, GB/s) of one large copy of transfers.large_copy."""
+    d = large.require()[key]
     return int(d["nbytes"]), list(d["times_s"]), float(d["bandwidth_gbps"])
 
 
