@@ -167,6 +167,41 @@ def test_live_runs_the_recorders_function(monkeypatch):
     assert launch.ordering_rows(ev)[0][2] == "always after A"
 
 
+# -- bad input ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("call, match", [
+    (lambda: launch.queued_launches("huge"), "kind must be one of"),
+    (lambda: launch.queued_launches("empty", 0), "n must be"),
+    (lambda: launch.queued_launches("empty", 10, hold_s=-1), "hold_s"),
+    (lambda: launch.graph_vs_launches(launch.MAX_CHAIN + 1), "n must be"),
+    (lambda: launch.graph_vs_launches(10, 0), "reps must be"),
+    (lambda: launch.ordering_trials(0), "trials must be"),
+    (lambda: launch.overlap(reps=51), "reps must be"),
+])
+def test_bad_input_is_refused(call, match):
+    with pytest.raises(InputError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("call", [lambda: launch.round_trips("empty", True), lambda: launch.queued_launches("empty", 2.0),
+                                  lambda: launch.queued_launches("empty", 10, hold_s="1")])
+def test_wrong_kinds_of_value_are_type_errors(call):
+    with pytest.raises(InputTypeError):
+        call()
+
+
+def test_unknown_experiment_and_parameters_are_refused_by_the_contract():
+    ctx = replay_ctx()
+    with pytest.raises(InputError, match="no experiment 'submission.nothing'"):
+        ctx.get("submission.nothing")
+    with pytest.raises(InputError, match="takes no parameters; not frames"):
+        ctx.get("submission.graphs", frames=3)
+
+
+def test_no_gpu_is_a_clear_error(no_gpu):
+    with pytest.raises(NoGPUError, match="usable CUDA GPU"):
+        launch.queued_launches("empty", 10)
+
+
 # -- live behaviour (GPU machine) ----------------------------------------------------------------
 @needs_gpu
 def test_queued_launches_run_every_kernel():
