@@ -8,6 +8,8 @@ part that works on any number of GPUs: this machine's own `nvidia-smi topo -m`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -17,11 +19,14 @@ from helpers.core.evidence import Evidence
 from helpers.core.figures import CourseFigure, Table
 from helpers.core.mode import Mode
 
+if TYPE_CHECKING:
+    from helpers.course import Context
+
 METHOD_WORDS = {"peer": "peer access on (direct)", "staged": "staged via pinned host memory",
                 "driver": "cudaMemcpyPeer, peer access off"}
 
 
-def topology_here(ctx) -> tuple[str | None, str]:
+def topology_here(ctx: Context) -> tuple[str | None, str]:
     """This machine's `nvidia-smi topo -m` text and a note on it: live on any number of GPUs
     (one is enough to show how it is attached), nothing without a GPU (ctx: the course Context)."""
     if not ctx.live:
@@ -40,7 +45,7 @@ def topology_table(t: topology.Topology, caption: str) -> Table:
     return Table(rows, ("", *t.devices), caption)
 
 
-def here_table(ctx, text: str) -> Table:
+def here_table(ctx: Context, text: str) -> Table:
     """This machine's topology (the text topology_here gave), captioned as measured now."""
     return topology_table(topology.parse(text), f"nvidia-smi topo -m (LIVE: measured now on {ctx.gpu_name})")
 

@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,6 +37,9 @@ from helpers.core.errors import CourseError, DeviceTimeoutError, InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
 from helpers.core.mode import Mode
+
+if TYPE_CHECKING:
+    from helpers.course import Context
 
 DESIGNS = ("pageable", "staged", "registered", "pipelined")
 DESIGN_TEXT = {
@@ -920,7 +924,7 @@ CLOSING_HEADERS = ("design", "4 MB p99.9 ms", "4 MB misses", "4 MB dropped",
                    "2 GB/s p99.9 ms", "2 GB/s misses", "2 GB/s dropped")
 
 
-def panel_items(ctx, params: MachineParams | None, frame_bytes: int, period_s: float, design: str,
+def panel_items(ctx: Context, params: MachineParams | None, frame_bytes: int, period_s: float, design: str,
                 buffers: int, frames: int = 500) -> list:
     """What the panel shows for one choice: a live run of radar.<design> through ctx.get, or
     (without a GPU) the discrete-event model's run. Bad choices raise in both modes."""
@@ -945,7 +949,7 @@ def panel_items(ctx, params: MachineParams | None, frame_bytes: int, period_s: f
                                               f"{period_s * 1e3:g} ms, {buffers} buffer(s)")]
 
 
-def panel(ctx, params: MachineParams | None):
+def panel(ctx: Context, params: MachineParams | None):
     """The ipywidgets panel: frame size, period, design, buffer count, a run button, an Output."""
     import ipywidgets as w
 
