@@ -180,22 +180,30 @@ class CaptureCard:
 
     # -- lifetime
     def start(self) -> CaptureCard:
+        """Start the producer and wait until it is ready. Whatever stops the wait (the card
+        failing, the timeout, an interrupted cell) closes the card first: `with` never reached
+        its body, so its exit would not run."""
         script = Path(card.__file__)
         self.proc = subprocess.Popen([sys.executable, str(script), self.shm.name, str(os.getpid())],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
         _LIVE_CARDS.add(self)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
         while not self.ctl[card.CTL_READY]:
             if self.proc.poll() is not None:
                 rc, err = self.proc.returncode, self.proc.stderr.read().decode(errors="replace")[-500:]
-                self.close()
                 raise CaptureCardError(f"the capture-card process exited with {rc}: {err}")
             if time.monotonic() > deadline:
-                self.close()
                 raise CaptureCardError(f"the capture-card process was not ready within {self.start_timeout_s:.0f} s")
             time.sleep(0.005)
-        return self
 
     def close(self) -> None:
         """Stop the producer (2 s grace, then SIGKILL) and free the shared memory."""
