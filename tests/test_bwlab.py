@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from helpers import course
 from helpers.core.errors import CourseError, ReferenceDataError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
@@ -88,6 +89,16 @@ def test_reference_readers_pick_the_right_series():
         bwlab.reference_sweep(sweep, "pinned", "d2h")
     with pytest.raises(ReferenceDataError, match="transfers.large_copy .* has no 'pageable/d2h' copy"):
         bwlab.reference_reps(large, "pageable/d2h")
+
+
+def test_readers_take_the_reference_machines_recording_even_live(monkeypatch):
+    """Lab 2 sets the reference machine's sweep beside a live run: ctx.get(..., recorded=True)."""
+    ctx = course.Context(Mode.LIVE, "a GPU", "Test GPU", "h100-pcie")
+    sweep = ctx.get("transfers.pinned_vs_pageable", recorded=True)
+    n, t = bwlab.reference_sweep(sweep, "pinned", "h2d")
+    assert sweep.mode is Mode.REPLAY and n.size == t.size > 10 and np.all(np.diff(n) > 0)
+    nbytes, times, gbps = bwlab.reference_reps(ctx.get("transfers.large_copy", recorded=True))
+    assert nbytes > 0 and len(times) > 3 and gbps > 1
 
 
 def test_missing_experiment_is_a_clear_error():

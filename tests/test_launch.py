@@ -1,5 +1,5 @@
-"""Chapter 7's live part (helpers/launch.py): the analysis of recorded data, replay from a
-recording, the clear failure when a recording lacks an experiment, bad input, and (on a GPU)
+"""Chapter 7's live part (helpers/ch07_command_submission/launch.py): the analysis of recorded
+data, replay through ctx.get, the clear note when a recording lacks an experiment, bad input, and (on a GPU)
 the behaviour of the measurements themselves — ordering, correctness, events. No timing
 thresholds: speed claims live in recorded data."""
 
@@ -9,12 +9,16 @@ import math
 import numpy as np
 import pytest
 
+from helpers import course
 from helpers.ch07_command_submission import launch
-from helpers.core import reference
-from helpers.core.errors import NoGPUError, ReferenceDataError
+from helpers.core import evidence, experiments
+from helpers.core.errors import InputError, InputTypeError, NoGPUError, ReferenceDataError
+from helpers.core.evidence import Evidence
 from helpers.core.figures import CourseFigure
 from helpers.core.mode import Mode
 from tests.conftest import needs_gpu, write_reference
+
+IDS = ("submission.launch_overhead", "submission.streams", "submission.graphs")
 
 
 # -- synthetic recordings, shaped like the measurements (SIMULATED numbers) --------------------
@@ -47,8 +51,12 @@ def fake_graphs(per_kernel_individual=4.0, per_kernel_graph=1.0, ok=True) -> dic
     return {"chains": chains}
 
 
-def obtained(eid: str, data: dict) -> launch.Obtained:
-    return launch.Obtained(eid, data, Mode.REPLAY, "a test recording")
+def obtained(eid: str, data: dict) -> Evidence:
+    return Evidence(eid, data, Mode.REPLAY, "a test recording", "a test")
+
+
+def replay_ctx(name: str = "h100-pcie") -> course.Context:
+    return course.Context(Mode.REPLAY, "no GPU in this test", None, name)
 
 
 # -- analysis --------------------------------------------------------------------------------
@@ -113,15 +121,24 @@ def test_device_file_mappings_parses_proc_maps(tmp_path):
     assert launch.device_file_mappings(str(tmp_path / "missing")) == {}
 
 
-# -- replay ------------------------------------------------------------------------------------
-def test_replay_without_the_experiment_fails_clearly(tmp_path):
+# -- replay through the evidence contract ------------------------------------------------------
+def test_experiments_declare_a_gpu():
+    for eid in IDS:
+        exp = experiments.get(eid)
+        assert exp.needs == (experiments.GPU,) and exp.reference == experiments.DEFAULT_REFERENCE
+        assert exp.params == {}
+
+
+def test_replay_without_the_experiment_says_why(tmp_path, monkeypatch):
     """A reference file recorded before Chapter 7 existed: the figures say what is missing."""
-    old = write_reference(tmp_path, "old", drop=("submission.graphs",))
-    ob = launch.obtain("submission.graphs", live=False, ref=reference.load(old))
-    assert not ob.ok and "no recording of experiment 'submission.graphs'" in ob.missing
-    assert launch.graph_figure(ob) is ob and launch.graph_rows(ob) == [] and launch.table(ob, [], ("a",), "x") is ob
+    write_reference(tmp_path, "old", drop=("submission.graphs",))
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    ev = replay_ctx("old").get("submission.graphs", optional=True)
+    assert not ev.ok and "no recording of 'submission.graphs'" in ev.missing
+    assert launch.graph_figure(ev) is ev and launch.graph_rows(ev) == [] and launch.table(ev, [], ("a",), "x") is ev
+    assert launch.graph_verdict(ev) == ev.missing
     with pytest.raises(ReferenceDataError, match="submission.graphs"):
-        launch.require(ob)
+        ev.require()
 
 
 def test_replay_reads_a_recording(tmp_path, monkeypatch):
@@ -130,12 +147,24 @@ def test_replay_reads_a_recording(tmp_path, monkeypatch):
             "submission.graphs": fake_graphs()}
     write_reference(tmp_path, add=fake, chapter=7)
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
-    ref = reference.load()
-    for eid in launch._MEASURE:
-        ob = launch.obtain(eid, live=False, ref=ref)
-        assert ob.ok and ob.mode is Mode.REPLAY and ob.source == ref.label
-        assert launch.require(ob) == fake[eid]
-    assert "REPLAY" in launch.table(ob, launch.graph_rows(ob), ("n",) * 8, "x").caption
+    ctx = replay_ctx()
+    for eid in IDS:
+        ev = ctx.get(eid, optional=True)
+        assert ev.ok and ev.mode is Mode.REPLAY and ev.source == ctx.reference().label
+        assert ev.require() == fake[eid]
+    caption = launch.table(ev, launch.graph_rows(ev), ("n",) * 8, "x").caption
+    assert caption == ev.caption("x") and "REPLAY" in caption
+
+
+def test_live_runs_the_recorders_function(monkeypatch):
+    """Live, ctx.get runs the very function the recorder runs (a stand-in here, no GPU)."""
+    calls = []
+    monkeypatch.setattr(launch, "measure_streams", lambda quick: calls.append(quick) or fake_streams())
+    monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
+    ctx = course.Context(Mode.LIVE, "test", "Test GPU", "h100-pcie")
+    ev = ctx.get("submission.streams", quick=True)
+    assert calls == [True] and ev.live and ev.source == "Test GPU"
+    assert launch.ordering_rows(ev)[0][2] == "always after A"
 
 
 # -- bad input ---------------------------------------------------------------------------------
@@ -143,21 +172,29 @@ def test_replay_reads_a_recording(tmp_path, monkeypatch):
     (lambda: launch.queued_launches("huge"), "kind must be one of"),
     (lambda: launch.queued_launches("empty", 0), "n must be"),
     (lambda: launch.queued_launches("empty", 10, hold_s=-1), "hold_s"),
-    (lambda: launch.round_trips("empty", True), "reps must be"),
     (lambda: launch.graph_vs_launches(launch.MAX_CHAIN + 1), "n must be"),
     (lambda: launch.graph_vs_launches(10, 0), "reps must be"),
     (lambda: launch.ordering_trials(0), "trials must be"),
-    (lambda: launch.obtain("submission.nothing", False), "unknown experiment"),
-    (lambda: launch.obtain("submission.graphs", False, None), "replay needs the reference"),
+    (lambda: launch.overlap(reps=51), "reps must be"),
 ])
 def test_bad_input_is_refused(call, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(InputError, match=match):
         call()
 
 
-def test_require_wants_an_obtained():
-    with pytest.raises(TypeError):
-        launch.require({"n": 1})
+@pytest.mark.parametrize("call", [lambda: launch.round_trips("empty", True), lambda: launch.queued_launches("empty", 2.0),
+                                  lambda: launch.queued_launches("empty", 10, hold_s="1")])
+def test_wrong_kinds_of_value_are_type_errors(call):
+    with pytest.raises(InputTypeError):
+        call()
+
+
+def test_unknown_experiment_and_parameters_are_refused_by_the_contract():
+    ctx = replay_ctx()
+    with pytest.raises(InputError, match="no experiment 'submission.nothing'"):
+        ctx.get("submission.nothing")
+    with pytest.raises(InputError, match="takes no parameters; not frames"):
+        ctx.get("submission.graphs", frames=3)
 
 
 def test_no_gpu_is_a_clear_error(no_gpu):

@@ -1,5 +1,6 @@
 """Chapter 8 / Lab 5: the topology parser, the routing model, bad input, the toy capture card,
-the replay path, and (on a machine with two or more GPUs) the live matrices."""
+the replay path through ctx.get (needs two GPUs, replays the two-GPU file), the one-GPU live
+topology, and (on a machine with two or more GPUs) the live matrices."""
 
 from __future__ import annotations
 
@@ -11,11 +12,16 @@ import numpy as np
 import pytest
 from conftest import write_reference
 
-from helpers.ch08_peer_to_peer import p2p
+from helpers import course
+from helpers.ch08_peer_to_peer import p2p, view
 from helpers.ch08_peer_to_peer import topology as topo
-from helpers.core import gpu, reference
+from helpers.core import config, evidence, experiments, gpu, reference
+from helpers.core.errors import InputError, InputTypeError
+from helpers.core.figures import CourseFigure, Table
 from helpers.core.mode import Mode
 from helpers.models import routes as pr
+
+P2P_IDS = ("p2p.topology", "p2p.matrices", "p2p.nccl_allreduce")
 
 # Text in the format nvidia-smi prints (tab-separated, header underlined with escape codes).
 TWO_NVLINK = (
@@ -160,46 +166,68 @@ def test_optimum_is_no_worse_than_every_assignment():
             assert pr.makespan(m, transfers, list(combo)) >= best - 1e-15
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda m: pr.routes(m, 0, 7), "GPU index 7 is out of range: this matrix has GPUs 0..2"),
-    (lambda m: pr.routes(m, 1, 1), "nothing to route"),
-    (lambda m: pr.routes(m, "0", 1), "must be an int"),
-    (lambda m: pr.makespan(m, [(0, 1, 8)], [("GPU0", "GPU2")]), "does not go from GPU0 to GPU1"),
-    (lambda m: pr.makespan(m, [(0, 1, 8)], []), "1 transfers but 0 routes"),
-    (lambda m: pr.route_time(m, ("GPU0",), 8), "at least two nodes"),
-    (lambda m: pr.route_time(m, ("host", "host"), 8), "no link host -> host"),
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda m: pr.routes(m, 0, 7), InputError, r"GPU index \(this matrix has GPUs 0..2\) must be from 0 to 2, got 7"),
+    (lambda m: pr.routes(m, 1, 1), pr.RoutingInputError, "nothing to route"),
+    (lambda m: pr.routes(m, "0", 1), InputTypeError, "must be a whole number"),
+    (lambda m: pr.routes(m, True, 1), InputTypeError, "must be a whole number"),
+    (lambda m: pr.makespan(m, [(0, 1, 8)], [("GPU0", "GPU2")]), pr.RoutingInputError, "does not go from GPU0 to GPU1"),
+    (lambda m: pr.makespan(m, [(0, 1, 8)], []), pr.RoutingInputError, "1 transfers but 0 routes"),
+    (lambda m: pr.route_time(m, ("GPU0",), 8), pr.RoutingInputError, "at least two nodes"),
+    (lambda m: pr.route_time(m, ("host", "host"), 8), pr.RoutingError, "no link host -> host"),
 ])
-def test_routing_bad_input(call, match):
-    with pytest.raises(pr.RoutingError, match=match):
+def test_routing_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
         call(simple_matrix())
 
 
 def test_one_gpu_and_bad_links_refused():
-    with pytest.raises(pr.RoutingError, match="at least two GPUs"):
+    with pytest.raises(pr.RoutingInputError, match="at least two GPUs"):
         pr.LinkMatrix(1, {}, {})
-    with pytest.raises(pr.RoutingError, match="bandwidth must be > 0"):
+    with pytest.raises(pr.RoutingInputError, match="bandwidth must be > 0"):
         pr.LinkMatrix(2, {("GPU0", "GPU1"): 1e-6}, {("GPU0", "GPU1"): 0.0})
     with pytest.raises(pr.RoutingError, match="too many"):
         pr.optimal(simple_matrix(n=3), [(0, 1, 8)] * 13)
 
 
+def test_routing_errors_split_bad_input_from_unanswerable_questions():
+    assert issubclass(pr.RoutingInputError, InputError) and not issubclass(pr.RoutingError, InputError)
+
+
 def test_check_devices_errors():
     with pytest.raises(p2p.P2PError, match="needs at least 2 GPUs; this machine has 1"):
         p2p.check_devices([0, 1], count=1)
-    with pytest.raises(p2p.P2PError, match="device index 2 is out of range: this machine has GPUs 0..1"):
+    with pytest.raises(InputError, match="device index must be from 0 to 1, got 2"):
         p2p.check_devices([0, 2], count=2)
-    with pytest.raises(p2p.P2PError, match="distinct"):
+    with pytest.raises(p2p.P2PInputError, match="distinct"):
         p2p.check_devices([1, 1], count=2)
-    with pytest.raises(p2p.P2PError, match="must be ints"):
-        p2p.check_devices([0, 1.0], count=2)
-    assert p2p.check_devices([1, 0], count=2) == [1, 0]
+    with pytest.raises(p2p.P2PInputError, match="at least 2 devices"):
+        p2p.check_devices([1], count=2)
+    for bad in (1.0, True, "1"):
+        with pytest.raises(InputTypeError, match="device index must be a whole number"):
+            p2p.check_devices([0, bad], count=2)
+    assert p2p.check_devices([1, np.int64(0)], count=2) == [1, 0]
+
+
+def test_bad_input_is_an_input_error_and_too_few_gpus_is_not():
+    assert issubclass(p2p.P2PInputError, InputError)
+    assert not issubclass(p2p.P2PError, (InputError, InputTypeError))
 
 
 def test_no_gpu_live_calls_fail_clearly(no_gpu):
     with pytest.raises(p2p.P2PError, match="this machine has 0"):
         p2p.time_copy("peer", 0, 1, 1 << 20)
-    with pytest.raises(p2p.P2PError, match="method must be one of"):
+    with pytest.raises(InputError, match="method must be one of"):
         p2p.time_copy("teleport", 0, 1, 8)
+
+
+@pytest.mark.parametrize("nbytes, exc", [(0, InputError), ((1 << 32) + 1, InputError), (2.0, InputTypeError),
+                                         (True, InputTypeError)])
+def test_copy_size_is_checked_before_the_gpu(monkeypatch, nbytes, exc):
+    monkeypatch.setattr(p2p, "device_count", lambda: 2)
+    monkeypatch.setattr(gpu, "cupy", lambda: pytest.fail("touched the GPU before checking nbytes"))
+    with pytest.raises(exc, match="nbytes"):
+        p2p.time_copy("peer", 0, 1, nbytes)
 
 
 # -- replay ----------------------------------------------------------------------------------------
@@ -220,20 +248,74 @@ def test_link_matrix_from_a_recording():
     assert m.n_gpus == 2 and m.bandwidth_Bps[("GPU0", "GPU1")] == pytest.approx(300e9, rel=1e-6)
     assert m.latency_s[("GPU0", "GPU1")] == pytest.approx(2e-6)  # the line through both sizes: the true t0
     assert m.bandwidth_Bps[("host", "GPU1")] == pytest.approx(50e9, rel=1e-6)
-    with pytest.raises(pr.RoutingError, match="not a p2p.matrices recording"):
+    with pytest.raises(pr.RoutingInputError, match="not a p2p.matrices recording"):
         pr.from_recording({"sizes": {}})
 
 
-def test_replay_reads_a_two_gpu_recording(tmp_path, monkeypatch, no_gpu):
-    write_reference(tmp_path, "fake-two", only_added=True, chapter=8, add={"p2p.matrices": fake_matrices()})
+def test_experiments_need_two_gpus_and_the_two_gpu_file():
+    for eid in P2P_IDS:
+        exp = experiments.get(eid)
+        assert exp.needs == (experiments.TWO_GPUS,) and exp.reference == experiments.P2P_REFERENCE
+
+
+def _two_gpu_file(tmp_path, monkeypatch, **add):
+    write_reference(tmp_path, "fake-two", only_added=True, chapter=8, add=add)
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("COURSE_P2P_REFERENCE", "fake-two")
-    data, mode, source, why = p2p.obtain("p2p.matrices")
-    assert mode is Mode.REPLAY and data == fake_matrices() and "no usable GPU" in why
-    with pytest.raises(reference.ReferenceDataError, match="no recording of experiment 'p2p.topology'"):
-        p2p.obtain("p2p.topology")
-    with pytest.raises(p2p.P2PError, match="unknown p2p experiment"):
-        p2p.obtain("p2p.nope")
+
+
+def test_replay_reads_the_two_gpu_recording(tmp_path, monkeypatch, no_gpu):
+    """No GPU: ctx.get replays the two-GPU file (not the default one) and says why."""
+    _two_gpu_file(tmp_path, monkeypatch, **{"p2p.matrices": fake_matrices()})
+    ctx = course.start(quiet=True)
+    assert ctx.p2p_reference_name == "fake-two" == config.p2p_reference_name()
+    ev = ctx.get("p2p.matrices")
+    assert ev.mode is Mode.REPLAY and ev.data == fake_matrices() and "no usable GPU" in ev.why
+    assert ev.source == ctx.reference("p2p").label
+    with pytest.raises(reference.ReferenceDataError, match="no recording of 'p2p.topology'"):
+        ctx.get("p2p.topology")
+    assert not ctx.get("p2p.nccl_allreduce", optional=True).ok
+
+
+def test_one_gpu_replays_the_two_gpu_recording_and_says_why(tmp_path, monkeypatch):
+    """Live on one GPU: the experiment is not run (it needs two); the recording comes back with the reason."""
+    _two_gpu_file(tmp_path, monkeypatch, **{"p2p.matrices": fake_matrices()})
+    monkeypatch.setattr(evidence.gpu, "probe", lambda: gpu.GPUProbe(True, "One GPU", 1, "One GPU"))
+    monkeypatch.setattr(p2p, "matrices_experiment", lambda quick: pytest.fail("ran a two-GPU experiment on one GPU"))
+    ctx = course.Context(Mode.LIVE, "a GPU", "One GPU", "h100-pcie", "fake-two")
+    ev = ctx.get("p2p.matrices")
+    assert ev.mode is Mode.REPLAY and "this machine has 1 GPU: p2p.matrices needs two" in ev.why
+    assert isinstance(view.bandwidth_figure(ev), CourseFigure)
+    assert view.matrices_table(ev, "large", "GB/s").caption.endswith(f"(REPLAY: recorded on {ev.source})")
+
+
+def test_topology_here_follows_the_context(monkeypatch):
+    """This machine's topology is live on any number of GPUs and absent without one."""
+    replay = course.Context(Mode.REPLAY, "no GPU", None, "h100-pcie")
+    assert view.topology_here(replay) == (None, "no GPU here: the topology below is the recording's")
+    one = course.Context(Mode.LIVE, "a GPU", "One GPU", "h100-pcie")
+    text = ("\t\x1b[4mGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
+            "GPU0\t X \t0-15\t0\t\tN/A\n\nLegend:\n\n  X    = Self\n")
+    monkeypatch.setattr(topo, "nvidia_smi_topo", lambda: text)
+    got, note = view.topology_here(one)
+    assert got == text and note.startswith("live")
+    table = view.here_table(one, got)
+    assert table.caption == "nvidia-smi topo -m (LIVE: measured now on One GPU)" and table.rows == [("GPU0", "X")]
+    monkeypatch.setattr(topo, "nvidia_smi_topo", lambda: None)
+    assert view.topology_here(one) == (None, "nvidia-smi is not on PATH here")
+
+
+def test_nccl_view_says_why_when_there_is_nothing(tmp_path, monkeypatch, no_gpu):
+    _two_gpu_file(tmp_path, monkeypatch, **{"p2p.nccl_allreduce": {
+        "ndev": 2, "nccl_version": 22805, "timer": "wall clock", "rows": [
+            {"nbytes": 4096, "median_s": 1e-5, "algbw_gbps": 0.4, "busbw_gbps": 0.4, "checked": True}]}})
+    ctx = course.start(quiet=True)
+    table = view.nccl_table(ctx.get("p2p.nccl_allreduce"))
+    assert isinstance(table, Table) and table.rows[0][-1] == "yes" and "NCCL 22805" in table.caption
+    write_reference(tmp_path, "empty-two", only_added=True, add={"p2p.matrices": fake_matrices()})  # no NCCL
+    monkeypatch.setenv("COURSE_P2P_REFERENCE", "empty-two")
+    missing = course.start(quiet=True).get("p2p.nccl_allreduce", optional=True)
+    assert view.nccl_table(missing) is missing and "no recording" in missing.missing
 
 
 def test_experiments_skip_on_fewer_than_two_gpus(no_gpu):
@@ -322,7 +404,7 @@ def test_live_matrices_shape_and_bad_index():
                 mat = d["matrices"][method][way][key]
                 assert mat[0][0] is None and mat[1][0] > 0 and math.isfinite(mat[0][1])
     assert len(d["host"]["h2d"]["large"]) == 2
-    with pytest.raises(p2p.P2PError, match="out of range"):
+    with pytest.raises(InputError, match="device index must be from 0 to"):
         p2p.time_copy("peer", 0, _gpus(), 8)
 
 
@@ -337,7 +419,7 @@ def test_real_output_of_two_h200s():
 
 def test_committed_two_gpu_recording_routes():
     """The committed two-GPU recording yields a link matrix whose direct NVLink route beats the host route."""
-    ref = reference.load(p2p.P2P_REFERENCE)
+    ref = reference.load(config.DEFAULT_P2P_REFERENCE)
     data = ref.experiment("p2p.matrices")
     m = pr.from_recording(data)
     n = data["sizes"]["medium"]

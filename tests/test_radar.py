@@ -1,5 +1,6 @@
 """Chapter 9: the capture ring and its drops (CPU-only consumer), process lifetime, the NumPy
-reference, the discrete-event model, input checks; the live pipeline on a real GPU."""
+reference, the discrete-event model, input checks, the radar experiments through ctx.get (their
+declared parameters, replay, and the live path on a stand-in); the live pipeline on a real GPU."""
 
 from __future__ import annotations
 
@@ -14,9 +15,15 @@ import time
 import numpy as np
 import pytest
 
+from helpers import course
 from helpers.ch09_radar_pipeline import radar
-from helpers.core.errors import CourseError
+from helpers.core import evidence, experiments
+from helpers.core.errors import CourseError, InputError, InputTypeError
+from helpers.core.figures import CourseFigure
+from helpers.core.mode import Mode
 from tests.conftest import needs_gpu
+
+DESIGN_IDS = tuple(f"radar.{d}" for d in radar.DESIGNS)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -148,28 +155,35 @@ def test_parent_exit_without_close_stops_the_child():
 
 # ---------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("n", [0, -4096, 12345, 8192 + 8, 1 << 40, 2.5, "4MB", True, None])
-def test_bad_frame_size_is_refused(n):
-    with pytest.raises(radar.RadarInputError, match="frame size"):
+@pytest.mark.parametrize("n, exc", [(0, radar.RadarInputError), (-4096, radar.RadarInputError),
+                                    (12345, radar.RadarInputError), (8192 + 8, radar.RadarInputError),
+                                    (1 << 40, radar.RadarInputError), (2.5, InputTypeError), ("4MB", InputTypeError),
+                                    (True, InputTypeError), (None, InputTypeError)])
+def test_bad_frame_size_is_refused(n, exc):
+    with pytest.raises(exc, match="frame size"):
         radar.check_frame_bytes(n)
 
 
-@pytest.mark.parametrize("p", [0, -8e-3, float("nan"), float("inf"), 1e-6, 5.0, "fast", None])
-def test_bad_rate_is_refused(p):
-    with pytest.raises(radar.RadarInputError, match="period"):
+@pytest.mark.parametrize("p, exc", [(0, InputError), (-8e-3, InputError), (float("nan"), InputError),
+                                    (float("inf"), InputError), (1e-6, radar.RadarInputError),
+                                    (5.0, radar.RadarInputError), ("fast", InputTypeError), (None, InputTypeError),
+                                    (True, InputTypeError)])
+def test_bad_rate_is_refused(p, exc):
+    with pytest.raises(exc, match="period"):
         radar.CaptureCard(4 << 20, p)
 
 
-@pytest.mark.parametrize("slots", [0, -1, 65, 10**6, 2.0])
-def test_bad_slot_count_is_refused(slots):
-    with pytest.raises(radar.RadarInputError, match="slots"):
+@pytest.mark.parametrize("slots, exc", [(0, InputError), (-1, InputError), (65, InputError), (10**6, InputError),
+                                        (2.0, InputTypeError), (True, InputTypeError)])
+def test_bad_slot_count_is_refused(slots, exc):
+    with pytest.raises(exc, match="slots"):
         radar.CaptureCard(4 << 20, 8e-3, slots=slots)
 
 
 @pytest.mark.parametrize("buffers", [0, -2, 9, 10**9])
 def test_bad_buffer_count_is_refused_by_the_model(buffers):
     p = _params()
-    with pytest.raises(radar.RadarInputError, match="buffers"):
+    with pytest.raises(InputError, match="buffers"):
         radar.simulate(p, "pipelined", 4 << 20, 8e-3, 10, buffers=buffers)
 
 
@@ -186,7 +200,8 @@ def test_unknown_design_is_refused():
 
 
 def test_errors_are_course_errors():
-    assert issubclass(radar.RadarInputError, CourseError)
+    assert issubclass(radar.RadarInputError, InputError) and issubclass(radar.RadarInputError, CourseError)
+    assert not issubclass(radar.CaptureCardError, InputError)
 
 
 # ---------------------------------------------------------------- the NumPy reference
@@ -395,9 +410,7 @@ def test_correctness_check_runs_after_the_timed_loop(fake_gpu, monkeypatch):
 # ---------------------------------------------------------------- the panel
 
 def test_panel_fills_its_output_and_reports_bad_choices():
-    import types
-
-    ctx = types.SimpleNamespace(live=False, gpu_name=None)
+    ctx = course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
     box, run = radar.panel(ctx, _params())
     out = box.children[-1]
     run()
@@ -410,8 +423,92 @@ def test_panel_fills_its_output_and_reports_bad_choices():
     assert "pipelined" in out.outputs[1]["data"]["text/plain"]
     items = radar.panel_items(ctx, None, 4 << 20, 8e-3, "registered", 1)
     assert "nothing to show" in items[0]
-    with pytest.raises(radar.RadarInputError, match="buffers"):
+    with pytest.raises(InputError, match="radar.registered: buffers"):
         radar.panel_items(ctx, _params(), 4 << 20, 8e-3, "registered", 0)
+    with pytest.raises(InputError, match="design must be one of"):
+        radar.panel_items(ctx, _params(), 4 << 20, 8e-3, "zerocopy", 1)
+    with pytest.raises(radar.RadarInputError, match="frame size"):
+        radar.panel_items(ctx, _params(), 12345, 8e-3, "registered", 1)
+
+
+def _fake_run(design, frame_bytes, period_s, frames, *, buffers=None, progress=False, **kw) -> radar.RunResult:
+    """A stand-in for run_pipeline (no GPU): a run of the right shape, SIMULATED numbers."""
+    return radar.RunResult(design, frame_bytes, period_s, 4, buffers or 1, frames, [500] * frames,
+                           list(range(frames)), 0, 0.1, frames * period_s, checked=1, max_error=0.0)
+
+
+@pytest.fixture
+def stand_in_pipeline(monkeypatch):
+    calls = []
+
+    def run(*a, **kw):
+        calls.append((a, kw))
+        return _fake_run(*a, **kw)
+
+    monkeypatch.setattr(radar, "run_pipeline", run)
+    monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
+    return calls
+
+
+def test_panel_runs_live_through_the_experiment(stand_in_pipeline):
+    ctx = course.Context(Mode.LIVE, "a GPU", "Test GPU", "h100-pcie")
+    table, fig = radar.panel_items(ctx, None, 8 << 20, 4e-3, "pipelined", 2, frames=30)
+    assert stand_in_pipeline == [(("pipelined", 8 << 20, 4e-3, 30), {"buffers": 2, "progress": True})]
+    assert table.caption == "one run of 30 frames (LIVE: measured now on Test GPU)"
+    assert isinstance(fig, CourseFigure) and fig.modes == [Mode.LIVE]
+
+
+# ---------------------------------------------------------------- the experiments through ctx.get
+
+def test_experiments_declare_a_gpu_and_their_parameters():
+    for eid in DESIGN_IDS:
+        exp = experiments.get(eid)
+        assert exp.needs == (experiments.GPU,) and exp.reference == experiments.DEFAULT_REFERENCE
+        assert set(exp.params) == {"frames", "frame_bytes", "period_s", "buffers"}
+
+
+def test_the_recorder_runs_every_design_at_both_seed_rates(stand_in_pipeline):
+    out = radar.record_staged(False)
+    assert out["frames"] == radar.RECORDED_FRAMES == 2000
+    assert [(r["frame_bytes"], r["period_s"], r["frames"]) for r in out["runs"]] == [
+        (4 << 20, 8e-3, 2000), (16 << 20, 8e-3, 2000)]
+    assert radar.record_pipelined(True, frames=5000)["frames"] == radar.QUICK_FRAMES
+
+
+def test_live_get_runs_what_the_recorder_runs_with_the_learners_frames(stand_in_pipeline):
+    ctx = course.Context(Mode.LIVE, "a GPU", "Test GPU", "h100-pcie")
+    measured = [ctx.get(eid, frames=20) for eid in DESIGN_IDS]
+    runs = radar.runs_of(measured)
+    assert [(r["design"], r["frame_bytes"], r["frames"]) for r in runs] == [
+        (d, n, 20) for d in radar.DESIGNS for n in radar.SEED_SIZES]
+    assert all(ev.live for ev in measured) and radar.parts_of(measured) == [(Mode.LIVE, "Test GPU")]
+    assert radar.caption_of(measured, "x") == "x, 20 frames per run (LIVE: measured now on Test GPU)"
+    assert [r["frame_bytes"] for r in radar.runs_of(measured, frame_bytes=16 << 20)] == [16 << 20] * 4
+
+
+@pytest.mark.parametrize("live", [True, False])
+@pytest.mark.parametrize("bad, exc", [({"frames": 0}, InputError), ({"frames": radar.MAX_FRAMES + 1}, InputError),
+                                      ({"frames": 2.0}, InputTypeError), ({"buffers": 9}, InputError),
+                                      ({"frame_bytes": 12345}, radar.RadarInputError),
+                                      ({"period_s": 2.0}, radar.RadarInputError), ({"period_s": "8ms"}, InputTypeError),
+                                      ({"slots": 4}, InputError)])
+def test_bad_parameters_raise_in_both_modes(stand_in_pipeline, live, bad, exc):
+    ctx = course.Context(Mode.LIVE if live else Mode.REPLAY, "test", "Test GPU" if live else None, "h100-pcie")
+    with pytest.raises(exc):
+        ctx.get("radar.registered", **bad)
+    assert stand_in_pipeline == []
+
+
+def test_replay_reads_the_recorded_runs_and_says_they_are_the_recorders():
+    ctx = course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
+    measured = [ctx.get(eid, frames=200) for eid in DESIGN_IDS]
+    assert all(ev.mode is Mode.REPLAY for ev in measured)
+    assert "not frames=200" in measured[0].why
+    runs = radar.runs_of(measured)
+    assert {r["design"] for r in runs} == set(radar.DESIGNS) and len(runs) == 2 * len(radar.DESIGNS)
+    caption = radar.caption_of(measured, "x")
+    assert caption.startswith("x, 2,000 frames per run (REPLAY: recorded on NVIDIA H100") and ";" not in caption
+    assert len(radar.summary_rows(runs)) == len(runs) and len(radar.closing_rows(runs)) == len(radar.DESIGNS)
 
 
 def test_closing_rows_give_every_design_at_both_rates():

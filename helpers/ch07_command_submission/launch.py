@@ -16,6 +16,10 @@ no system call (the toy GPU's ring and DOORBELL, on hardware). This module measu
 
 Every wait polls an event with a timeout (helpers.measure.transfers.wait_event): nothing blocks
 forever. Kernels are compiled once per process with NVRTC through cupy.RawModule.
+
+The notebook gets each experiment's data with `ctx.get("submission.launch_overhead", optional=True)`
+(live on a GPU, else the recording); the views below take that Evidence and, when a recording
+is missing, hand back the Evidence itself so the page says why its figure is absent.
 """
 
 from __future__ import annotations
@@ -24,16 +28,13 @@ import functools
 import os
 import statistics
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core import figures, gpu
-from helpers.core.errors import InputError, InputTypeError, ReferenceDataError
-from helpers.core.experiments import experiment
-from helpers.core.mode import Mode
-from helpers.core.reference import Reference
+from helpers.core import figures, gpu, validate
+from helpers.core.evidence import Evidence
+from helpers.core.experiments import GPU, experiment
 from helpers.measure.transfers import wait_event
 
 TIMEOUT_S = 30.0
@@ -77,15 +78,8 @@ def _kernel(name: str):
     return _module().get_function(name)
 
 
-def _check_count(name: str, value, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
-        raise InputError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
-    return int(value)
-
-
 def _check_kind(kind: str) -> None:
-    if kind not in LAUNCH_KINDS:
-        raise InputError(f"kind must be one of {LAUNCH_KINDS}, got {kind!r}")
+    validate.choice(kind, "kind", LAUNCH_KINDS)
 
 
 def _launcher(kind: str, x):
@@ -137,10 +131,9 @@ def queued_launches(kind: str = "empty", n: int = 500, blocks: int = 5, hold_s: 
     time includes waiting for queue space and the numbers mean less).
     """
     _check_kind(kind)
-    n = _check_count("n", n, 1, MAX_LAUNCHES)
-    blocks = _check_count("blocks", blocks, 1, 100)
-    if isinstance(hold_s, bool) or not (isinstance(hold_s, (int, float)) and 0 < hold_s <= 1):
-        raise InputError(f"hold_s must be a number of seconds in (0, 1], got {hold_s!r}")
+    n = validate.whole_number(n, "n", 1, MAX_LAUNCHES)
+    blocks = validate.whole_number(blocks, "blocks", 1, 100)
+    validate.seconds(hold_s, "hold_s", 0.0, 1.0)
     cp = gpu.cupy()
     stream = cp.cuda.Stream(non_blocking=True)
     x = cp.zeros(1, dtype=cp.int32)
@@ -174,7 +167,7 @@ def queued_launches(kind: str = "empty", n: int = 500, blocks: int = 5, hold_s: 
 def round_trips(kind: str = "empty", reps: int = 200) -> dict:
     """Launch one kernel and wait for it, `reps` times: the latency of a lone launch, in µs."""
     _check_kind(kind)
-    reps = _check_count("reps", reps, 1, MAX_LAUNCHES)
+    reps = validate.whole_number(reps, "reps", 1, MAX_LAUNCHES)
     cp = gpu.cupy()
     stream = cp.cuda.Stream(non_blocking=True)
     x = cp.zeros(1, dtype=cp.int32)
@@ -200,7 +193,7 @@ def cpu_time_of_launches(n: int = 20_000) -> dict:
     A system call per launch would show as system time; a user-space doorbell shows as
     user time only.
     """
-    n = _check_count("n", n, 1, MAX_LAUNCHES * 10)
+    n = validate.whole_number(n, "n", 1, MAX_LAUNCHES * 10)
     cp = gpu.cupy()
     stream = cp.cuda.Stream(non_blocking=True)
     launch = _launcher("empty", None)
@@ -242,7 +235,7 @@ def measure_launch_overhead(quick: bool = False) -> dict:
     return out
 
 
-@experiment("submission.launch_overhead", chapter=7,
+@experiment("submission.launch_overhead", chapter=7, needs=(GPU,),
             title="Kernel launch cost: host enqueue vs device time vs round trip; user vs system CPU time")
 def record_launch_overhead(quick: bool) -> dict:
     return measure_launch_overhead(quick)
@@ -256,7 +249,7 @@ def ordering_trials(trials: int = 5, hold_s: float = 0.005) -> dict:
     'event': B on a second stream that first waits on an event recorded after A.
     Returns, per case, the values B read in each trial.
     """
-    trials = _check_count("trials", trials, 1, 100)
+    trials = validate.whole_number(trials, "trials", 1, 100)
     cp = gpu.cupy()
     s1, s2 = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
     flag, out = cp.zeros(1, dtype=cp.int32), cp.zeros(1, dtype=cp.int32)
@@ -304,7 +297,7 @@ def overlap(hold_s: float = 0.01, reps: int = 3) -> dict:
 
     Event time from before both to after both, in seconds, median of `reps`.
     """
-    reps = _check_count("reps", reps, 1, 50)
+    reps = validate.whole_number(reps, "reps", 1, 50)
     cp = gpu.cupy()
     s1, s2 = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
     start, end, mid, done2 = (cp.cuda.Event() for _ in range(4))
@@ -334,7 +327,7 @@ def measure_streams(quick: bool = False) -> dict:
             "overlap": overlap(0.01, 3 if quick else 5)}
 
 
-@experiment("submission.streams", chapter=7,
+@experiment("submission.streams", chapter=7, needs=(GPU,),
             title="Stream ordering (same stream, other stream, event wait), event timing, overlap of two streams")
 def record_streams(quick: bool) -> dict:
     return measure_streams(quick)
@@ -348,8 +341,8 @@ def graph_vs_launches(n: int = 100, reps: int = 20) -> dict:
     (wall clock), and device µs between events around the chain. Also the one-time cost of
     capturing and instantiating the graph, and whether x ends at the right count.
     """
-    n = _check_count("n", n, 1, MAX_CHAIN)
-    reps = _check_count("reps", reps, 1, 1000)
+    n = validate.whole_number(n, "n", 1, MAX_CHAIN)
+    reps = validate.whole_number(reps, "reps", 1, 1000)
     cp = gpu.cupy()
     k = _kernel("add_one")
     s = cp.cuda.Stream(non_blocking=True)
@@ -402,70 +395,10 @@ def measure_graphs(quick: bool = False, chains=(1, 10, 100, 1000)) -> dict:
     return {"chains": [graph_vs_launches(n, reps) for n in chains]}
 
 
-@experiment("submission.graphs", chapter=7,
+@experiment("submission.graphs", chapter=7, needs=(GPU,),
             title="Chains of 1 to 1000 small kernels: launched one by one vs one CUDA Graph launch")
 def record_graphs(quick: bool) -> dict:
     return measure_graphs(quick)
-
-
-# -- live or replay: one place that decides ----------------------------------------------------
-@dataclass(frozen=True)
-class Obtained:
-    """Data of one experiment, where it came from, or why there is none."""
-
-    experiment_id: str
-    data: dict | None
-    mode: Mode
-    source: str
-    missing: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.data is not None
-
-    @property
-    def parts(self) -> list[tuple[Mode, str]]:
-        return [(self.mode, self.source)]
-
-    def _repr_markdown_(self) -> str:
-        return f"**{self.experiment_id}**: " + (self.missing or f"{self.mode.value}, {self.source}")
-
-    def __repr__(self) -> str:
-        return f"<{self.experiment_id}: {self.missing or self.mode.value + ' · ' + self.source}>"
-
-
-_MEASURE = {"submission.launch_overhead": measure_launch_overhead,
-            "submission.streams": measure_streams,
-            "submission.graphs": measure_graphs}
-
-
-def obtain(experiment_id: str, live: bool, ref: Reference | None = None, *, quick: bool = False) -> Obtained:
-    """Measure now (live) or read the reference recording (replay).
-
-    In replay, a reference without this experiment gives an Obtained with `missing` set to
-    a clear message (and no data) instead of raising, so a notebook runs on and says why
-    its figure is absent; `require()` turns that into a ReferenceDataError.
-    """
-    if experiment_id not in _MEASURE:
-        raise InputError(f"unknown experiment {experiment_id!r}; one of {sorted(_MEASURE)}")
-    if live:
-        return Obtained(experiment_id, _MEASURE[experiment_id](quick), Mode.LIVE, gpu.probe().name or "this GPU")
-    if ref is None:
-        raise InputError("replay needs the reference (ctx.reference())")
-    try:
-        return Obtained(experiment_id, ref.experiment(experiment_id), Mode.REPLAY, ref.label)
-    except ReferenceDataError as exc:
-        return Obtained(experiment_id, None, Mode.REPLAY, ref.label,
-                        missing=f"not shown — replay failed: {exc}")
-
-
-def require(ob: Obtained) -> dict:
-    """The data, or ReferenceDataError with the reason it is missing."""
-    if not isinstance(ob, Obtained):
-        raise InputTypeError(f"expected an Obtained, got {type(ob).__name__}")
-    if ob.data is None:
-        raise ReferenceDataError(ob.missing or f"{ob.experiment_id}: no data")
-    return ob.data
 
 
 # -- figures, tables and verdicts --------------------------------------------------------------
@@ -475,11 +408,11 @@ def launch_summary(data: dict) -> dict[str, dict[str, float]]:
                 "round_trip_us": v["round_trip"]["us_median"]} for k, v in data["kinds"].items()}
 
 
-def launch_figure(ob: Obtained):
+def launch_figure(ev: Evidence):
     """Grouped bars: per launch kind, host enqueue vs device time vs launch-and-wait (µs)."""
-    if not ob.ok:
-        return ob
-    s = launch_summary(ob.data)
+    if not ev.ok:
+        return ev
+    s = launch_summary(ev.data)
     kinds = [k for k in LAUNCH_KINDS if k in s]
     fig = go.Figure()
     for key, name in (("host_us", "CPU time to enqueue one launch"),
@@ -489,36 +422,36 @@ def launch_figure(ob: Obtained):
                     text=[f"{s[k][key]:.2f}" for k in kinds], textposition="outside")
     fig.update_layout(title="What one kernel launch costs", barmode="group",
                       yaxis_title="µs per launch (median)", legend={"orientation": "h", "y": -0.2})
-    return figures.CourseFigure(fig, ob.parts)
+    return figures.CourseFigure(fig, ev.parts)
 
 
-def launch_rows(ob: Obtained) -> list[tuple[str, ...]]:
+def launch_rows(ev: Evidence) -> list[tuple[str, ...]]:
     """Table rows: kind, host µs, device µs, round trip µs, host/device, queue ahead of GPU."""
-    if not ob.ok:
+    if not ev.ok:
         return []
-    s = launch_summary(ob.data)
+    s = launch_summary(ev.data)
     rows = []
     for k in LAUNCH_KINDS:
         if k not in s:
             continue
-        q = ob.data["kinds"][k]["queued"]
+        q = ev.data["kinds"][k]["queued"]
         rows.append((KIND_TEXT[k], f"{s[k]['host_us']:.2f}", f"{s[k]['device_us']:.2f}",
                      f"{s[k]['round_trip_us']:.2f}", f"{s[k]['host_us'] / s[k]['device_us']:.1f}x",
                      f"{sum(q['ahead'])}/{len(q['ahead'])}"))
     return rows
 
 
-def syscall_verdict(ob: Obtained) -> str:
+def syscall_verdict(ev: Evidence) -> str:
     """Seed 000's answer ('a single kernel call starts the command queue') vs the CPU time split."""
-    if not ob.ok:
-        return ob.missing or "no data"
-    c = ob.data["cpu_time"]
+    if not ev.ok:
+        return ev.missing or "no data"
+    c = ev.data["cpu_time"]
     total = c["user_s"] + c["sys_s"]
     share = c["sys_s"] / total if total > 0 else float("nan")
     us = c["wall_s"] / c["n"] * 1e6
     lines = [f"{c['n']} empty launches took {c['wall_s'] * 1e3:.1f} ms of wall time ({us:.2f} µs each): "
              f"{c['user_s']:.3f} s user, {c['sys_s']:.3f} s system CPU time (os.times ticks are 10 ms)."]
-    files = ob.data.get("device_files") or {}
+    files = ev.data.get("device_files") or {}
     if files:
         lines.append("mappings of NVIDIA device files in the process: "
                      + ", ".join(f"{k} x{v}" for k, v in files.items()))
@@ -536,11 +469,11 @@ def syscall_verdict(ob: Obtained) -> str:
     return "\n".join(lines)
 
 
-def ordering_rows(ob: Obtained) -> list[tuple[str, ...]]:
+def ordering_rows(ev: Evidence) -> list[tuple[str, ...]]:
     """Rows: case, what B read in each trial, the verdict computed from it."""
-    if not ob.ok:
+    if not ev.ok:
         return []
-    seen = ob.data["ordering"]["seen"]
+    seen = ev.data["ordering"]["seen"]
     text = {"same": "A and B on one stream", "other": "B on another stream, no wait",
             "event": "B on another stream, waits on an event after A"}
     rows = []
@@ -553,13 +486,13 @@ def ordering_rows(ob: Obtained) -> list[tuple[str, ...]]:
     return rows
 
 
-def overlap_rows(ob: Obtained) -> list[tuple[str, ...]]:
+def overlap_rows(ev: Evidence) -> list[tuple[str, ...]]:
     """Rows: event-timed spins (requested vs measured) and the two-stream spans."""
-    if not ob.ok:
+    if not ev.ok:
         return []
-    ev, ov = ob.data["events"], ob.data["overlap"]
+    timed, ov = ev.data["events"], ev.data["overlap"]
     rows = [(f"one spin of {r * 1e3:g} ms", f"{m * 1e3:.3f} ms", f"{m / r:.3f}")
-            for r, m in zip(ev["requested_s"], ev["measured_s"], strict=True)]
+            for r, m in zip(timed["requested_s"], timed["measured_s"], strict=True)]
     h = ov["hold_s"]
     for case in ("independent", "dependent"):
         t = ov["span_s"][case]
@@ -582,11 +515,11 @@ def graph_summary(data: dict) -> list[dict]:
     return out
 
 
-def graph_figure(ob: Obtained):
+def graph_figure(ev: Evidence):
     """Per-kernel time vs chain length, one by one vs one graph launch (log-log, µs)."""
-    if not ob.ok:
-        return ob
-    rows = graph_summary(ob.data)
+    if not ev.ok:
+        return ev
+    rows = graph_summary(ev.data)
     ns = [r["n"] for r in rows]
     fig = go.Figure()
     for way, dash in (("individual", "solid"), ("graph", "dash")):
@@ -599,23 +532,23 @@ def graph_figure(ob: Obtained):
                       xaxis={"type": "log", "title": "kernels in the chain (N)"},
                       yaxis={"type": "log", "title": "µs per kernel (median, log)"},
                       legend={"orientation": "h", "y": -0.25})
-    return figures.CourseFigure(fig, ob.parts)
+    return figures.CourseFigure(fig, ev.parts)
 
 
-def graph_rows(ob: Obtained) -> list[tuple[str, ...]]:
-    if not ob.ok:
+def graph_rows(ev: Evidence) -> list[tuple[str, ...]]:
+    if not ev.ok:
         return []
     return [(str(r["n"]), f"{r['individual_wall_us_per_kernel']:.2f}", f"{r['graph_wall_us_per_kernel']:.2f}",
              f"{r['speedup_wall']:.1f}x", f"{r['individual_submit_us_per_kernel']:.2f}",
              f"{r['graph_submit_us_per_kernel']:.3f}", f"{r['capture_us']:.0f}",
-             "yes" if r["result_ok"] else "NO") for r in graph_summary(ob.data)]
+             "yes" if r["result_ok"] else "NO") for r in graph_summary(ev.data)]
 
 
-def graph_verdict(ob: Obtained) -> str:
+def graph_verdict(ev: Evidence) -> str:
     """Do graphs cut the per-kernel cost of a long chain, and from which N on? Decided from the data."""
-    if not ob.ok:
-        return ob.missing or "no data"
-    rows = graph_summary(ob.data)
+    if not ev.ok:
+        return ev.missing or "no data"
+    rows = graph_summary(ev.data)
     big = max(rows, key=lambda r: r["n"])
     wins = [r["n"] for r in rows if r["speedup_wall"] > 1.1]
     if not all(r["result_ok"] for r in rows):
@@ -628,8 +561,9 @@ def graph_verdict(ob: Obtained) -> str:
             f"{big['individual_wall_us_per_kernel']:.2f} µs per kernel at N = {big['n']}.")
 
 
-def table(ob: Obtained, rows: list[tuple[str, ...]], headers: tuple[str, ...], what: str):
-    """A figures.Table whose caption names the mode and machine; the missing message if no data."""
-    if not ob.ok:
-        return ob
-    return figures.Table(rows, headers, caption=f"{figures.provenance_line(ob.mode, ob.source)} — {what}")
+def table(ev: Evidence, rows: list[tuple[str, ...]], headers: tuple[str, ...], what: str):
+    """A figures.Table whose caption names the mode and machine; the Evidence itself (which
+    says why) when there is no data."""
+    if not ev.ok:
+        return ev
+    return figures.Table(rows, headers, caption=ev.caption(what))

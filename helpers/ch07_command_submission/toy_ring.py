@@ -13,15 +13,11 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core import figures
+from helpers.core import figures, validate
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.mode import Mode
 from helpers.models.toygpu import ToyGPU
 from helpers.models.toygpu import commands as C
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _check_gpu(gpu) -> None:
@@ -39,10 +35,8 @@ def batching(gpu: ToyGPU, n_commands: int, batch: int) -> dict:
     'mmio_reads', 'mmio_writes', 'cpu_model_us', 'device_model_us', 'cpu_us_per_command'}.
     """
     _check_gpu(gpu)
-    if not _is_int(n_commands) or n_commands < 1:
-        raise InputError(f"n_commands must be a positive int, got {n_commands!r}")
-    if not _is_int(batch) or not 1 <= batch < gpu.ring_entries:
-        raise InputError(f"batch must be an int from 1 to {gpu.ring_entries - 1} (ring size - 1), got {batch!r}")
+    n_commands = validate.whole_number(n_commands, "n_commands", 1)
+    batch = validate.whole_number(batch, "batch (at most the ring size - 1)", 1, gpu.ring_entries - 1)
     dva = gpu.alloc_vram(4096)
     before, dev0 = gpu.counters.copy(), gpu.device_counters()["MODEL_TIME_NS"]
     for start in range(0, n_commands, batch):
@@ -83,8 +77,7 @@ def indirect_demo(gpu: ToyGPU, n: int = 200) -> dict:
     really holds what the n commands wrote.
     """
     _check_gpu(gpu)
-    if not _is_int(n) or not 1 <= n <= C.MAX_IB_ENTRIES:
-        raise InputError(f"n must be an int from 1 to {C.MAX_IB_ENTRIES}, got {n!r}")
+    n = validate.whole_number(n, "n", 1, C.MAX_IB_ENTRIES)
     dva = gpu.alloc_vram(n * 8)
     ib = gpu.alloc_sys(n * C.ENTRY_BYTES, align=C.ENTRY_BYTES)
     count = gpu.write_commands(ib, [C.fill(dva + 8 * i, 8, i) for i in range(n)])

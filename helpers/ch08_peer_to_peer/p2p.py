@@ -15,26 +15,25 @@ Each at a large size (bandwidth) and a tiny one (latency), one direction alone a
 directions at once. Host<->GPU copies of pinned memory are timed too: they are the legs of
 the via-host route that Lab 5 plans with.
 
-Written for N GPUs. With fewer than two the experiments raise SkipExperiment; the chapter
-then shows the live topology of the one GPU and replays the matrices recorded on a
-two-GPU machine (`P2P_REFERENCE`).
+Written for N GPUs. The experiments declare that they need two GPUs and that their recording
+lives in the two-GPU reference file (COURSE_P2P_REFERENCE, else h200x2-nvlink): with fewer GPUs
+`ctx.get("p2p.matrices")` replays that recording and says why in `ev.why`, and the chapter
+shows the live topology of the one GPU beside it. The recorder, which runs every experiment,
+gets a SkipExperiment from them on a machine with fewer than two GPUs.
 """
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 
 from helpers.ch08_peer_to_peer import topology
-from helpers.core import gpu, mode, reference
-from helpers.core.errors import CourseError, DeviceTimeoutError, SkipExperiment
-from helpers.core.experiments import experiment
-from helpers.core.mode import Mode
+from helpers.core import gpu, validate
+from helpers.core.errors import CourseError, DeviceTimeoutError, InputError, SkipExperiment
+from helpers.core.experiments import P2P_REFERENCE, TWO_GPUS, experiment
 from helpers.core.progress import Progress
 
-P2P_REFERENCE = "h200x2-nvlink"  # COURSE_P2P_REFERENCE overrides
 SIZES = {"large": 64 << 20, "medium": 1 << 20, "small": 4}
 QUICK_SIZES = {"large": 8 << 20, "medium": 1 << 20, "small": 4}
 METHODS = ("peer", "staged", "driver")
@@ -42,7 +41,11 @@ WAIT_S = 30.0
 
 
 class P2PError(CourseError):
-    """A peer-to-peer request this machine or these arguments cannot satisfy."""
+    """A peer-to-peer request this machine cannot satisfy (too few GPUs, no NCCL, a failed child)."""
+
+
+class P2PInputError(InputError):
+    """Device indices that cannot name a pair of GPUs (repeated, or too few of them)."""
 
 
 def device_count() -> int:
@@ -51,22 +54,21 @@ def device_count() -> int:
 
 
 def check_devices(devices, count: int | None = None, *, need: int = 2) -> list[int]:
-    """Validate a list of device indices: ints, distinct, in range, at least `need` of them."""
+    """Validate a list of device indices: whole numbers, distinct, in range, at least `need` of them.
+
+    Too few GPUs on this machine is a P2PError (ctx.get replays the two-GPU recording instead);
+    indices that are not GPUs of this machine are bad input (InputTypeError / InputError).
+    """
     count = device_count() if count is None else count
     if count < need:
         raise P2PError(f"peer-to-peer needs at least {need} GPUs; this machine has {count}. "
-                       "Replay the two-GPU recording instead (see p2p.obtain).")
-    devs = list(devices)
-    for d in devs:
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-            raise P2PError(f"device indices must be ints, got {d!r}")
-        if not 0 <= d < count:
-            raise P2PError(f"device index {d} is out of range: this machine has GPUs 0..{count - 1}")
+                       "ctx.get replays the two-GPU recording instead.")
+    devs = [validate.whole_number(d, "device index", 0, count - 1) for d in devices]
     if len(set(devs)) != len(devs):
-        raise P2PError(f"device indices must be distinct, got {devs}")
+        raise P2PInputError(f"device indices must be distinct, got {devs}")
     if len(devs) < need:
-        raise P2PError(f"need at least {need} devices, got {devs}")
-    return [int(d) for d in devs]
+        raise P2PInputError(f"need at least {need} devices, got {devs}")
+    return devs
 
 
 def peer_access_matrix(devices=None) -> list[list[bool | None]]:
@@ -156,11 +158,9 @@ def _elapsed(e0, e1) -> float:
 def time_copy(method: str, src: int, dst: int, nbytes: int, *, both: bool = False,
               reps: int = 20, warmup: int = 3) -> dict:
     """Median/min seconds of `method` copies src -> dst (and dst -> src at once if `both`)."""
-    if method not in METHODS:
-        raise P2PError(f"method must be one of {METHODS}, got {method!r}")
+    validate.choice(method, "method", METHODS)
     src, dst = check_devices([src, dst])
-    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or not 1 <= nbytes <= 1 << 32:
-        raise P2PError(f"nbytes must be an int from 1 to 4 GiB, got {nbytes!r}")
+    nbytes = validate.byte_size(nbytes, "nbytes", 1, 1 << 32)
     cp = gpu.cupy()
     _set_peer([src, dst], method == "peer")  # "driver" and "staged" run with peer access off
     pair = _Pair(cp, src, dst, int(nbytes))
@@ -275,7 +275,8 @@ def _need_two():
         raise SkipExperiment(f"peer-to-peer needs two or more GPUs; this machine has {device_count()}")
 
 
-@experiment("p2p.topology", chapter=8, title="GPU topology (nvidia-smi topo -m) and the peer-access matrix")
+@experiment("p2p.topology", chapter=8, needs=(TWO_GPUS,), reference=P2P_REFERENCE,
+            title="GPU topology (nvidia-smi topo -m) and the peer-access matrix")
 def topology_experiment(quick: bool) -> dict:
     _need_two()
     parsed, err = None, None
@@ -292,7 +293,7 @@ def topology_experiment(quick: bool) -> dict:
             "devices": device_names(), "peer_access": peer_access_matrix()}
 
 
-@experiment("p2p.matrices", chapter=8,
+@experiment("p2p.matrices", chapter=8, needs=(TWO_GPUS,), reference=P2P_REFERENCE,
             title="P2P bandwidth and latency matrices: peer access, staged via host, driver default")
 def matrices_experiment(quick: bool) -> dict:
     _need_two()
@@ -303,7 +304,8 @@ def matrices_experiment(quick: bool) -> dict:
 NCCL_TIMEOUT_S = 180.0
 
 
-@experiment("p2p.nccl_allreduce", chapter=8, title="NCCL all-reduce across all GPUs (where NCCL is available)")
+@experiment("p2p.nccl_allreduce", chapter=8, needs=(TWO_GPUS,), reference=P2P_REFERENCE,
+            title="NCCL all-reduce across all GPUs (where NCCL is available)")
 def nccl_experiment(quick: bool) -> dict:
     _need_two()
     return nccl_in_child(quick)
@@ -387,40 +389,6 @@ def nccl_allreduce(quick: bool = False) -> dict:
         gpu.release_pools()
     return {"ndev": ndev, "nccl_version": int(nccl.get_version()), "timer": "wall clock (perf_counter)",
             "rows": rows}
-
-
-# -- live or replayed -------------------------------------------------------------------------
-def p2p_reference_name() -> str:
-    return os.environ.get("COURSE_P2P_REFERENCE", P2P_REFERENCE)
-
-
-def load_reference() -> reference.Reference:
-    """The two-GPU recording the chapter replays (COURSE_P2P_REFERENCE names another)."""
-    return reference.load(p2p_reference_name())
-
-
-def obtain(experiment_id: str, *, quick: bool = True) -> tuple[dict, Mode, str, str]:
-    """(data, mode, source label, why) for a p2p experiment: live with two or more GPUs,
-    otherwise replayed from the two-GPU recording, with the reason in words."""
-    runners = {"p2p.topology": topology_experiment, "p2p.matrices": matrices_experiment,
-               "p2p.nccl_allreduce": nccl_experiment}
-    if experiment_id not in runners:
-        raise P2PError(f"unknown p2p experiment {experiment_id!r}; known: {', '.join(runners)}")
-    live = mode.is_live()
-    if live and device_count() >= 2:
-        try:
-            data = runners[experiment_id](quick)
-            return data, Mode.LIVE, gpu.probe().name or "this machine", f"{device_count()} GPUs here"
-        except SkipExperiment as exc:
-            why_live = f"live run skipped: {exc}"
-        else:  # pragma: no cover
-            why_live = ""
-    elif live:
-        why_live = f"this machine has {device_count()} GPU: peer-to-peer needs two"
-    else:
-        why_live = mode.detect().reason
-    ref = load_reference()
-    return ref.experiment(experiment_id), Mode.REPLAY, ref.label, why_live
 
 
 def bandwidth_gbps(nbytes: int, seconds) -> list | float | None:

@@ -1,46 +1,35 @@
 """Tables, figures and verdicts for Chapter 8, so the notebook stays thin.
 
-Everything takes the data of a p2p experiment (live or replayed) plus its provenance and
-returns a `figures.Table`, a `figures.CourseFigure` or text computed from the numbers.
+Everything takes the Evidence of a p2p experiment (`ctx.get("p2p.matrices")`, live with two
+GPUs, else the two-GPU recording) or its data, and returns a `figures.Table`, a
+`figures.CourseFigure` or text computed from the numbers. `topology_here` is the one live
+part that works on any number of GPUs: this machine's own `nvidia-smi topo -m`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
 
 from helpers.ch08_peer_to_peer import p2p, topology
-from helpers.core import gpu, mode
+from helpers.core import gpu
+from helpers.core.evidence import Evidence
 from helpers.core.figures import CourseFigure, Table
 from helpers.core.mode import Mode
+
+if TYPE_CHECKING:
+    from helpers.course import Context
 
 METHOD_WORDS = {"peer": "peer access on (direct)", "staged": "staged via pinned host memory",
                 "driver": "cudaMemcpyPeer, peer access off"}
 
 
-@dataclass(frozen=True)
-class Obtained:
-    """Data of one experiment with where it came from and why."""
-
-    data: dict
-    mode: Mode
-    source: str
-    why: str
-
-    @property
-    def parts(self) -> list[tuple[Mode, str]]:
-        return [(self.mode, self.source)]
-
-
-def obtain(experiment_id: str) -> Obtained:
-    return Obtained(*p2p.obtain(experiment_id))
-
-
-def topology_here() -> tuple[str | None, str]:
-    """This machine's `nvidia-smi topo -m` text (live, any GPU count) and a note on it."""
-    if not mode.is_live():
+def topology_here(ctx: Context) -> tuple[str | None, str]:
+    """This machine's `nvidia-smi topo -m` text and a note on it: live on any number of GPUs
+    (one is enough to show how it is attached), nothing without a GPU (ctx: the course Context)."""
+    if not ctx.live:
         return None, "no GPU here: the topology below is the recording's"
     try:
         text = topology.nvidia_smi_topo()
@@ -54,6 +43,11 @@ def topology_here() -> tuple[str | None, str]:
 def topology_table(t: topology.Topology, caption: str) -> Table:
     rows = [(a, *(t.links[a][b] for b in t.devices)) for a in t.devices]
     return Table(rows, ("", *t.devices), caption)
+
+
+def here_table(ctx: Context, text: str) -> Table:
+    """This machine's topology (the text topology_here gave), captioned as measured now."""
+    return topology_table(topology.parse(text), f"nvidia-smi topo -m (LIVE: measured now on {ctx.gpu_name})")
 
 
 def legend_table(t: topology.Topology) -> Table:
@@ -90,17 +84,16 @@ def matrix_rows(data: dict, key: str, unit: str, way: str = "one") -> list[tuple
     return rows
 
 
-def matrices_table(ob: Obtained, key: str, unit: str, way: str = "one") -> Table:
-    n = ob.data["sizes"][key]
+def matrices_table(ev: Evidence, key: str, unit: str, way: str = "one") -> Table:
+    n = ev.data["sizes"][key]
     what = "bandwidth" if unit == "GB/s" else "latency (median time of one copy)"
     dirs = "one direction at a time" if way == "one" else "both directions at once (per direction)"
-    cap = f"{what}, {n:,} B copies, {dirs} — {ob.mode.value.upper()}: {ob.source}"
-    return Table(matrix_rows(ob.data, key, unit, way), ("path", "pair", unit), cap)
+    return Table(matrix_rows(ev.data, key, unit, way), ("path", "pair", unit), ev.caption(f"{what}, {n:,} B copies, {dirs}"))
 
 
-def bandwidth_figure(ob: Obtained) -> CourseFigure:
+def bandwidth_figure(ev: Evidence) -> CourseFigure:
     """Bars: large-copy bandwidth per method, one direction vs both directions (sum of both)."""
-    d = ob.data
+    d = ev.data
     fig = go.Figure()
     n = len(d["devices"])
     pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
@@ -113,7 +106,7 @@ def bandwidth_figure(ob: Obtained) -> CourseFigure:
         fig.add_bar(name=label, x=[METHOD_WORDS[m] for m in p2p.METHODS], y=ys)
     fig.update_layout(title=f"GPU to GPU copy bandwidth, {d['sizes']['large'] >> 20} MiB copies (mean over pairs)",
                       yaxis_title="GB/s (1e9 bytes/s)", barmode="group")
-    return CourseFigure(fig, ob.parts)
+    return CourseFigure(fig, ev.parts)
 
 
 def peer_vs_staged(d: dict, key: str = "large") -> float:
@@ -179,12 +172,15 @@ def capture_figure(rows: list[dict], frame_bytes: int) -> CourseFigure:
     return CourseFigure(fig, [(Mode.SIMULATED, "the toy GPU's link model (helpers/toygpu/link.py)")])
 
 
-def nccl_table(ob: Obtained) -> Table:
+def nccl_table(ev: Evidence) -> Table | Evidence:
+    """The all-reduce timings; without them (no live run and no recording) the Evidence itself,
+    which shows why."""
+    if not ev.ok:
+        return ev
     rows = [(f"{r['nbytes']:,}", f"{r['median_s'] * 1e6:.1f}", f"{r['algbw_gbps']:.1f}", f"{r['busbw_gbps']:.1f}",
-             "yes" if r["checked"] else "NO") for r in ob.data["rows"]]
+             "yes" if r["checked"] else "NO") for r in ev.data["rows"]]
     return Table(rows, ("bytes per GPU", "median µs", "algbw GB/s", "busbw GB/s", "sum correct"),
-                 f"NCCL {ob.data['nccl_version']} all-reduce over {ob.data['ndev']} GPUs — "
-                 f"{ob.mode.value.upper()}: {ob.source}")
+                 ev.caption(f"NCCL {ev.data['nccl_version']} all-reduce over {ev.data['ndev']} GPUs"))
 
 
 def driver_vs_staged(d: dict) -> str:

@@ -9,7 +9,10 @@ must finish each frame before the next arrives. This module provides
 - `run_pipeline`: the consumer, in one of four designs (pageable, staged, registered,
   pipelined), measuring end-to-end latency per frame;
 - `simulate`: a discrete-event model of the same pipeline (clearly a model);
-- the recorder experiments `radar.*` and the figures and verdicts of Chapter 9 and Lab 3.
+- the experiments `radar.pageable`, `radar.staged`, `radar.registered`, `radar.pipelined` (one
+  design each, at both seed rates unless told a frame size; parameters `frames`, `frame_bytes`,
+  `period_s`, `buffers`), which the notebook asks for with `ctx.get("radar.staged", frames=200)`,
+  and the figures and verdicts of Chapter 9 and Lab 3, which take that Evidence or its runs.
 """
 
 from __future__ import annotations
@@ -21,14 +24,22 @@ import sys
 import time
 import weakref
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from helpers.ch09_radar_pipeline import _radar_card as card
-from helpers.core.errors import CourseError, DeviceTimeoutError
-from helpers.core.experiments import experiment
+from helpers.core import validate
+from helpers.core.errors import CourseError, DeviceTimeoutError, InputError
+from helpers.core.evidence import Evidence
+from helpers.core.experiments import GPU, experiment
+from helpers.core.mode import Mode
+
+if TYPE_CHECKING:
+    from helpers.course import Context
 
 DESIGNS = ("pageable", "staged", "registered", "pipelined")
 DESIGN_TEXT = {
@@ -37,14 +48,19 @@ DESIGN_TEXT = {
     "registered": "cudaHostRegister the ring itself, DMA straight from it",
     "pipelined": "registered ring + N streams overlapping copy and compute",
 }
-SEED_RATES = ((4 << 20, 8e-3), (16 << 20, 8e-3))  # 4 MB / 8 ms and 2 GB/s
+SEED_PERIOD_S = 8e-3  # seed 002: a frame every 8 ms
+SEED_SIZES = (4 << 20, 16 << 20)  # 4 MB a frame, and the full system's 2 GB/s
+SEED_RATES = tuple((n, SEED_PERIOD_S) for n in SEED_SIZES)
+RECORDED_FRAMES = 2000  # frames per run the recorder measures
+QUICK_FRAMES = 200  # at most this many with quick=True (the recorder's smoke test)
+MAX_FRAMES = 20_000  # a run the experiments accept: 160 s at 8 ms a frame
 MAX_BUFFERS = 8
 MAX_KEPT = 64  # processed maps kept on the GPU for the correctness check after a run
 N_SAMPLES = card.N_SAMPLES
 
 
-class RadarInputError(CourseError, ValueError):
-    """A frame size, rate, design or buffer count the pipeline cannot run."""
+class RadarInputError(InputError):
+    """A frame size, rate, design or ring the pipeline cannot run (too big for this machine too)."""
 
 
 class ShmRing:
@@ -84,10 +100,11 @@ class CaptureCardError(CourseError, RuntimeError):
 
 # ---------------------------------------------------------------------------- validation
 
-def check_frame_bytes(frame_bytes) -> int:
-    """A frame is pulses x 1024 complex64 samples, at least 2 pulses, at most 256 MiB."""
-    if isinstance(frame_bytes, bool) or not isinstance(frame_bytes, (int, np.integer)):
-        raise RadarInputError(f"frame size must be a whole number of bytes, got {frame_bytes!r}")
+def check_frame_bytes(frame_bytes, what: str = "frame size") -> int:
+    """A frame is pulses x 1024 complex64 samples, at least 2 pulses, at most 256 MiB.
+
+    Not a whole number: InputTypeError; a size no frame has: RadarInputError."""
+    frame_bytes = validate.whole_number(frame_bytes, what)
     unit = 8 * N_SAMPLES
     if frame_bytes < 2 * unit or frame_bytes > 256 << 20:
         raise RadarInputError(f"frame size {frame_bytes} B is outside 16 KiB … 256 MiB "
@@ -98,25 +115,12 @@ def check_frame_bytes(frame_bytes) -> int:
     return int(frame_bytes)
 
 
-def check_period(period_s) -> float:
-    """A frame period from 0.1 ms to 1 s (zero or negative rates are refused)."""
-    try:
-        p = float(period_s)
-    except (TypeError, ValueError):
-        raise RadarInputError(f"frame period must be a number of seconds, got {period_s!r}") from None
-    if not np.isfinite(p) or p <= 0:
-        raise RadarInputError(f"frame period must be positive (a rate of zero or less frames per "
-                              f"second cannot run), got {period_s!r}")
+def check_period(period_s, what: str = "frame period") -> float:
+    """A frame period from 0.1 ms to 1 s (zero or negative rates are refused: no frame would come)."""
+    p = validate.seconds(period_s, what)
     if not 1e-4 <= p <= 1.0:
-        raise RadarInputError(f"frame period {p * 1e3:g} ms is outside 0.1 ms … 1000 ms")
+        raise RadarInputError(f"{what} {p * 1e3:g} ms is outside 0.1 ms … 1000 ms")
     return p
-
-
-def check_count(value, what: str, lo: int, hi: int) -> int:
-    """A whole number from lo to hi, or a RadarInputError naming `what`."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
-        raise RadarInputError(f"{what} must be a whole number from {lo} to {hi}, got {value!r}")
-    return int(value)
 
 
 def check_design(design: str) -> str:
@@ -153,9 +157,9 @@ class CaptureCard:
                  seed: int = 9, variants: int = 4, start_timeout_s: float = 20.0) -> None:
         self.frame_bytes = check_frame_bytes(frame_bytes)
         self.period_s = check_period(period_s)
-        self.slots = check_count(slots, "ring slots", 1, card.MAX_SLOTS)
-        self.frames = check_count(frames, "frames", 1, 1_000_000)
-        self.variants = check_count(variants, "frame variants", 1, 16)
+        self.slots = validate.whole_number(slots, "ring slots", 1, card.MAX_SLOTS)
+        self.frames = validate.whole_number(frames, "frames", 1, 1_000_000)
+        self.variants = validate.whole_number(variants, "frame variants", 1, 16)
         self.seed = int(seed)
         check_ring_memory(self.slots, self.frame_bytes)
         self.proc: subprocess.Popen | None = None
@@ -176,22 +180,30 @@ class CaptureCard:
 
     # -- lifetime
     def start(self) -> CaptureCard:
+        """Start the producer and wait until it is ready. Whatever stops the wait (the card
+        failing, the timeout, an interrupted cell) closes the card first: `with` never reached
+        its body, so its exit would not run."""
         script = Path(card.__file__)
         self.proc = subprocess.Popen([sys.executable, str(script), self.shm.name, str(os.getpid())],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
         _LIVE_CARDS.add(self)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
         while not self.ctl[card.CTL_READY]:
             if self.proc.poll() is not None:
                 rc, err = self.proc.returncode, self.proc.stderr.read().decode(errors="replace")[-500:]
-                self.close()
                 raise CaptureCardError(f"the capture-card process exited with {rc}: {err}")
             if time.monotonic() > deadline:
-                self.close()
                 raise CaptureCardError(f"the capture-card process was not ready within {self.start_timeout_s:.0f} s")
             time.sleep(0.005)
-        return self
 
     def close(self) -> None:
         """Stop the producer (2 s grace, then SIGKILL) and free the shared memory."""
@@ -467,11 +479,11 @@ def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_
 
     design = check_design(design)
     frame_bytes, period_s = check_frame_bytes(frame_bytes), check_period(period_s)
-    frames = check_count(frames, "frames", 1, 1_000_000)
+    frames = validate.whole_number(frames, "frames", 1, 1_000_000)
     if buffers is None:
         buffers = 3 if design == "pipelined" else 1
-    buffers = check_count(buffers, "buffers", 1, MAX_BUFFERS)
-    slots = check_count(slots, "ring slots", 1, card.MAX_SLOTS)
+    buffers = validate.whole_number(buffers, "buffers", 1, MAX_BUFFERS)
+    slots = validate.whole_number(slots, "ring slots", 1, card.MAX_SLOTS)
     if design == "cpu":
         raise RadarInputError("design 'cpu' runs through run_cpu_consumer")
     cp = gpu.cupy()
@@ -655,11 +667,11 @@ def simulate(params: MachineParams, design: str, frame_bytes: int, period_s: flo
     """
     design = check_design(design)
     frame_bytes, period_s = check_frame_bytes(frame_bytes), check_period(period_s)
-    frames = check_count(frames, "frames", 1, 1_000_000)
-    slots = check_count(slots, "ring slots", 1, card.MAX_SLOTS)
+    frames = validate.whole_number(frames, "frames", 1, 1_000_000)
+    slots = validate.whole_number(slots, "ring slots", 1, card.MAX_SLOTS)
     if buffers is None:
         buffers = 3 if design == "pipelined" else 1
-    buffers = check_count(buffers, "buffers", 1, MAX_BUFFERS)
+    buffers = validate.whole_number(buffers, "buffers", 1, MAX_BUFFERS)
     rng = np.random.default_rng(seed)
 
     def d(x):
@@ -712,42 +724,77 @@ def simulate(params: MachineParams, design: str, frame_bytes: int, period_s: flo
 
 # ---------------------------------------------------------------------------- recorder experiments
 
-def record_design(design: str, quick: bool) -> dict:
-    """Both seed rates for one design, 2,000 frames each (200 when quick)."""
-    frames = 200 if quick else 2000
-    runs = []
-    for n, p in SEED_RATES:
-        r = run_pipeline(design, n, p, frames, progress=True)
-        runs.append(r.to_dict())
+# What each radar experiment takes (checked by ctx.get before anything runs, live or replay).
+RUN_PARAMS = {"frames": validate.count(1, MAX_FRAMES), "frame_bytes": check_frame_bytes,
+              "period_s": check_period, "buffers": validate.count(1, MAX_BUFFERS)}
+
+
+def record_design(design: str, quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: int | None = None,
+                  period_s: float = SEED_PERIOD_S, buffers: int | None = None) -> dict:
+    """Run one design live: `frames` frames (at most QUICK_FRAMES when quick) of each seed frame
+    size, or of `frame_bytes` alone, every `period_s`; `buffers` as run_pipeline takes them."""
+    frames = min(frames, QUICK_FRAMES) if quick else frames
+    sizes = SEED_SIZES if frame_bytes is None else (frame_bytes,)
+    runs = [run_pipeline(design, n, period_s, frames, buffers=buffers, progress=True).to_dict() for n in sizes]
     return {"runs": runs, "frames": frames}
 
 
-@experiment("radar.pageable", chapter=9, title="Radar pipeline: cudaMemcpy from the unpinned ring, 4 MB and 16 MB per 8 ms")
-def record_pageable(quick: bool) -> dict:
-    return record_design("pageable", quick)
+@experiment("radar.pageable", chapter=9, needs=(GPU,), params=RUN_PARAMS,
+            title="Radar pipeline: cudaMemcpy from the unpinned ring, 4 MB and 16 MB per 8 ms")
+def record_pageable(quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: int | None = None,
+                    period_s: float = SEED_PERIOD_S, buffers: int | None = None) -> dict:
+    return record_design("pageable", quick, frames, frame_bytes, period_s, buffers)
 
 
-@experiment("radar.staged", chapter=9, title="Radar pipeline: memcpy to pinned staging then DMA, 4 MB and 16 MB per 8 ms")
-def record_staged(quick: bool) -> dict:
-    return record_design("staged", quick)
+@experiment("radar.staged", chapter=9, needs=(GPU,), params=RUN_PARAMS,
+            title="Radar pipeline: memcpy to pinned staging then DMA, 4 MB and 16 MB per 8 ms")
+def record_staged(quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: int | None = None,
+                  period_s: float = SEED_PERIOD_S, buffers: int | None = None) -> dict:
+    return record_design("staged", quick, frames, frame_bytes, period_s, buffers)
 
 
-@experiment("radar.registered", chapter=9, title="Radar pipeline: cudaHostRegister'ed ring, DMA from it, 4 MB and 16 MB per 8 ms")
-def record_registered(quick: bool) -> dict:
-    return record_design("registered", quick)
+@experiment("radar.registered", chapter=9, needs=(GPU,), params=RUN_PARAMS,
+            title="Radar pipeline: cudaHostRegister'ed ring, DMA from it, 4 MB and 16 MB per 8 ms")
+def record_registered(quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: int | None = None,
+                      period_s: float = SEED_PERIOD_S, buffers: int | None = None) -> dict:
+    return record_design("registered", quick, frames, frame_bytes, period_s, buffers)
 
 
-@experiment("radar.pipelined", chapter=9, title="Radar pipeline: registered ring, 3 streams overlapping copy and compute")
-def record_pipelined(quick: bool) -> dict:
-    return record_design("pipelined", quick)
+@experiment("radar.pipelined", chapter=9, needs=(GPU,), params=RUN_PARAMS,
+            title="Radar pipeline: registered ring, 3 streams overlapping copy and compute")
+def record_pipelined(quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: int | None = None,
+                     period_s: float = SEED_PERIOD_S, buffers: int | None = None) -> dict:
+    return record_design("pipelined", quick, frames, frame_bytes, period_s, buffers)
 
 
 def recorded_runs(ref) -> list[dict]:
-    """Every recorded radar run of a reference, design by design (clear error if missing)."""
+    """Every recorded radar run of a reference, design by design (clear error if missing).
+
+    For machine_params, which reads the reference file itself; notebooks and labs get the runs
+    with ctx.get and runs_of."""
     out = []
     for d in DESIGNS:
         out += ref.experiment(f"radar.{d}")["runs"]
     return out
+
+
+def runs_of(evidence: Sequence[Evidence], frame_bytes: int | None = None) -> list[dict]:
+    """The pipeline runs in the Evidence of radar.* experiments, in order (only frames of
+    `frame_bytes` if given); a missing recording raises ReferenceDataError saying why."""
+    runs = [r for ev in evidence for r in ev.require()["runs"]]
+    return runs if frame_bytes is None else [r for r in runs if r["frame_bytes"] == frame_bytes]
+
+
+def parts_of(evidence: Sequence[Evidence]) -> list[tuple[Mode, str]]:
+    """Provenance parts of several Evidence for a CourseFigure, each machine once."""
+    return list(dict.fromkeys(part for ev in evidence for part in ev.parts))
+
+
+def caption_of(evidence: Sequence[Evidence], what: str) -> str:
+    """A caption naming the mode, the machine and the frames per run of the radar Evidence."""
+    frames = sorted({ev.data["frames"] for ev in evidence if ev.ok})
+    per = f", {' / '.join(f'{f:,}' for f in frames)} frames per run" if frames else ""
+    return "; ".join(dict.fromkeys(ev.caption(what + per) for ev in evidence))
 
 
 # ---------------------------------------------------------------------------- figures and verdicts
@@ -821,34 +868,6 @@ def seed_verdicts(runs: list[dict]) -> list[str]:
 
 # ---------------------------------------------------------------------------- notebook glue
 
-@dataclass
-class Runs:
-    """Pipeline runs to show, and where they come from."""
-
-    runs: list[dict]
-    mode: str
-    source: str
-
-    @property
-    def parts(self) -> list[tuple[str, str]]:
-        return [(self.mode, self.source)]
-
-
-def live_or_replay(ctx, frames: int = 400) -> Runs:
-    """Live: every design at both seed rates, `frames` frames each; replay: the recorded runs."""
-    from helpers.core.mode import Mode
-
-    if ctx.live:
-        runs = []
-        for d in DESIGNS:
-            for n, p in SEED_RATES:
-                runs.append(run_pipeline(d, n, p, frames, progress=True).to_dict())
-        return Runs(runs, Mode.LIVE, f"{ctx.gpu_name}, {frames} frames per run")
-    ref = ctx.reference()
-    runs = recorded_runs(ref)
-    return Runs(runs, Mode.REPLAY, f"{ref.label}, {runs[0]['frames']} frames per run")
-
-
 def model_vs_measured_rows(measured: list[dict], params: MachineParams) -> list[tuple]:
     rows = []
     for r in measured:
@@ -882,7 +901,6 @@ def sweep_figure(params: MachineParams, sizes=(1 << 20, 4 << 20, 16 << 20, 64 <<
     import plotly.graph_objects as go
 
     from helpers.core.figures import CourseFigure
-    from helpers.core.mode import Mode
 
     fig = go.Figure()
     for d in DESIGNS:
@@ -914,17 +932,19 @@ CLOSING_HEADERS = ("design", "4 MB p99.9 ms", "4 MB misses", "4 MB dropped",
                    "2 GB/s p99.9 ms", "2 GB/s misses", "2 GB/s dropped")
 
 
-def panel_items(ctx, params: MachineParams | None, frame_bytes: int, period_s: float, design: str,
+def panel_items(ctx: Context, params: MachineParams | None, frame_bytes: int, period_s: float, design: str,
                 buffers: int, frames: int = 500) -> list:
-    """What the panel shows for one choice: a live run, or (without a GPU) the model's run."""
+    """What the panel shows for one choice: a live run of radar.<design> through ctx.get, or
+    (without a GPU) the discrete-event model's run. Bad choices raise in both modes."""
     from helpers.core.figures import Table
-    from helpers.core.mode import Mode
 
-    buffers = check_count(buffers, "buffers", 1, MAX_BUFFERS)
-    if ctx.live:
-        r = run_pipeline(design, frame_bytes, period_s, frames, buffers=buffers).to_dict()
-        parts = [(Mode.LIVE, f"{ctx.gpu_name}, {frames} frames")]
-        note = f"LIVE run on {ctx.gpu_name}: {frames} frames"
+    validate.choice(design, "design", DESIGNS)
+    ev = ctx.get(f"radar.{design}", optional=True, frames=frames, frame_bytes=frame_bytes, period_s=period_s,
+                 buffers=buffers)
+    if ev.live:
+        r = ev.data["runs"][0]
+        parts = ev.parts
+        note = ev.caption(f"one run of {frames} frames")
     else:
         if params is None:
             return ["No GPU and no recorded radar runs to drive the model: nothing to show."]
@@ -937,7 +957,7 @@ def panel_items(ctx, params: MachineParams | None, frame_bytes: int, period_s: f
                                               f"{period_s * 1e3:g} ms, {buffers} buffer(s)")]
 
 
-def panel(ctx, params: MachineParams | None):
+def panel(ctx: Context, params: MachineParams | None):
     """The ipywidgets panel: frame size, period, design, buffer count, a run button, an Output."""
     import ipywidgets as w
 

@@ -20,7 +20,8 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from helpers.core.errors import CourseError
+from helpers.core import validate
+from helpers.core.errors import CourseError, InputError
 from helpers.models import copy_cost
 
 HOST = "host"
@@ -28,7 +29,11 @@ MAX_ASSIGNMENTS = 500_000
 
 
 class RoutingError(CourseError):
-    """A routing question that cannot be answered: unknown devices, a missing link, too big."""
+    """A routing question this matrix cannot answer: a missing link, no route, too many to try."""
+
+
+class RoutingInputError(InputError):
+    """A routing question asked wrongly: too few GPUs, bad link numbers, routes that do not fit."""
 
 
 @dataclass(frozen=True)
@@ -42,13 +47,14 @@ class LinkMatrix:
 
     def __post_init__(self):
         if isinstance(self.n_gpus, bool) or not isinstance(self.n_gpus, int) or self.n_gpus < 2:
-            raise RoutingError(f"routing between GPUs needs at least two GPUs, got n_gpus={self.n_gpus!r}")
+            raise RoutingInputError(f"routing between GPUs needs at least two GPUs, got n_gpus={self.n_gpus!r}")
         for k, v in list(self.latency_s.items()) + list(self.bandwidth_Bps.items()):
             if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise RoutingError(f"link {k[0]}->{k[1]}: latency/bandwidth must be finite numbers >= 0, got {v!r}")
+                raise RoutingInputError(f"link {k[0]}->{k[1]}: latency/bandwidth must be finite numbers >= 0, "
+                                        f"got {v!r}")
         for k, v in self.bandwidth_Bps.items():
             if v <= 0:
-                raise RoutingError(f"link {k[0]}->{k[1]}: bandwidth must be > 0, got {v!r}")
+                raise RoutingInputError(f"link {k[0]}->{k[1]}: bandwidth must be > 0, got {v!r}")
 
     @property
     def gpus(self) -> list[str]:
@@ -66,18 +72,15 @@ class LinkMatrix:
 
 def gpu_name(i: int, n_gpus: int) -> str:
     """'GPU{i}' after checking that i is a device index of this matrix."""
-    if isinstance(i, bool) or not isinstance(i, int):
-        raise RoutingError(f"a GPU index must be an int, got {i!r}")
-    if not 0 <= i < n_gpus:
-        raise RoutingError(f"GPU index {i} is out of range: this matrix has GPUs 0..{n_gpus - 1}")
-    return f"GPU{i}"
+    what = f"GPU index (this matrix has GPUs 0..{n_gpus - 1})"
+    return f"GPU{validate.whole_number(i, what, 0, n_gpus - 1)}"
 
 
 def routes(m: LinkMatrix, src: int, dst: int) -> list[tuple[str, ...]]:
     """Every route from GPU src to GPU dst: direct (if linked), via host, via each other GPU."""
     a, b = gpu_name(src, m.n_gpus), gpu_name(dst, m.n_gpus)
     if a == b:
-        raise RoutingError(f"source and destination are both {a}: nothing to route")
+        raise RoutingInputError(f"source and destination are both {a}: nothing to route")
     out = []
     if m.has(a, b):
         out.append((a, b))
@@ -94,7 +97,7 @@ def routes(m: LinkMatrix, src: int, dst: int) -> list[tuple[str, ...]]:
 def route_time(m: LinkMatrix, path: tuple[str, ...], nbytes: int) -> float:
     """Seconds for one transfer along `path` with nothing else running (store and forward)."""
     if len(path) < 2:
-        raise RoutingError(f"a route needs at least two nodes, got {path!r}")
+        raise RoutingInputError(f"a route needs at least two nodes, got {path!r}")
     return sum(m.cost(a, b, nbytes) for a, b in zip(path, path[1:], strict=False))
 
 
@@ -102,11 +105,11 @@ def makespan(m: LinkMatrix, transfers: list[tuple[int, int, int]], paths: list[t
     """Completion time of `transfers` (src, dst, nbytes) on the given paths: the busiest link's
     busy time or the longest single route time, whichever is larger."""
     if len(paths) != len(transfers):
-        raise RoutingError(f"{len(transfers)} transfers but {len(paths)} routes")
+        raise RoutingInputError(f"{len(transfers)} transfers but {len(paths)} routes")
     busy: dict[tuple[str, str], float] = {}
     for (s, d, n), path in zip(transfers, paths, strict=True):
         if path[0] != gpu_name(s, m.n_gpus) or path[-1] != gpu_name(d, m.n_gpus):
-            raise RoutingError(f"route {path} does not go from GPU{s} to GPU{d}")
+            raise RoutingInputError(f"route {path} does not go from GPU{s} to GPU{d}")
         for a, b in zip(path, path[1:], strict=False):
             busy[(a, b)] = busy.get((a, b), 0.0) + m.cost(a, b, n)
     longest = max((route_time(m, p, n) for (_, _, n), p in zip(transfers, paths, strict=True)), default=0.0)
@@ -135,7 +138,7 @@ def from_recording(data: dict, *, peer_method: str = "peer") -> LinkMatrix:
         sizes, mats, host = data["sizes"], data["matrices"][peer_method]["one"], data["host"]
         n = len(data["devices"])
     except (KeyError, TypeError) as exc:
-        raise RoutingError(f"not a p2p.matrices recording (missing {exc})") from None
+        raise RoutingInputError(f"not a p2p.matrices recording (missing {exc})") from None
     lat, bw = {}, {}
     big, small = sizes["large"], sizes["small"]
 

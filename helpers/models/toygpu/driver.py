@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from helpers.core import validate
 from helpers.core.errors import CourseError, DeviceTimeoutError, InputError, InputTypeError
 from helpers.models.toygpu import commands as C
 from helpers.models.toygpu import regs as R
@@ -165,18 +166,13 @@ class _Arena:
 
 
 def _int(name: str, v, lo: int = 0, hi: int = 1 << 64) -> int:
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-        raise InputTypeError(f"{name} must be an int, got {type(v).__name__}")
-    if not lo <= int(v) < hi:
-        raise InputError(f"{name} = {v} is outside [{lo}, {hi})")
-    return int(v)
+    """A whole number in [lo, hi): InputTypeError for anything else, InputError out of range."""
+    return validate.whole_number(v, name, lo, hi - 1)
 
 
 def _check_timeout(name: str, t) -> float:
     """A finite, positive number of seconds: every wait on the toy GPU ends."""
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
-        raise InputError(f"{name} must be a finite positive number of seconds, got {t!r}")
-    return float(t)
+    return validate.seconds(t, name)
 
 
 def _check_ring_entries(ring_entries) -> int:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from helpers.core import validate
 from helpers.core.errors import InputError, InputTypeError
 
 
@@ -45,7 +46,9 @@ class LinkParams:
 
     def __post_init__(self):
         for k, v in asdict(self).items():
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                raise InputTypeError(f"LinkParams.{k} must be a finite number >= 0, got {v!r}")
+            if not math.isfinite(v) or v < 0:
                 raise InputError(f"LinkParams.{k} must be a finite number >= 0, got {v!r}")
         for k in ("link_gbps", "dma_gbps", "vram_gbps", "wc_buffer_bytes"):
             if getattr(self, k) <= 0:
@@ -62,8 +65,7 @@ class LinkModel:
     def __init__(self, params: LinkParams | None = None, seed: int = 1):
         if params is not None and not isinstance(params, LinkParams):
             raise InputTypeError(f"params must be LinkParams, got {type(params).__name__}")
-        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-            raise InputError(f"seed must be an int >= 0, got {seed!r}")
+        seed = validate.whole_number(seed, "seed", 0)
         self.params = params or LinkParams()
         self.seed = int(seed)
         self._rng = np.random.default_rng(self.seed)
@@ -120,8 +122,7 @@ class LinkModel:
 
 
 def _check_count(count: int, width: int) -> None:
-    if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 0:
-        raise InputError(f"transaction count must be an int >= 0, got {count!r}")
+    validate.whole_number(count, "transaction count", 0)
     if width not in (1, 2, 4, 8, 16, 32, 64):
         raise InputError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
 
