@@ -16,7 +16,7 @@ from pathlib import Path
 from statistics import median
 
 from helpers.core.errors import InputError, SkipExperiment, SystemInfoError
-from helpers.core.experiments import experiment
+from helpers.core.experiments import experiment, recording_check
 from helpers.measure.transfers import DIRECTIONS, measure_copy
 
 TOLERANCE = 0.02  # relative; the Foundation issue's bar for large-copy bandwidth
@@ -54,6 +54,7 @@ def agreement(course_gbps: float, c_gbps: float) -> float:
     return abs(course_gbps - c_gbps) / c_gbps
 
 
+@recording_check
 def disagreements(experiments_data: dict) -> list[str]:
     """Why a recording is not fit to commit: its cross-checks out of tolerance (empty: none).
 
