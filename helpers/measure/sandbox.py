@@ -20,7 +20,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from helpers.core.errors import CourseError, ReferenceDataError
+from helpers.core import validate
+from helpers.core.errors import InputError, InputTypeError, ReferenceDataError
 
 RESULT_PREFIX = "RESULT:"
 MAX_TIMEOUT_S = 600.0
@@ -28,7 +29,7 @@ TAIL_CHARS = 2000
 STATUSES = ("ok", "error", "signal", "timeout")
 
 
-class SandboxError(CourseError):
+class SandboxError(InputError):
     """The sandbox was asked for something it cannot do (bad code or timeout argument)."""
 
 
@@ -75,14 +76,12 @@ class Outcome:
 
 
 def _check_args(code, timeout_s) -> float:
-    if not isinstance(code, str) or not code.strip():
-        raise SandboxError(f"sandbox code must be a non-empty string of Python, got {code!r:.80}")
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
-        raise SandboxError(f"timeout_s must be a number of seconds, got {timeout_s!r}")
-    t = float(timeout_s)
-    if not 0 < t <= MAX_TIMEOUT_S:
-        raise SandboxError(f"timeout_s must be between 0 and {MAX_TIMEOUT_S:g} s, got {t:g}")
-    return t
+    """The timeout in seconds, once `code` is a non-empty string and the timeout is bounded."""
+    try:
+        validate.text(code, "sandbox code (a string of Python)")
+        return validate.seconds(timeout_s, "timeout_s", hi=MAX_TIMEOUT_S)
+    except (InputError, InputTypeError) as exc:
+        raise SandboxError(str(exc)) from None
 
 
 def _child_env(extra: dict | None) -> dict:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from helpers.core import validate
 from helpers.core.errors import InputError, InputTypeError
 
 
@@ -62,10 +63,8 @@ class LinkModel:
     def __init__(self, params: LinkParams | None = None, seed: int = 1):
         if params is not None and not isinstance(params, LinkParams):
             raise InputTypeError(f"params must be LinkParams, got {type(params).__name__}")
-        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-            raise InputError(f"seed must be an int >= 0, got {seed!r}")
         self.params = params or LinkParams()
-        self.seed = int(seed)
+        self.seed = validate.whole_number(seed, "seed", 0)
         self._rng = np.random.default_rng(self.seed)
 
     def _jittered(self, mean_one: float, n: int) -> float:
@@ -119,11 +118,13 @@ class LinkModel:
         return self.params.dma_latency_ns * self.params.dma_gbps
 
 
+ACCESS_WIDTHS = (1, 2, 4, 8, 16, 32, 64)  # bytes one load or store can move
+
+
 def _check_count(count: int, width: int) -> None:
-    if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 0:
-        raise InputError(f"transaction count must be an int >= 0, got {count!r}")
-    if width not in (1, 2, 4, 8, 16, 32, 64):
-        raise InputError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
+    validate.whole_number(count, "transaction count", 0)
+    validate.whole_number(width, "access width", 1)
+    validate.choice(width, "access width (bytes)", ACCESS_WIDTHS)
 
 
 # -- a second device on the fabric: peer-to-peer DMA (Chapter 8) --------------------------------
