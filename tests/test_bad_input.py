@@ -100,15 +100,27 @@ def test_copy_host_kinds(bad):
         transfers.measure_copy(4096, "h2d", bad)
 
 
-@given(st.one_of(st.integers(max_value=0), st.integers(min_value=transfers.MAX_REPS + 1), not_ints))
-def test_copy_repetitions(bad):
-    with pytest.raises(InputError, match="reps must be a whole number"):
+@given(st.one_of(st.integers(max_value=0), st.integers(min_value=transfers.MAX_REPS + 1)))
+def test_copy_repetitions_in_range(bad):
+    with pytest.raises(InputError, match=f"reps must be from 1 to {transfers.MAX_REPS}"):
         transfers.measure_copy(4096, reps=bad)
 
 
-@given(st.one_of(st.floats(max_value=0), st.just(math.nan), st.just(math.inf), st.text(max_size=3), st.none()))
+@given(not_ints)
+def test_copy_repetitions_are_whole_numbers(bad):
+    with pytest.raises(InputTypeError, match="reps must be a whole number"):
+        transfers.measure_copy(4096, reps=bad)
+
+
+@given(st.one_of(st.floats(max_value=0), st.just(math.nan), st.just(math.inf)))
 def test_copy_timeouts_are_finite_and_positive(bad):
-    with pytest.raises(InputError, match="timeout_s must be a positive, finite number"):
+    with pytest.raises(InputError, match="timeout_s must be a finite number of seconds, more than 0"):
+        transfers.measure_copy(4096, timeout_s=bad)
+
+
+@given(st.one_of(st.text(max_size=3), st.none(), st.booleans()))
+def test_copy_timeouts_are_numbers(bad):
+    with pytest.raises(InputTypeError, match="timeout_s must be a number of seconds"):
         transfers.measure_copy(4096, timeout_s=bad)
 
 
@@ -130,11 +142,16 @@ def test_sweep_sizes_are_exactly_the_powers_of_two_in_range(lo, span):
 
 
 @given(st.one_of(st.tuples(st.integers(max_value=0), st.integers()),
-                 st.tuples(st.integers(min_value=2), st.integers(max_value=1)),
-                 st.tuples(not_ints, st.integers(min_value=1))))
+                 st.tuples(st.integers(min_value=2), st.integers(max_value=1))))
 def test_sweep_sizes_bad_bounds(bounds):
     with pytest.raises(InputError):
         transfers.sweep_sizes(*bounds)
+
+
+@given(not_ints)
+def test_sweep_sizes_bounds_are_whole_numbers(bad):
+    with pytest.raises(InputTypeError, match="lo must be a whole number of bytes"):
+        transfers.sweep_sizes(bad, 64)
 
 
 @pytest.mark.parametrize("kwargs, what", [({"sizes": []}, "at least one size"),
@@ -148,9 +165,15 @@ def test_sweeps_refuse_empty_or_unknown_axes_up_front(kwargs, what):
         transfers.sweep(progress=False, **args)
 
 
-@given(st.one_of(st.integers(max_value=-1), st.floats(), st.text(max_size=3), st.none()))
-def test_progress_totals(bad):
-    with pytest.raises(InputError, match="progress total"):
+@given(st.one_of(st.floats(), st.text(max_size=3), st.none(), st.booleans()))
+def test_progress_totals_are_whole_numbers(bad):
+    with pytest.raises(InputTypeError, match="progress total must be a whole number"):
+        progress.Progress(bad, "x")
+
+
+@given(st.integers(max_value=-1))
+def test_progress_totals_are_not_negative(bad):
+    with pytest.raises(InputError, match="progress total must be at least 0"):
         progress.Progress(bad, "x")
 
 

@@ -5,6 +5,7 @@ import warnings
 import pytest
 
 from helpers.core import grading
+from helpers.core.errors import CourseError, InputError, InputTypeError
 
 
 def _stub():
@@ -102,9 +103,21 @@ def test_attempt_reports_and_continues(capsys):
     assert "the sweep skipped — not written yet" in capsys.readouterr().out
 
 
-def test_check_needs_a_grade_id():
-    with pytest.raises(ValueError):
-        grading.check("")
+@pytest.mark.parametrize("bad, exc", [("", InputError), ("  ", InputError), (None, InputTypeError),
+                                      (3, InputTypeError)])
+def test_check_needs_a_grade_id(bad, exc):
+    with pytest.raises(exc, match="grade_id"):
+        grading.check(bad)
+
+
+def test_autograding_follows_nbgrader_execution(monkeypatch):
+    for value, expected in (("autograde", True), ("validate", True), ("", False), ("other", False)):
+        monkeypatch.setenv("NBGRADER_EXECUTION", value)
+        assert grading.autograding() is expected
+
+
+def test_a_failed_check_is_an_assertion_and_a_course_error():
+    assert issubclass(grading.CheckFailed, AssertionError) and issubclass(grading.CheckFailed, CourseError)
 
 
 def test_summary_counts(capsys):

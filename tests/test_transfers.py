@@ -3,21 +3,22 @@
 import numpy as np
 import pytest
 
-from helpers.core.errors import NoGPUError
+from helpers.core.errors import InputError, InputTypeError, NoGPUError
 from helpers.measure import transfers
 from helpers.measure.transfers import TransferResult
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"direction": "d2d"}, "direction must be one of"),
-    ({"host_kind": "gpu"}, "host_kind must be one of"),
-    ({"reps": 0}, "reps must be"),
-    ({"reps": 2.5}, "reps must be"),
-    ({"warmup": -1}, "warmup must be"),
-    ({"reps": transfers.MAX_REPS + 1}, "reps must be"),
+@pytest.mark.parametrize("kwargs,exc,match", [
+    ({"direction": "d2d"}, InputError, "direction must be one of"),
+    ({"host_kind": "gpu"}, InputError, "host_kind must be one of"),
+    ({"reps": 0}, InputError, "reps must be"),
+    ({"reps": 2.5}, InputTypeError, "reps must be a whole number"),
+    ({"reps": True}, InputTypeError, "reps must be a whole number"),
+    ({"warmup": -1}, InputError, "warmup must be"),
+    ({"reps": transfers.MAX_REPS + 1}, InputError, "reps must be"),
 ])
-def test_bad_arguments(kwargs, match, no_gpu):
-    with pytest.raises(ValueError, match=match):
+def test_bad_arguments(kwargs, exc, match, no_gpu):
+    with pytest.raises(exc, match=match):
         transfers.measure_copy(4096, **kwargs)
 
 

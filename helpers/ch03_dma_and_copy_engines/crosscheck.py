@@ -16,7 +16,7 @@ from statistics import median
 from helpers.core import config
 from helpers.core.errors import InputError, SkipExperiment, SystemInfoError
 from helpers.core.evidence import Evidence
-from helpers.core.experiments import GPU, NVCC, experiment
+from helpers.core.experiments import GPU, NVCC, experiment, recording_check
 from helpers.core.figures import provenance_line
 from helpers.measure.transfers import DIRECTIONS, measure_copy
 
@@ -58,6 +58,7 @@ def agreement(course_gbps: float, c_gbps: float) -> float:
     return abs(course_gbps - c_gbps) / c_gbps
 
 
+@recording_check
 def disagreements(experiments_data: dict) -> list[str]:
     """Why a recording is not fit to commit: its cross-checks out of tolerance (empty: none).
 

@@ -13,6 +13,9 @@ environment (Numba's CUDA simulator when there is no GPU) is made by `course.sta
 | BWCHECK | a built tools/bwcheck binary for the C cross-check | built with nvcc on first use |
 | NUMBA_ENABLE_CUDASIM | Numba's own switch; 1 runs kernels on its CUDA simulator | set by course.start without a GPU |
 | NBGRADER_EXECUTION | nbgrader's own flag; graded checks are quiet under autograde | unset |
+
+The build and test tools in tools/ (not part of the package a notebook imports; some run
+without it) read a few more themselves: TOOL_VARIABLES lists them for the README's table.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 #: every variable the course reads, for the README's table and its test
 VARIABLES = ("COURSE_MODE", "COURSE_REFERENCE", "COURSE_P2P_REFERENCE", "COURSE_DATA_DIR", "COURSE_STRACE",
              "BWCHECK", "NUMBA_ENABLE_CUDASIM", "NBGRADER_EXECUTION")
+
+#: variables the scripts in tools/ read (site build, offline installs, browser tests)
+TOOL_VARIABLES = ("COURSE_REPO_URL", "COURSE_REPO_BRANCH", "COURSE_REPO_PROVIDER", "COURSE_JUPYTERHUB_URL",
+                  "COURSE_BOOK_LABS", "WHEELHOUSE", "CHROMIUM")
 
 
 def _get(name: str) -> str:

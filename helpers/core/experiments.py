@@ -11,6 +11,10 @@ reference file, and replay reads it back. Notebooks never call the function dire
 ask the context, `ctx.get("pinning.cost_vs_size", frames=200)`, and the evidence contract
 (core.evidence) checks the parameters, decides live or replay from `needs`, and says why.
 `discover()` imports every chapter package so their decorators run.
+
+A chapter can also register a check the recorder runs on what it recorded (the course-vs-C
+cross-check does): `@recording_check` on `fn(data_by_id) -> list[str]`, one line per
+reason the run is not fit to commit (empty: fine).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ REFERENCES = (DEFAULT_REFERENCE, P2P_REFERENCE)
 
 _ID = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
 _REGISTRY: dict[str, Experiment] = {}
+_CHECKS: dict[str, Callable[[dict], list[str]]] = {}
 
 
 class RegistryError(CourseError):
@@ -96,6 +101,21 @@ def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (G
         return fn
 
     return wrap
+
+
+def recording_check(fn: Callable[[dict], list[str]]) -> Callable[[dict], list[str]]:
+    """Register `fn(data_by_id) -> problems` to run on every recording (see the module docstring).
+
+    `data_by_id` maps each experiment recorded in the run to the data it returned; the check
+    ignores the ids it does not know. The function is returned unchanged.
+    """
+    _CHECKS[f"{fn.__module__}.{fn.__qualname__}"] = fn
+    return fn
+
+
+def recording_checks() -> list[Callable[[dict], list[str]]]:
+    """The registered recording checks (after `discover()` has imported the chapters)."""
+    return list(_CHECKS.values())
 
 
 def discover() -> dict[str, Experiment]:

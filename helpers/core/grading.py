@@ -21,19 +21,22 @@ which reports an unfinished or failing function and lets the notebook go on.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import traceback
 import warnings
 from dataclasses import dataclass
 
-from helpers.core.errors import InputError
+from helpers.core import config, validate
+from helpers.core.errors import CourseError
 
 PASS_MARK, FAIL_MARK = "✔", "✘"
 
 
-class CheckFailed(AssertionError):
-    """A graded check found the learner's answer wrong; the message says what to do."""
+class CheckFailed(CourseError, AssertionError):
+    """A graded check found the learner's answer wrong; the message says what to do.
+
+    An AssertionError (what a failed test cell raises, for nbgrader and for a learner reading
+    the traceback) and a CourseError (the course raised it on purpose)."""
 
 
 @dataclass
@@ -50,7 +53,7 @@ results: dict[str, Outcome] = {}  # grade_id -> latest outcome in this kernel
 
 def autograding() -> bool:
     """True while nbgrader autogrades or validates this notebook (failures must raise)."""
-    return os.environ.get("NBGRADER_EXECUTION", "") in ("autograde", "validate")
+    return config.nbgrader_grading()
 
 
 def _origin(tb) -> str:
@@ -77,9 +80,7 @@ class check:  # noqa: N801 - used as a context manager, reads like a statement
     """Context manager for one graded check (see the module docstring)."""
 
     def __init__(self, grade_id: str) -> None:
-        if not grade_id or not isinstance(grade_id, str):
-            raise InputError(f"a check needs its cell's nbgrader grade_id, got {grade_id!r}")
-        self.grade_id = grade_id
+        self.grade_id = validate.text(grade_id, "a check's grade_id (its cell's nbgrader grade_id)")
         self._warnings: warnings.catch_warnings | None = None
         self._caught: list = []
 

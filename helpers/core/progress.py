@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from helpers.core.errors import InputError
+from helpers.core import validate
 
 
 class Progress:
@@ -15,9 +15,9 @@ class Progress:
     """
 
     def __init__(self, total: int, label: str, every_s: float = 2.0, stream=None) -> None:
-        if isinstance(total, bool) or not isinstance(total, int) or total < 0:
-            raise InputError(f"progress total must be a whole number >= 0, got {total!r}")
-        self.total, self.label, self.every_s = total, label, every_s
+        self.total = validate.whole_number(total, "progress total", 0)
+        self.every_s = validate.seconds(every_s, "progress every_s", allow_zero=True)
+        self.label = label
         self.stream = stream or sys.stdout
         self.done = 0
         self.t0 = self._last = time.monotonic()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from helpers.core.errors import InputError, InputTypeError
@@ -42,7 +43,8 @@ def byte_size(value, what: str, lo: int = 1, hi: int | None = None) -> int:
         raise InputTypeError(f"{what} must be a whole number of bytes, got {value!r} ({type(value).__name__})")
     v = int(value)
     if v < lo or (hi is not None and v > hi):
-        span = f"from {lo} to {hi} bytes" if hi is not None else f"at least {lo} bytes"
+        span = (f"from {lo} to {hi} bytes" if hi is not None
+                else "a positive number of bytes" if lo == 1 else f"at least {lo} bytes")
         raise InputError(f"{what} must be {span}, got {v}")
     return v
 
@@ -76,6 +78,15 @@ def choice(value, what: str, allowed: Iterable) -> Any:
     return value
 
 
+def text(value, what: str) -> str:
+    """A non-empty string (a name, an id, a piece of code)."""
+    if not isinstance(value, str):
+        raise InputTypeError(f"{what} must be a string, got {value!r:.80} ({type(value).__name__})")
+    if not value.strip():
+        raise InputError(f"{what} must not be empty, got {value!r}")
+    return value
+
+
 def flag(value, what: str) -> bool:
     """True or False, nothing else (1 and 'yes' are refused: say what you mean)."""
     if not isinstance(value, bool):
@@ -84,26 +95,42 @@ def flag(value, what: str) -> bool:
 
 
 # -- parameter declarations for experiments ---------------------------------------------------
+@dataclass(frozen=True)
+class Rule:
+    """A parameter validator that can say what it accepts (`python -m helpers.record --list`)."""
+
+    check: Callable[[Any, str], Any]
+    text: str
+
+    def __call__(self, value, what: str = "value"):
+        return self.check(value, what)
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def count(lo: int, hi: int) -> Validator:
     """A parameter validator: a whole number in [lo, hi]."""
-    return lambda v, what="value": whole_number(v, what, lo, hi)
+    return Rule(lambda v, what: whole_number(v, what, lo, hi), f"a whole number from {lo} to {hi}")
 
 
 def size(lo: int = 1, hi: int | None = None) -> Validator:
     """A parameter validator: a byte size in [lo, hi]."""
-    return lambda v, what="value": byte_size(v, what, lo, hi)
+    return Rule(lambda v, what: byte_size(v, what, lo, hi),
+                f"a byte size from {lo}" + (f" to {hi}" if hi is not None else " up"))
 
 
 def one_of(*allowed) -> Validator:
     """A parameter validator: one of the given values."""
-    return lambda v, what="value": choice(v, what, allowed)
+    return Rule(lambda v, what: choice(v, what, allowed), "one of " + ", ".join(map(repr, allowed)))
 
 
 def duration(lo: float = 0.0, hi: float | None = None) -> Validator:
     """A parameter validator: seconds in (lo, hi]."""
-    return lambda v, what="value": seconds(v, what, lo, hi)
+    return Rule(lambda v, what: seconds(v, what, lo, hi),
+                f"seconds, more than {lo:g}" + (f" and at most {hi:g}" if hi is not None else ""))
 
 
 def boolean() -> Validator:
     """A parameter validator: True or False."""
-    return lambda v, what="value": flag(v, what)
+    return Rule(flag, "True or False")

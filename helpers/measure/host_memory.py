@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-import numbers
 import os
 
 import numpy as np
 
-from helpers.core import gpu
-from helpers.core.errors import InputError, InputTypeError, SystemInfoError
+from helpers.core import gpu, validate
+from helpers.core.errors import InputError, SystemInfoError
 from helpers.core.resources import Closing
 from helpers.measure.sysinfo import fmt_bytes
 
@@ -46,15 +45,10 @@ def available_host_bytes(meminfo: str = "/proc/meminfo") -> int:
 def check_nbytes(nbytes, what: str = "buffer", *, host: bool = True, device: bool = False) -> int:
     """Validate a size in bytes and return it as an int, or raise naming what and how much.
 
-    Rejects non-integers (TypeError), non-positive sizes, sizes over a safe share of the
+    Rejects non-integers and bools (InputTypeError), non-positive sizes, sizes over a safe share of the
     host's available memory, and (with device=True) sizes over the device's free memory.
     """
-    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
-        raise InputTypeError(f"{what}: size must be a whole number of bytes, got {nbytes!r} "
-                        f"({type(nbytes).__name__})")
-    n = int(nbytes)
-    if n <= 0:
-        raise InputError(f"{what}: size must be a positive number of bytes, got {n}")
+    n = validate.byte_size(nbytes, f"{what}: size")
     if host:
         avail = available_host_bytes()
         if n > SAFE_HOST_SHARE * avail:

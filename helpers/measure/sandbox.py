@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from helpers.core import validate
-from helpers.core.errors import InputError, ReferenceDataError
+from helpers.core.errors import InputError, InputTypeError, ReferenceDataError
 
 RESULT_PREFIX = "RESULT:"
 MAX_TIMEOUT_S = 600.0
@@ -30,7 +30,7 @@ STATUSES = ("ok", "error", "signal", "timeout")
 
 
 class SandboxError(InputError):
-    """The sandbox was asked to run something that is not Python source (bad input)."""
+    """The sandbox was asked for something it cannot do (bad code or timeout argument)."""
 
 
 def emit(**values) -> None:
@@ -76,9 +76,12 @@ class Outcome:
 
 
 def _check_args(code, timeout_s) -> float:
-    if not isinstance(code, str) or not code.strip():
-        raise SandboxError(f"sandbox code must be a non-empty string of Python, got {code!r:.80}")
-    return validate.seconds(timeout_s, "timeout_s", 0.0, MAX_TIMEOUT_S)
+    """The timeout in seconds, once `code` is a non-empty string and the timeout is bounded."""
+    try:
+        validate.text(code, "sandbox code (a string of Python)")
+        return validate.seconds(timeout_s, "timeout_s", hi=MAX_TIMEOUT_S)
+    except (InputError, InputTypeError) as exc:
+        raise SandboxError(str(exc)) from None
 
 
 def _child_env(extra: dict | None) -> dict:

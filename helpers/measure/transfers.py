@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from helpers.core import gpu
+from helpers.core import gpu, validate
 from helpers.core.errors import DeviceTimeoutError, InputError, InputTypeError
 from helpers.core.progress import Progress
 from helpers.measure.host_memory import HOST_KINDS, HostBuffer, check_nbytes
@@ -67,33 +67,13 @@ class TransferResult:
                 f"{self.bandwidth_gbps:.2f} GB/s over {len(self.times_s)} reps, {self.mode}>")
 
 
-def _check_choice(value: str, allowed: Iterable[str], what: str) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise InputError(f"{what} must be one of {tuple(allowed)}, got {value!r}")
-    return value
-
-
-def _check_reps(reps: int, warmup: int) -> None:
-    for name, v, lo in (("reps", reps, 1), ("warmup", warmup, 0)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= MAX_REPS:
-            raise InputError(f"{name} must be a whole number from {lo} to {MAX_REPS}, got {v!r}")
-
-
-def _check_timeout(timeout_s: float) -> float:
-    """A finite, positive number of seconds (NaN would make every wait endless)."""
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float, np.integer, np.floating)) \
-            or not 0 < float(timeout_s) < float("inf"):
-        raise InputError(f"timeout_s must be a positive, finite number of seconds, got {timeout_s!r}")
-    return float(timeout_s)
-
-
 def wait_event(event, timeout_s: float, what: str = "GPU work") -> None:
     """Poll a CUDA event until it completes, raising DeviceTimeoutError after timeout_s.
 
     Polling (with a short sleep once it is clearly not instant) keeps the wait interruptible
     and bounded, where cudaEventSynchronize could block a notebook forever.
     """
-    deadline = time.monotonic() + _check_timeout(timeout_s)
+    deadline = time.monotonic() + validate.seconds(timeout_s, "timeout_s")
     spins = 0
     while not event.done:
         if time.monotonic() > deadline:
@@ -139,10 +119,11 @@ def measure_copy(nbytes: int, direction: str = "h2d", host_kind: str = "pinned",
     Each repetition is bracketed by two events on a private non-blocking stream and waited
     for before the next starts, so every time is one whole copy as the device saw it.
     """
-    _check_choice(direction, DIRECTIONS, "direction")
-    _check_choice(host_kind, HOST_KINDS, "host_kind")
-    _check_reps(reps, warmup)
-    _check_timeout(timeout_s)
+    validate.choice(direction, "direction", DIRECTIONS)
+    validate.choice(host_kind, "host_kind", HOST_KINDS)
+    validate.whole_number(reps, "reps", 1, MAX_REPS)
+    validate.whole_number(warmup, "warmup", 0, MAX_REPS)
+    validate.seconds(timeout_s, "timeout_s")
     n = check_nbytes(nbytes, f"{direction} copy", host=True, device=True)
     gpu.cupy()  # no GPU: a clear NoGPUError before any host memory is taken
     with HostBuffer(n, host_kind) as host:
@@ -165,9 +146,9 @@ def sweep(sizes: Iterable[int], directions: Iterable[str] = DIRECTIONS,
         if not values:
             raise InputError(f"sweep needs at least one {what}")
     for d in directions:
-        _check_choice(d, DIRECTIONS, "direction")
+        validate.choice(d, "direction", DIRECTIONS)
     for k in host_kinds:
-        _check_choice(k, HOST_KINDS, "host_kind")
+        validate.choice(k, "host_kind", HOST_KINDS)
     bar = Progress(len(sizes) * len(directions) * len(host_kinds), "copies") if progress else None
     out = []
     for kind in host_kinds:
@@ -187,12 +168,9 @@ def adaptive_reps(nbytes: int) -> int:
 
 def sweep_sizes(lo: int = 4, hi: int = 256 << 20) -> list[int]:
     """Powers of two from lo to hi bytes inclusive."""
-    for name, v in (("lo", lo), ("hi", hi)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise InputError(f"{name} must be a whole number of bytes, got {v!r}")
-    lo, hi = int(lo), int(hi)
-    if lo <= 0 or hi < lo:
-        raise InputError(f"need 0 < lo <= hi, got lo={lo}, hi={hi}")
+    lo, hi = validate.byte_size(lo, "lo"), validate.byte_size(hi, "hi")
+    if hi < lo:
+        raise InputError(f"need lo <= hi, got lo={lo}, hi={hi}")
     # exact integer arithmetic: every power of two in [lo, hi] (log2 of a float rounds)
     sizes = [1 << k for k in range((lo - 1).bit_length(), hi.bit_length()) if lo <= 1 << k <= hi]
     if not sizes:

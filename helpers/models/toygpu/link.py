@@ -65,9 +65,8 @@ class LinkModel:
     def __init__(self, params: LinkParams | None = None, seed: int = 1):
         if params is not None and not isinstance(params, LinkParams):
             raise InputTypeError(f"params must be LinkParams, got {type(params).__name__}")
-        seed = validate.whole_number(seed, "seed", 0)
         self.params = params or LinkParams()
-        self.seed = int(seed)
+        self.seed = validate.whole_number(seed, "seed", 0)
         self._rng = np.random.default_rng(self.seed)
 
     def _jittered(self, mean_one: float, n: int) -> float:
@@ -121,10 +120,13 @@ class LinkModel:
         return self.params.dma_latency_ns * self.params.dma_gbps
 
 
+ACCESS_WIDTHS = (1, 2, 4, 8, 16, 32, 64)  # bytes one load or store can move
+
+
 def _check_count(count: int, width: int) -> None:
     validate.whole_number(count, "transaction count", 0)
-    if width not in (1, 2, 4, 8, 16, 32, 64):
-        raise InputError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
+    validate.whole_number(width, "access width", 1)
+    validate.choice(width, "access width (bytes)", ACCESS_WIDTHS)
 
 
 # -- a second device on the fabric: peer-to-peer DMA (Chapter 8) --------------------------------
