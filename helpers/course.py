@@ -27,6 +27,7 @@ class Context:
     gpu_name: str | None
     reference_name: str | None
     p2p_reference_name: str = config.DEFAULT_P2P_REFERENCE
+    forced_replay: bool = False  # COURSE_MODE=replay: even CPU-only experiments replay
 
     @property
     def live(self) -> bool:
@@ -59,7 +60,7 @@ def start(chapter: str | None = None, *, quiet: bool = False) -> Context:
     if not quiet:
         print(mode.banner(info, chapter, simulator=simulator, reference_name=ref_name))
     return Context(info.mode, info.reason, info.probe.name if info.probe.usable else None, ref_name,
-                   config.p2p_reference_name())
+                   config.p2p_reference_name(), config.requested_mode() == "replay")
 
 
 def finish(*, quiet: bool = False) -> dict:

@@ -322,7 +322,7 @@ def test_ttm_policy_types(bad):
 @FEW
 @given(st.one_of(
     st.builds(lambda v: ({"name": v}, "name must be a non-empty str"), st.one_of(st.just(""), st.integers(), st.none())),
-    st.builds(lambda v: ({"size": v}, r"size must be (a whole number of bytes|at least 1 bytes)"),
+    st.builds(lambda v: ({"size": v}, r"size must be (a whole number of bytes|a positive number of bytes)"),
               st.one_of(non_positive, not_ints)),
     st.builds(lambda v: ({"priority": v}, r"priority \(below TTM_MAX_BO_PRIORITY\) must be "
                                           rf"(a whole number|from 0 to {ttm.TTM_MAX_BO_PRIORITY - 1})"),
@@ -444,7 +444,7 @@ def test_managed_sizes_must_be_whole(bad):
 @given(non_positive, st.one_of(st.floats(max_value=0), st.floats(min_value=1.0001), st.just(math.nan),
                                st.text(max_size=2), st.none(), st.booleans()))
 def test_managed_sizes_and_shares(size, share):
-    with pytest.raises(InputError, match="managed allocation: size must be at least 1 bytes"):
+    with pytest.raises(InputError, match="managed allocation: size must be a positive number of bytes"):
         managed.check_managed_nbytes(size, free_bytes=1 << 30)
     with pytest.raises((InputError, InputTypeError), match="share must be"):
         managed.check_managed_nbytes(4096, free_bytes=1 << 30, share=share)

@@ -121,3 +121,41 @@ def test_registration_checks_the_declaration():
     with pytest.raises(experiments.RegistryError, match="must take quick and its declared parameters"):
         experiments.experiment("demo.bad_params", chapter=0, title="t",
                                params={"n": validate.count(1, 2)})(lambda quick: {})
+
+
+def test_cpu_only_experiments_run_live_without_a_gpu_but_not_under_forced_replay(monkeypatch):
+    calls = []
+    exp = experiments.Experiment("demo.cpu", 0, "cpu", lambda quick: calls.append(1) or {"here": 1}, needs=(),
+                                 recorded_in=lambda ref: {"recorded": ref.name})
+    monkeypatch.setattr(experiments, "discover", lambda: {"demo.cpu": exp})
+    monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
+    ev = _ctx(False).get("demo.cpu")
+    assert ev.mode is Mode.LIVE and ev.data == {"here": 1} and ev.source == "this machine"
+    forced = course.Context(Mode.REPLAY, "COURSE_MODE=replay forces replay", None, "h100-pcie", forced_replay=True)
+    ev = forced.get("demo.cpu")
+    assert ev.mode is Mode.REPLAY and ev.data == {"recorded": "h100-pcie"} and "forces replay" in ev.why
+    assert calls == [1]
+
+
+def test_a_whole_parameter_check_runs_before_the_mode_is_chosen(monkeypatch):
+    def both(params):
+        if params.get("lo", 0) > params.get("hi", 10):
+            raise InputError("lo must not exceed hi")
+    exp = experiments.Experiment("demo.range", 0, "r", lambda quick, lo=0, hi=10: {"x": 1},
+                                 params={"lo": validate.count(0, 10), "hi": validate.count(0, 10)}, params_check=both)
+    monkeypatch.setattr(experiments, "discover", lambda: {"demo.range": exp})
+    for live in (True, False):
+        with pytest.raises(InputError, match="lo must not exceed hi"):
+            _ctx(live).get("demo.range", lo=5, hi=2)
+
+
+def test_the_system_report_and_the_write_census_replay_from_inside_the_recording():
+    """Both are recorded by the recorder inside the file (the system report beside the
+    experiments, the write(2) census as half of path.syscall_census): replay finds them there."""
+    forced = course.Context(Mode.REPLAY, "COURSE_MODE=replay forces replay", None, "h100-pcie", forced_replay=True)
+    report = forced.get("system.report")
+    assert report.mode is Mode.REPLAY and report.data["gpus"][0]["pci_id"].startswith("10de:")
+    writes = forced.get("path.write_census")
+    assert writes.data["workload"] == "writes" and writes.data["runs"]
+    with pytest.raises(InputError, match="rounds"):
+        forced.get("path.write_census", rounds=[-5])

@@ -65,9 +65,8 @@ def test_text():
 
 @pytest.mark.parametrize("code, timeout", [("", 5), (None, 5), ("pass", 0), ("pass", 601), ("pass", True)])
 def test_sandbox_arguments_are_input_errors(code, timeout):
-    with pytest.raises(sandbox.SandboxError) as info:
+    with pytest.raises((InputError, InputTypeError)):
         sandbox.run_python(code, timeout)
-    assert isinstance(info.value, InputError)
 
 
 def test_parameter_rules_say_what_they_accept():

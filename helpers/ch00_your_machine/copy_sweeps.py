@@ -24,9 +24,15 @@ QUICK_HI = 16 << 20  # the recorder's smoke test stops at 16 MiB
 MAX_SIZE = 1 << 30  # a learner's sweep may go to 1 GiB (host and device memory permitting)
 
 
+def check_range(params: dict) -> None:
+    """lo and hi together: a range that holds at least one power of two (checked before any run)."""
+    sweep_sizes(params.get("lo", SWEEP_LO), params.get("hi", SWEEP_HI))
+
+
 @experiment("transfers.pinned_vs_pageable", chapter=0,
             title="Host<->device copy time vs size, pageable and pinned, 4 B to 256 MiB",
-            params={"lo": validate.size(1, MAX_SIZE), "hi": validate.size(1, MAX_SIZE)})
+            params={"lo": validate.size(1, MAX_SIZE), "hi": validate.size(1, MAX_SIZE)},
+            params_check=check_range)
 def record_pinned_vs_pageable(quick: bool, lo: int = SWEEP_LO, hi: int = SWEEP_HI) -> dict:
     """Median event-timed copy time of every power of two in [lo, hi] bytes, both directions,
     pageable and pinned (repetitions adapt to the size: more for small copies)."""

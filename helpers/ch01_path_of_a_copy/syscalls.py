@@ -29,7 +29,13 @@ from pathlib import Path
 import numpy as np
 
 from helpers.core import config, validate
-from helpers.core.errors import CourseError, InputError, InputTypeError, SkipExperiment
+from helpers.core.errors import (
+    CourseError,
+    InputError,
+    InputTypeError,
+    ReferenceDataError,
+    SkipExperiment,
+)
 from helpers.core.experiments import GPU, STRACE, experiment
 from helpers.core.figures import CourseFigure
 
@@ -424,3 +430,21 @@ def record_syscall_census(quick: bool, rounds: tuple[int, ...] = ROUNDS) -> dict
     gpu_runs = census(ns)
     contrast = census(ns, workload="writes", progress=False)
     return {"gpu": gpu_runs, "writes": contrast}
+
+
+def recorded_writes(ref) -> dict:
+    """The write(2) contrast of a reference file's census (recorded with path.syscall_census)."""
+    data = ref.experiment("path.syscall_census")
+    if not isinstance(data, dict) or "writes" not in data:
+        raise ReferenceDataError(f"{ref.path.name}: path.syscall_census has no 'writes' census; re-record it with "
+                                 "`python -m helpers.record --only path.syscall_census`")
+    return data["writes"]
+
+
+@experiment("path.write_census", chapter=1, needs=(STRACE,), recorded_in=recorded_writes,
+            title="strace -f -c of a child that calls write(2) once per round trip (no GPU needed)",
+            params={"rounds": check_round_list})
+def write_census(quick: bool, rounds: tuple[int, ...] = ROUNDS) -> dict:
+    """The contrast on its own: it needs strace but no GPU, so it runs live on a laptop too.
+    Its recording is the 'writes' half of path.syscall_census, taken in the same run."""
+    return census(QUICK_ROUNDS if quick else rounds, workload="writes", progress=False)

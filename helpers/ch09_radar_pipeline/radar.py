@@ -188,22 +188,19 @@ class CaptureCard:
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
         _LIVE_CARDS.add(self)
+        deadline = time.monotonic() + self.start_timeout_s
         try:
-            self._wait_ready()
+            while not self.ctl[card.CTL_READY]:
+                if self.proc.poll() is not None:
+                    rc, err = self.proc.returncode, self.proc.stderr.read().decode(errors="replace")[-500:]
+                    raise CaptureCardError(f"the capture-card process exited with {rc}: {err}")
+                if time.monotonic() > deadline:
+                    raise CaptureCardError(f"the capture-card process was not ready within {self.start_timeout_s:.0f} s")
+                time.sleep(0.005)
         except BaseException:
             self.close()
             raise
         return self
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.start_timeout_s
-        while not self.ctl[card.CTL_READY]:
-            if self.proc.poll() is not None:
-                rc, err = self.proc.returncode, self.proc.stderr.read().decode(errors="replace")[-500:]
-                raise CaptureCardError(f"the capture-card process exited with {rc}: {err}")
-            if time.monotonic() > deadline:
-                raise CaptureCardError(f"the capture-card process was not ready within {self.start_timeout_s:.0f} s")
-            time.sleep(0.005)
 
     def close(self) -> None:
         """Stop the producer (2 s grace, then SIGKILL) and free the shared memory."""

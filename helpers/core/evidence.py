@@ -78,10 +78,12 @@ class Evidence:
         return f"<Evidence {self.experiment_id}: {self.missing or self.mode.value + ' · ' + self.source}>"
 
 
-def missing_needs(exp: experiments.Experiment, live: bool, live_reason: str) -> str | None:
-    """Why `exp` cannot run live here (None: it can)."""
+def missing_needs(exp: experiments.Experiment, live: bool, live_reason: str, forced_replay: bool = False) -> str | None:
+    """Why `exp` cannot run live here (None: it can). A forced replay replays everything."""
     from helpers.core import config
 
+    if forced_replay:
+        return live_reason
     for need in exp.needs:
         if need == experiments.GPU and not live:
             return live_reason
@@ -106,7 +108,7 @@ def get(ctx, experiment_id: str, *, optional: bool = False, quick: bool = False,
     checked = exp.check_params(params)
     if recorded:
         return _replay(ctx, exp, "the reference machine's recording, asked for by name", optional, {})
-    why = missing_needs(exp, ctx.live, ctx.reason)
+    why = missing_needs(exp, ctx.live, ctx.reason, ctx.forced_replay)
     if why is None:
         try:
             return _run_live(ctx, exp, checked, quick)
@@ -120,7 +122,7 @@ def _run_live(ctx, exp: experiments.Experiment, params: dict, quick: bool) -> Ev
         data = json.loads(json.dumps(exp.run(quick, **params)))  # the plain JSON a recording holds
     finally:
         gpu.release_pools()
-    source = ctx.gpu_name or "this GPU"
+    source = ctx.gpu_name or "this machine"
     prov = {"gpu": source, "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "quick": quick, "params": params}
     return Evidence(exp.id, data, Mode.LIVE, source, f"measured now on {source}", prov, params=params)
@@ -134,6 +136,12 @@ def _replay(ctx, exp: experiments.Experiment, why: str, optional: bool, params: 
         ref = ctx.reference(exp.reference)
     except ReferenceDataError as exc:
         return _missing(exp, str(exc), why, optional, source="no reference file")
+    if exp.recorded_in is not None:
+        try:
+            data = exp.recorded_in(ref)
+        except ReferenceDataError as exc:
+            return _missing(exp, str(exc), why, optional, source=ref.label)
+        return Evidence(exp.id, data, Mode.REPLAY, ref.label, why, ref.provenance)
     if not ref.has(exp.id):
         fix = (f"{ref.path.name} has no recording of {exp.id!r}, so it cannot be replayed. Record it on a GPU "
                f"with `python -m helpers.record --only {exp.id} --out {ref.path}` (merges into the file)")

@@ -61,6 +61,12 @@ class Experiment:
     needs: tuple[str, ...] = (GPU,)
     reference: str = DEFAULT_REFERENCE
     params: Mapping[str, Validator] = field(default_factory=dict)
+    # checks that need several parameters at once (lo <= hi): fn(params) raises InputError
+    params_check: Callable[[dict], None] | None = None
+    # where the recording lives when it is not this experiment's own (the file's system report,
+    # or part of another experiment's recording): fn(reference) -> data. The recorder does not
+    # run such an experiment on its own.
+    recorded_in: Callable[..., dict] | None = None
 
     @property
     def where(self) -> str:
@@ -74,12 +80,20 @@ class Experiment:
         if unknown:
             takes = ", ".join(self.params) or "no parameters"
             raise InputError(f"experiment {self.id!r} takes {takes}; not {', '.join(unknown)}")
-        return {name: self.params[name](value, f"{self.id}: {name}") for name, value in given.items()}
+        checked = {name: self.params[name](value, f"{self.id}: {name}") for name, value in given.items()}
+        if self.params_check is not None:
+            self.params_check(checked)
+        return checked
 
 
 def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (GPU,),
-               reference: str = DEFAULT_REFERENCE, params: Mapping[str, Validator] | None = None):
-    """Register the decorated function as experiment `id` (see the module docstring)."""
+               reference: str = DEFAULT_REFERENCE, params: Mapping[str, Validator] | None = None,
+               params_check: Callable[[dict], None] | None = None,
+               recorded_in: Callable[..., dict] | None = None):
+    """Register the decorated function as experiment `id` (see the module docstring).
+
+    needs=() declares an experiment that needs only a CPU: it runs live in every mode but a
+    forced replay (COURSE_MODE=replay)."""
     if not isinstance(id, str) or not _ID.match(id):
         raise RegistryError(f"experiment id must be dotted lower-case words, got {id!r}")
     bad = [n for n in needs if n not in NEEDS]
@@ -97,7 +111,8 @@ def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (G
         existing = _REGISTRY.get(id)
         if existing and existing.run.__qualname__ != fn.__qualname__:
             raise RegistryError(f"experiment {id!r} is registered twice")
-        _REGISTRY[id] = Experiment(id, chapter, title, fn, tuple(needs), reference, params)
+        _REGISTRY[id] = Experiment(id, chapter, title, fn, tuple(needs), reference, params, params_check,
+                                  recorded_in)
         return fn
 
     return wrap

@@ -80,7 +80,9 @@ def describe(e: experiments.Experiment) -> str:
             f"    where:     {e.where}\n"
             f"    needs:     {', '.join(e.needs) or 'nothing'}\n"
             f"    params:    {params}\n"
-            f"    reference: {e.reference} ({reference_file(e.reference)})")
+            f"    reference: {e.reference} ({reference_file(e.reference)})"
+            + (f"\n    recorded:  inside the file by {e.recorded_in.__name__} (not run on its own)"
+               if e.recorded_in is not None else ""))
 
 
 def reference_file(which: str) -> str:
@@ -191,8 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     if info.mode is not mode.Mode.LIVE:
         print(f"record: refusing to record without a live GPU — {info.reason}", file=sys.stderr)
         return EXIT_REFUSED
-    chosen = [e for e in registry.values()
-              if not args.only or any(fnmatch.fnmatch(e.id, g) for g in args.only)]
+    # an experiment whose recording lives elsewhere in the file (recorded_in) is not run on its own
+    chosen = [e for e in registry.values() if e.recorded_in is None
+              and (not args.only or any(fnmatch.fnmatch(e.id, g) for g in args.only))]
     if not chosen:
         print(f"record: no experiment matches {args.only}", file=sys.stderr)
         return EXIT_REFUSED

@@ -42,12 +42,12 @@ from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 
 from helpers.core import validate
-from helpers.core.errors import InputError, InputTypeError
+from helpers.core.errors import CourseError, InputError, InputTypeError
 
 FREE, SPLIT, ALLOCATED, DEAD = "free", "split", "allocated", "merged away"
 
 
-class OutOfSpace(Exception):
+class OutOfSpace(CourseError):
     """No free block can satisfy the request (the kernel's -ENOSPC); TTM then evicts."""
 
 
