@@ -19,6 +19,7 @@ from helpers import course
 from helpers.ch09_radar_pipeline import radar
 from helpers.core import evidence, experiments
 from helpers.core.errors import CourseError, InputError, InputTypeError
+from helpers.core.evidence import Evidence
 from helpers.core.figures import CourseFigure
 from helpers.core.mode import Mode
 from tests.conftest import needs_gpu
@@ -301,31 +302,27 @@ def test_fit_t0_bw_recovers_a_line():
 
 
 def test_machine_params_and_verdicts_from_a_fake_recording():
-    class Ref:  # a recording shaped like the recorder's, built from the model (simulated data)
-        label = "fake"
-
-        def __init__(self):
-            n = [1 << k for k in range(12, 27)]
-            self.d = {"transfers.pinned_vs_pageable": {"series": [
-                {"direction": "h2d", "host_kind": "pinned", "nbytes": n, "median_s": [8e-6 + x / 25e9 for x in n]},
-                {"direction": "h2d", "host_kind": "pageable", "nbytes": n, "median_s": [9e-6 + x / 6e9 for x in n]}]}}
-            for d in radar.DESIGNS:
-                runs = []
-                for fb, per in radar.SEED_RATES:
-                    lat = [300 + fb // 40000] * 50 if d != "pageable" or fb < (8 << 20) else [9000] * 50
-                    runs.append({"design": d, "frame_bytes": fb, "period_s": per, "frames": 50, "buffers": 1,
-                                 "latency_us": lat, "seq": list(range(50)), "dropped": 0, "cpu_s": 0.1,
-                                 "wall_s": 1.0, "copy_us_p50": fb / 25e3, "kernel_us_p50": 20 + fb / 1e5,
-                                 "memcpy_us_p50": fb / 8e3 if d == "staged" else None})
-                self.d[f"radar.{d}"] = {"runs": runs}
-
-        def experiment(self, k):
-            return self.d[k]
-
-    p = radar.machine_params(Ref())
+    """Evidence shaped like the recorder's, built from the model (simulated data)."""
+    n = [1 << k for k in range(12, 27)]
+    sweep = Evidence("transfers.pinned_vs_pageable", {"series": [
+        {"direction": "h2d", "host_kind": "pinned", "nbytes": n, "median_s": [8e-6 + x / 25e9 for x in n]},
+        {"direction": "h2d", "host_kind": "pageable", "nbytes": n, "median_s": [9e-6 + x / 6e9 for x in n]}]},
+        Mode.REPLAY, "fake", "a test")
+    designs = []
+    for d in radar.DESIGNS:
+        runs = []
+        for fb, per in radar.SEED_RATES:
+            lat = [300 + fb // 40000] * 50 if d != "pageable" or fb < (8 << 20) else [9000] * 50
+            runs.append({"design": d, "frame_bytes": fb, "period_s": per, "frames": 50, "buffers": 1,
+                         "latency_us": lat, "seq": list(range(50)), "dropped": 0, "cpu_s": 0.1,
+                         "wall_s": 1.0, "copy_us_p50": fb / 25e3, "kernel_us_p50": 20 + fb / 1e5,
+                         "memcpy_us_p50": fb / 8e3 if d == "staged" else None})
+        designs.append(Evidence(f"radar.{d}", {"runs": runs}, Mode.REPLAY, "fake", "a test"))
+    p = radar.machine_params(sweep, designs)
+    assert p.source == "fake"
     assert abs(p.pinned_Bps / 25e9 - 1) < 0.01 and abs(p.pageable_Bps / 6e9 - 1) < 0.01
     assert abs(p.memcpy_Bps / 8e9 - 1) < 0.01 and abs(p.kernel_s_per_byte / 1e-11 - 1) < 0.01
-    v = radar.seed_verdicts(radar.recorded_runs(Ref()))
+    v = radar.seed_verdicts(radar.runs_of(designs))
     assert "4 of 4 designs" in v[0] and "3 of 4" in v[1] and "pageable" in v[1]
 
 

@@ -621,15 +621,15 @@ def fit_t0_bw(nbytes, times_s, lo: int = 1 << 16) -> tuple[float, float]:
     return f.t0_s, f.bandwidth_Bps
 
 
-def machine_params(ref) -> MachineParams:
-    """Model parameters from a reference recording: copies from transfers.pinned_vs_pageable,
-    memcpy and kernel times and the polling overhead from the radar.* runs."""
-    series = ref.experiment("transfers.pinned_vs_pageable")["series"]
+def machine_params(sweep: Evidence, radar_runs: Sequence[Evidence]) -> MachineParams:
+    """Model parameters from one machine's evidence: the copy fits from the
+    transfers.pinned_vs_pageable sweep, memcpy and kernel times and the polling overhead from
+    the radar.* runs (give both from the same machine, e.g. both `recorded=True`)."""
     fits = {}
-    for s in series:
+    for s in sweep.require()["series"]:
         if s["direction"] == "h2d":
             fits[s["host_kind"]] = fit_t0_bw(s["nbytes"], s["median_s"])
-    runs = recorded_runs(ref)
+    runs = runs_of(radar_runs)
     ker = [(r["frame_bytes"], r["kernel_us_p50"] * 1e-6) for r in runs if r.get("kernel_us_p50")]
     by_n: dict[int, list[float]] = {}
     for n, k in ker:
@@ -647,7 +647,7 @@ def machine_params(ref) -> MachineParams:
             over.append(max(p50 - (r["copy_us_p50"] + r["kernel_us_p50"]) * 1e-6, 0.0))
     return MachineParams(fits["pinned"][0], fits["pinned"][1], fits["pageable"][0], fits["pageable"][1],
                          float(np.median(mem)), slope, k0, float(np.median(over)) if over else 50e-6,
-                         source=ref.label)
+                         source=sweep.source)
 
 
 def simulate(params: MachineParams, design: str, frame_bytes: int, period_s: float, frames: int = 2000, *,
@@ -762,17 +762,6 @@ def record_registered(quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: i
 def record_pipelined(quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: int | None = None,
                      period_s: float = SEED_PERIOD_S, buffers: int | None = None) -> dict:
     return record_design("pipelined", quick, frames, frame_bytes, period_s, buffers)
-
-
-def recorded_runs(ref) -> list[dict]:
-    """Every recorded radar run of a reference, design by design (clear error if missing).
-
-    For machine_params, which reads the reference file itself; notebooks and labs get the runs
-    with ctx.get and runs_of."""
-    out = []
-    for d in DESIGNS:
-        out += ref.experiment(f"radar.{d}")["runs"]
-    return out
 
 
 def runs_of(evidence: Sequence[Evidence], frame_bytes: int | None = None) -> list[dict]:
