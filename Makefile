@@ -106,7 +106,7 @@ test-lab: $(STAMP)
 # tests, then every page of the built site (tools/sitecheck.py), then Chapter 0 run in `make lab`
 # (tools/labbrowser.py). Screenshots go to book/_build/screenshots/. Needs `make book` first.
 test-browser: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m browser tests/test_browser.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m browser tests/site/test_browser.py
 	$(BIN)/python tools/sitecheck.py book/_build/html
 	$(BIN)/python tools/labbrowser.py --notebook notebooks/00_your_machine.ipynb -- \
 		$(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
@@ -131,7 +131,7 @@ book: book-static
 	$(BIN)/jupyter-book build . --config book/_build/_config.yml --toc book/_build/_toc.yml \
 		--path-output book -W -n --keep-going
 	$(BIN)/python tools/bookcheck.py book/_build/html
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m built_site tests/test_book.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m built_site tests/site/test_book.py
 	@echo "site: book/_build/html/index.html"
 
 # Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU).

@@ -233,6 +233,9 @@ def check_round_list(rounds, what: str = "rounds") -> tuple[int, ...]:
     return tuple(check_rounds(n, f"{what}: number of round trips") for n in rounds)
 
 
+ROUND_LIST = validate.Rule(check_round_list, f"a non-empty list of round-trip counts from 0 to {MAX_ROUNDS}")
+
+
 def traced_run(workload: str, n: int, *, nbytes: int = COPY_BYTES, timeout_s: float = 120.0,
                strace: str | None = None) -> dict:
     """Run one workload ('census' or 'writes') with n rounds under `strace -f -c`.
@@ -421,7 +424,7 @@ def figure(ev, workload: str = "gpu", names=FOCUS) -> CourseFigure:
 
 @experiment("path.syscall_census", chapter=1, needs=(GPU, STRACE),
             title="strace -f -c of N pageable round trips (copy in, kernel, copy out), N = 0..1000",
-            params={"rounds": check_round_list})
+            params={"rounds": ROUND_LIST})
 def record_syscall_census(quick: bool, rounds: tuple[int, ...] = ROUNDS) -> dict:
     """The census of the copy workload ('gpu') and of the write(2) contrast ('writes'), each at
     N = 0, every N in `rounds`, and 0 again (the recorder's smoke test: N = 10 and 100)."""
@@ -443,7 +446,7 @@ def recorded_writes(ref) -> dict:
 
 @experiment("path.write_census", chapter=1, needs=(STRACE,), recorded_in=recorded_writes,
             title="strace -f -c of a child that calls write(2) once per round trip (no GPU needed)",
-            params={"rounds": check_round_list})
+            params={"rounds": ROUND_LIST})
 def write_census(quick: bool, rounds: tuple[int, ...] = ROUNDS) -> dict:
     """The contrast on its own: it needs strace but no GPU, so it runs live on a laptop too.
     Its recording is the 'writes' half of path.syscall_census, taken in the same run."""

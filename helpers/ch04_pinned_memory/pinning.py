@@ -80,7 +80,8 @@ def whole_pages(nbytes: int, what: str) -> int:
 
 def page_sizes(lo: int, hi: int) -> validate.Validator:
     """A parameter validator: a byte size in [lo, hi] that is a whole number of pages."""
-    return lambda v, what="value": whole_pages(validate.byte_size(v, what, lo, hi), what)
+    return validate.Rule(lambda v, what: whole_pages(validate.byte_size(v, what, lo, hi), what),
+                         f"a byte size from {lo} to {hi} that is a whole number of pages")
 
 
 def cuda_error_name(exc: BaseException) -> str:

@@ -140,7 +140,7 @@ def export_device_memory(nbytes: int = EXPORT_BYTES, fill: int = 0x5A) -> dict:
 
 
 @experiment(EXPERIMENT_ID, chapter=6, title="dma-buf export of CUDA device memory: fdinfo and mmap",
-            needs=(GPU,), params={"nbytes": whole_pages, "fill": validate.count(0, 255)})
+            needs=(GPU,), params={"nbytes": validate.Rule(whole_pages, "a byte size from one page to 1 GiB, a whole number of pages"), "fill": validate.count(0, 255)})
 def record_export(quick: bool, nbytes: int = EXPORT_BYTES, fill: int = 0x5A) -> dict:
     return export_device_memory(nbytes, fill)
 

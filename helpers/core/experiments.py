@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from helpers.core import validate
 from helpers.core.errors import CourseError, InputError
 from helpers.core.validate import Validator
 
@@ -101,6 +102,10 @@ def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (G
         raise RegistryError(f"experiment {id!r}: needs must be from {NEEDS} and reference from {REFERENCES}; "
                             f"got needs={needs!r}, reference={reference!r}")
     params = dict(params or {})
+    silent = [n for n, v in params.items() if validate.describe(v) is None]
+    if silent:
+        raise RegistryError(f"experiment {id!r}: the validators of {silent} cannot say what they accept "
+                            "(use a helpers.core.validate rule, or give the function a docstring)")
 
     def wrap(fn: Callable[..., dict]) -> Callable[..., dict]:
         sig = inspect.signature(fn)

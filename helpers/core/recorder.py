@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from helpers.core import config, experiments, gpu, mode, provenance, reference
+from helpers.core import config, experiments, gpu, mode, provenance, reference, validate
 from helpers.core.errors import ReferenceDataError, SkipExperiment
 from helpers.measure import sysinfo
 
@@ -74,7 +74,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def describe(e: experiments.Experiment) -> str:
     """The lines `--list` prints for one experiment: id, title, where, needs, parameters, file."""
     defaults = {n: p.default for n, p in inspect.signature(e.run).parameters.items()}
-    params = "; ".join(f"{n}={defaults.get(n, inspect.Parameter.empty)!r} ({rule})"
+    params = "; ".join(f"{n}={defaults.get(n, inspect.Parameter.empty)!r} ({validate.describe(rule)})"
                        for n, rule in e.params.items()) or "none"
     return (f"{e.id}  [ch{e.chapter}] {e.title}\n"
             f"    where:     {e.where}\n"

@@ -109,6 +109,15 @@ class Rule:
         return self.text
 
 
+def describe(validator: Validator) -> str | None:
+    """What a parameter validator accepts, in words: a Rule's text, else the first line of the
+    function's docstring (None when it says nothing: the registry refuses such a validator)."""
+    if isinstance(validator, Rule):
+        return str(validator)
+    doc = " ".join((getattr(validator, "__doc__", None) or "").split("\n\n")[0].split())
+    return doc.split(". ")[0].rstrip(".") if doc else None
+
+
 def count(lo: int, hi: int) -> Validator:
     """A parameter validator: a whole number in [lo, hi]."""
     return Rule(lambda v, what: whole_number(v, what, lo, hi), f"a whole number from {lo} to {hi}")

@@ -1,0 +1,536 @@
+"""Chapter 9: the capture ring and its drops (CPU-only consumer), process lifetime, the NumPy
+reference, the discrete-event model, input checks, the radar experiments through ctx.get (their
+declared parameters, replay, and the live path on a stand-in); the live pipeline on a real GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from conftest import needs_gpu
+
+from helpers import course
+from helpers.ch09_radar_pipeline import radar
+from helpers.core import evidence, experiments
+from helpers.core.errors import CourseError, InputError, InputTypeError
+from helpers.core.evidence import Evidence
+from helpers.core.figures import CourseFigure
+from helpers.core.mode import Mode
+
+DESIGN_IDS = tuple(f"radar.{d}" for d in radar.DESIGNS)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purposes
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_gone(pid: int, timeout_s: float = 10.0) -> bool:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# ---------------------------------------------------------------- the ring
+
+def test_fast_consumer_gets_every_frame_in_order():
+    r = radar.run_cpu_consumer(1 << 20, 4e-3, 60, slots=4)
+    assert r.dropped == 0
+    assert r.seq == list(range(60))
+    assert all(x >= 0 for x in r.latency_us)
+
+
+def test_slow_consumer_loses_frames_and_counts_them():
+    # each frame takes 2.5 periods to process: the card must drop, and nothing may go missing
+    # unaccounted: taken + dropped = produced
+    r = radar.run_cpu_consumer(1 << 20, 2e-3, 80, slots=2, work_s=5e-3)
+    assert r.dropped > 0
+    assert len(r.seq) + r.dropped == 80
+    assert r.seq == sorted(r.seq) and len(set(r.seq)) == len(r.seq)
+    assert np.diff(r.seq).max() > 1  # the gaps are the dropped frames
+
+
+def test_consumer_that_never_releases_keeps_only_the_first_slots():
+    r = radar.run_cpu_consumer(1 << 20, 2e-3, 30, slots=3, hold=1000, timeout_s=2)
+    assert r.seq == [0, 1, 2]
+    assert r.dropped == 27
+
+
+def test_frames_carry_the_data_the_consumer_expects():
+    with radar.CaptureCard(1 << 20, 3e-3, slots=4, frames=8, seed=5, variants=4) as c:
+        got = []
+        while c.wait_frame(5.0):
+            s, q, _ = c.take()
+            got.append((q, np.array(c.data[s])))
+            c.release()
+    assert [q for q, _ in got] == list(range(8))
+    for q, x in got:
+        np.testing.assert_array_equal(x, radar.synth_frame(1 << 20, 5, q % 4).ravel())
+
+
+def test_release_without_take_is_an_error():
+    with radar.CaptureCard(1 << 20, 3e-3, slots=2, frames=2) as c:
+        with pytest.raises(radar.CaptureCardError, match="release"):
+            c.release()
+
+
+def test_close_stops_the_producer_and_frees_the_shared_memory():
+    c = radar.CaptureCard(1 << 20, 5e-3, frames=100_000).start()
+    pid, name = c.pid, c.shm.name
+    assert _alive(pid)
+    c.close()
+    assert _wait_gone(pid, 3.0)
+    assert not os.path.exists(f"/dev/shm/{name}")
+
+
+# ---------------------------------------------------------------- lifetime of the child
+
+_PARENT = textwrap.dedent("""
+    import json, os, sys, time
+    sys.path.insert(0, {root!r})
+    from helpers.ch09_radar_pipeline import radar
+    c = radar.CaptureCard(1 << 20, 5e-3, frames=1_000_000).start()
+    print(json.dumps({{"pid": c.pid, "shm": c.shm.name}}), flush=True)
+    {tail}
+""")
+
+
+def _start_parent(tail: str) -> tuple[subprocess.Popen, dict]:
+    p = subprocess.Popen([sys.executable, "-c", _PARENT.format(root=ROOT, tail=tail)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert line, p.stderr.read()
+    return p, json.loads(line)
+
+
+def test_producer_dies_with_a_killed_parent():
+    p, info = _start_parent("time.sleep(60)")
+    assert _alive(info["pid"])
+    p.kill()  # SIGKILL: no atexit, no finally in the parent
+    p.wait(10)
+    assert _wait_gone(info["pid"]), "the capture-card process outlived its parent"
+    if os.path.exists(f"/dev/shm/{info['shm']}"):
+        os.unlink(f"/dev/shm/{info['shm']}")  # a SIGKILLed parent cannot unlink; the OS keeps the file
+
+
+def test_interrupt_leaves_no_child_and_no_shared_memory():
+    p, info = _start_parent("""
+try:
+    while True:
+        c.wait_frame(5.0); c.take(); c.release()
+finally:
+    c.close()
+""")
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    p.wait(10)
+    assert _wait_gone(info["pid"], 3.0)
+    assert not os.path.exists(f"/dev/shm/{info['shm']}")
+
+
+def test_parent_exit_without_close_stops_the_child():
+    p, info = _start_parent("sys.exit(0)")
+    p.wait(10)
+    assert _wait_gone(info["pid"], 5.0)
+    assert not os.path.exists(f"/dev/shm/{info['shm']}")
+
+
+# ---------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("n, exc", [(0, radar.RadarInputError), (-4096, radar.RadarInputError),
+                                    (12345, radar.RadarInputError), (8192 + 8, radar.RadarInputError),
+                                    (1 << 40, radar.RadarInputError), (2.5, InputTypeError), ("4MB", InputTypeError),
+                                    (True, InputTypeError), (None, InputTypeError)])
+def test_bad_frame_size_is_refused(n, exc):
+    with pytest.raises(exc, match="frame size"):
+        radar.check_frame_bytes(n)
+
+
+@pytest.mark.parametrize("p, exc", [(0, InputError), (-8e-3, InputError), (float("nan"), InputError),
+                                    (float("inf"), InputError), (1e-6, radar.RadarInputError),
+                                    (5.0, radar.RadarInputError), ("fast", InputTypeError), (None, InputTypeError),
+                                    (True, InputTypeError)])
+def test_bad_rate_is_refused(p, exc):
+    with pytest.raises(exc, match="period"):
+        radar.CaptureCard(4 << 20, p)
+
+
+@pytest.mark.parametrize("slots, exc", [(0, InputError), (-1, InputError), (65, InputError), (10**6, InputError),
+                                        (2.0, InputTypeError), (True, InputTypeError)])
+def test_bad_slot_count_is_refused(slots, exc):
+    with pytest.raises(exc, match="slots"):
+        radar.CaptureCard(4 << 20, 8e-3, slots=slots)
+
+
+@pytest.mark.parametrize("buffers", [0, -2, 9, 10**9])
+def test_bad_buffer_count_is_refused_by_the_model(buffers):
+    p = _params()
+    with pytest.raises(InputError, match="buffers"):
+        radar.simulate(p, "pipelined", 4 << 20, 8e-3, 10, buffers=buffers)
+
+
+def test_ring_bigger_than_memory_is_refused(monkeypatch):
+    from helpers.measure import host_memory
+    monkeypatch.setattr(host_memory, "available_host_bytes", lambda *a: 1 << 30)
+    with pytest.raises(radar.RadarInputError, match="quarter"):
+        radar.CaptureCard(64 << 20, 8e-3, slots=8)
+
+
+def test_unknown_design_is_refused():
+    with pytest.raises(radar.RadarInputError, match="design"):
+        radar.simulate(_params(), "zerocopy", 4 << 20, 8e-3, 10)
+
+
+def test_errors_are_course_errors():
+    assert issubclass(radar.RadarInputError, InputError) and issubclass(radar.RadarInputError, CourseError)
+    assert not issubclass(radar.CaptureCardError, InputError)
+
+
+# ---------------------------------------------------------------- the NumPy reference
+
+def test_float32_map_matches_float64_reference():
+    x = radar.synth_frame(1 << 20, 3, 1)
+    got = radar.range_doppler(np, x, radar.matched_filter(np))
+    assert got.dtype == np.float32 and got.shape == x.shape
+    assert radar.map_error(got, radar.reference_map(x)) < 1e-4
+
+
+def test_reference_finds_a_single_target_where_it_was_put():
+    pulses, ns = radar.frame_shape(1 << 20)  # 128 pulses
+    c = radar.card.chirp()
+    x = np.zeros((pulses, ns), np.complex64)
+    rbin, dop_bin = 300, 16  # doppler 16/128 cycles per pulse
+    x[:, rbin:rbin + c.size] = c[None, :] * np.exp(2j * np.pi * dop_bin / pulses * np.arange(pulses))[:, None]
+    m = radar.reference_map(x)
+    d, r = np.unravel_index(np.argmax(m), m.shape)
+    assert r == rbin and d == pulses // 2 + dop_bin
+
+
+def test_map_error_sees_a_wrong_map():
+    x = radar.synth_frame(1 << 20, 3, 0)
+    ref = radar.reference_map(x)
+    assert radar.map_error(ref, ref) == 0
+    assert radar.map_error(np.fft.ifftshift(ref, axes=0), ref) > 0.1  # forgot the fftshift
+    assert radar.map_error(ref[:, :10], ref) == float("inf")
+
+
+def test_summarize_counts_misses_against_the_period():
+    s = radar.summarize([1000, 7999, 8000, 8001, 20000], 8e-3, dropped=2, frames=7)
+    assert s["misses"] == 2 and s["dropped"] == 2 and s["max_ms"] == 20.0 and s["p50_ms"] == 8.0
+
+
+# ---------------------------------------------------------------- the model
+
+def _params(**kw) -> radar.MachineParams:
+    base = dict(pinned_t0_s=10e-6, pinned_Bps=25e9, pageable_t0_s=10e-6, pageable_Bps=5e9, memcpy_Bps=8e9,
+                kernel_s_per_byte=2e-11, kernel_t0_s=20e-6, overhead_s=50e-6)
+    base.update(kw)
+    return radar.MachineParams(**base)
+
+
+def test_model_latency_is_the_sum_of_the_steps_when_idle():
+    p = _params()
+    n = 4 << 20
+    r = radar.simulate(p, "registered", n, 8e-3, 50)
+    want = p.copy_s(n, True) + p.kernel_s(n) + p.overhead_s
+    assert r["dropped"] == 0 and r["summary"]["misses"] == 0
+    assert abs(r["latency_us"][0] - want * 1e6) <= 1
+    s = radar.simulate(p, "staged", n, 8e-3, 50)
+    assert abs(s["latency_us"][0] - (want + n / p.memcpy_Bps) * 1e6) <= 1
+
+
+def test_model_queues_then_drops_when_service_exceeds_the_period():
+    p = _params(kernel_s_per_byte=3e-9)  # ~12.6 ms per 4 MiB frame against an 8 ms period
+    r = radar.simulate(p, "registered", 4 << 20, 8e-3, 200, slots=4)
+    assert r["dropped"] > 0 and r["summary"]["misses"] > 0
+    assert len(r["latency_us"]) + r["dropped"] == 200
+    more = radar.simulate(p, "registered", 4 << 20, 8e-3, 200, slots=16)
+    assert more["summary"]["max_ms"] > r["summary"]["max_ms"]  # a deeper ring trades drops for latency
+
+
+def test_pipelining_helps_only_when_copy_and_compute_overlap():
+    # copy 5 ms + kernel 5 ms per frame, 8 ms period: serial falls further behind every frame,
+    # pipelined keeps up with a constant 10 ms latency (one period of extra delay, as in the thread)
+    n = 4 << 20
+    p = _params(pinned_t0_s=0, pinned_Bps=n / 5e-3, kernel_t0_s=5e-3, kernel_s_per_byte=0, overhead_s=0)
+    serial = radar.simulate(p, "registered", n, 8e-3, 100, slots=64)
+    piped = radar.simulate(p, "pipelined", n, 8e-3, 100, slots=64, buffers=2)
+    assert serial["summary"]["misses"] > 90 and serial["summary"]["max_ms"] > 100
+    assert piped["dropped"] == 0
+    assert abs(piped["summary"]["max_ms"] - 10.0) < 0.01  # latency = copy + kernel, throughput = 1/8 ms
+    assert abs(piped["summary"]["p50_ms"] - 10.0) < 0.01
+
+
+def test_model_pageable_copy_is_slower_than_pinned():
+    p = _params()
+    a = radar.simulate(p, "pageable", 16 << 20, 8e-3, 20)["summary"]["p50_ms"]
+    b = radar.simulate(p, "registered", 16 << 20, 8e-3, 20)["summary"]["p50_ms"]
+    assert a > b
+
+
+def test_model_jitter_is_seeded():
+    p = _params()
+    a = radar.simulate(p, "staged", 4 << 20, 8e-3, 100, jitter=0.3, seed=1)["latency_us"]
+    b = radar.simulate(p, "staged", 4 << 20, 8e-3, 100, jitter=0.3, seed=1)["latency_us"]
+    c = radar.simulate(p, "staged", 4 << 20, 8e-3, 100, jitter=0.3, seed=2)["latency_us"]
+    assert a == b and a != c
+
+
+def test_fit_t0_bw_recovers_a_line():
+    n = np.logspace(16, 28, 13, base=2)
+    t0, bw = radar.fit_t0_bw(n, 7e-6 + n / 20e9)
+    assert abs(t0 - 7e-6) < 1e-7 and abs(bw / 20e9 - 1) < 1e-3
+
+
+def test_machine_params_and_verdicts_from_a_fake_recording():
+    """Evidence shaped like the recorder's, built from the model (simulated data)."""
+    n = [1 << k for k in range(12, 27)]
+    sweep = Evidence("transfers.pinned_vs_pageable", {"series": [
+        {"direction": "h2d", "host_kind": "pinned", "nbytes": n, "median_s": [8e-6 + x / 25e9 for x in n]},
+        {"direction": "h2d", "host_kind": "pageable", "nbytes": n, "median_s": [9e-6 + x / 6e9 for x in n]}]},
+        Mode.REPLAY, "fake", "a test")
+    designs = []
+    for d in radar.DESIGNS:
+        runs = []
+        for fb, per in radar.SEED_RATES:
+            lat = [300 + fb // 40000] * 50 if d != "pageable" or fb < (8 << 20) else [9000] * 50
+            runs.append({"design": d, "frame_bytes": fb, "period_s": per, "frames": 50, "buffers": 1,
+                         "latency_us": lat, "seq": list(range(50)), "dropped": 0, "cpu_s": 0.1,
+                         "wall_s": 1.0, "copy_us_p50": fb / 25e3, "kernel_us_p50": 20 + fb / 1e5,
+                         "memcpy_us_p50": fb / 8e3 if d == "staged" else None})
+        designs.append(Evidence(f"radar.{d}", {"runs": runs}, Mode.REPLAY, "fake", "a test"))
+    p = radar.machine_params(sweep, designs)
+    assert p.source == "fake"
+    assert abs(p.pinned_Bps / 25e9 - 1) < 0.01 and abs(p.pageable_Bps / 6e9 - 1) < 0.01
+    assert abs(p.memcpy_Bps / 8e9 - 1) < 0.01 and abs(p.kernel_s_per_byte / 1e-11 - 1) < 0.01
+    v = radar.seed_verdicts(radar.runs_of(designs))
+    assert "4 of 4 designs" in v[0] and "3 of 4" in v[1] and "pageable" in v[1]
+
+
+# ---------------------------------------------------------------- live (GPU)
+
+@needs_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("design", radar.DESIGNS)
+def test_live_pipeline_processes_frames_correctly(design):
+    from helpers.measure import host_memory
+
+    before = host_memory.pinned_bytes_of_process()
+    r = radar.run_pipeline(design, 4 << 20, 8e-3, 80, check_every=7)
+    assert len(r.seq) + r.dropped == 80
+    assert r.checked >= 10 and r.max_error < 1e-4
+    assert r.kernel_us_p50 > 0 and r.copy_us_p50 > 0
+    assert host_memory.pinned_bytes_of_process() - before < 1 << 20  # ring unregistered, staging freed
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_live_pipeline_with_a_wrong_process_step_fails_the_check():
+    def wrong(xp, frame, mf):
+        return radar.range_doppler(xp, frame[::-1], mf)
+
+    r = radar.run_pipeline("registered", 1 << 20, 4e-3, 30, check_every=5, process=wrong)
+    assert r.max_error > 1e-2
+
+
+# ---------------------------------------------------------------- the consumer loop on a fake GPU
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    import fake_cupy
+
+    from helpers.core import gpu
+
+    cp = fake_cupy.make()
+    monkeypatch.setattr(gpu, "cupy", lambda: cp)
+    monkeypatch.setattr(gpu, "free_device_bytes", lambda: 1 << 34)
+    return cp
+
+
+@pytest.mark.parametrize("design", radar.DESIGNS)
+def test_consumer_loop_bookkeeping_on_a_fake_gpu(fake_gpu, design):
+    # NumPy stands in for the GPU (tests/fake_cupy.py): every frame must be taken, processed
+    # from the right slot, checked against the reference and released; the ring unregistered
+    r = radar.run_pipeline(design, 1 << 20, 40e-3, 24, check_every=4)
+    assert len(r.seq) + r.dropped == 24
+    assert r.checked >= 3 and r.max_error < 1e-4
+    assert fake_gpu.registered == {}
+    assert (r.memcpy_us_p50 is not None) == (design == "staged")
+
+
+def test_consumer_loop_detects_a_wrong_processing_step(fake_gpu):
+    def wrong(xp, frame, mf):
+        return radar.range_doppler(xp, frame[::-1], mf)
+
+    r = radar.run_pipeline("pipelined", 1 << 20, 6e-3, 20, check_every=2, process=wrong)
+    assert r.max_error > 1e-2
+
+
+def test_correctness_check_runs_after_the_timed_loop(fake_gpu, monkeypatch):
+    # comparing a map inside the loop stalls it (the first H100 recording showed misses right
+    # after every checked frame); every comparison must wait until the card has finished
+    cards, during_run = [], []
+    real_error, real_start = radar.map_error, radar.CaptureCard.start
+
+    def spy(got, want):
+        during_run.append(any(not c.ctl[radar.card.CTL_DONE] for c in cards))
+        return real_error(got, want)
+
+    def start(self):
+        cards.append(self)
+        return real_start(self)
+
+    monkeypatch.setattr(radar, "map_error", spy)
+    monkeypatch.setattr(radar.CaptureCard, "start", start)
+    r = radar.run_pipeline("registered", 1 << 20, 40e-3, 12, check_every=3)
+    assert r.checked == 4 and during_run == [False] * 4
+
+
+# ---------------------------------------------------------------- the panel
+
+def test_panel_fills_its_output_and_reports_bad_choices():
+    ctx = course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
+    box, run = radar.panel(ctx, _params())
+    out = box.children[-1]
+    run()
+    assert len(out.outputs) == 2
+    assert "SIMULATED" in out.outputs[0]["data"]["text/plain"]
+    assert "model" in out.outputs[1]["data"]["text/plain"]
+    box.children[1].children[1].value = 4  # buffers slider
+    box.children[1].children[0].value = "pipelined"
+    run()
+    assert "pipelined" in out.outputs[1]["data"]["text/plain"]
+    items = radar.panel_items(ctx, None, 4 << 20, 8e-3, "registered", 1)
+    assert "nothing to show" in items[0]
+    with pytest.raises(InputError, match="radar.registered: buffers"):
+        radar.panel_items(ctx, _params(), 4 << 20, 8e-3, "registered", 0)
+    with pytest.raises(InputError, match="design must be one of"):
+        radar.panel_items(ctx, _params(), 4 << 20, 8e-3, "zerocopy", 1)
+    with pytest.raises(radar.RadarInputError, match="frame size"):
+        radar.panel_items(ctx, _params(), 12345, 8e-3, "registered", 1)
+
+
+def _fake_run(design, frame_bytes, period_s, frames, *, buffers=None, progress=False, **kw) -> radar.RunResult:
+    """A stand-in for run_pipeline (no GPU): a run of the right shape, SIMULATED numbers."""
+    return radar.RunResult(design, frame_bytes, period_s, 4, buffers or 1, frames, [500] * frames,
+                           list(range(frames)), 0, 0.1, frames * period_s, checked=1, max_error=0.0)
+
+
+@pytest.fixture
+def stand_in_pipeline(monkeypatch):
+    calls = []
+
+    def run(*a, **kw):
+        calls.append((a, kw))
+        return _fake_run(*a, **kw)
+
+    monkeypatch.setattr(radar, "run_pipeline", run)
+    monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
+    return calls
+
+
+def test_panel_runs_live_through_the_experiment(stand_in_pipeline):
+    ctx = course.Context(Mode.LIVE, "a GPU", "Test GPU", "h100-pcie")
+    table, fig = radar.panel_items(ctx, None, 8 << 20, 4e-3, "pipelined", 2, frames=30)
+    assert stand_in_pipeline == [(("pipelined", 8 << 20, 4e-3, 30), {"buffers": 2, "progress": True})]
+    assert table.caption == "one run of 30 frames (LIVE: measured now on Test GPU)"
+    assert isinstance(fig, CourseFigure) and fig.modes == [Mode.LIVE]
+
+
+# ---------------------------------------------------------------- the experiments through ctx.get
+
+def test_experiments_declare_a_gpu_and_their_parameters():
+    for eid in DESIGN_IDS:
+        exp = experiments.get(eid)
+        assert exp.needs == (experiments.GPU,) and exp.reference == experiments.DEFAULT_REFERENCE
+        assert set(exp.params) == {"frames", "frame_bytes", "period_s", "buffers"}
+
+
+def test_the_recorder_runs_every_design_at_both_seed_rates(stand_in_pipeline):
+    out = radar.record_staged(False)
+    assert out["frames"] == radar.RECORDED_FRAMES == 2000
+    assert [(r["frame_bytes"], r["period_s"], r["frames"]) for r in out["runs"]] == [
+        (4 << 20, 8e-3, 2000), (16 << 20, 8e-3, 2000)]
+    assert radar.record_pipelined(True, frames=5000)["frames"] == radar.QUICK_FRAMES
+
+
+def test_live_get_runs_what_the_recorder_runs_with_the_learners_frames(stand_in_pipeline):
+    ctx = course.Context(Mode.LIVE, "a GPU", "Test GPU", "h100-pcie")
+    measured = [ctx.get(eid, frames=20) for eid in DESIGN_IDS]
+    runs = radar.runs_of(measured)
+    assert [(r["design"], r["frame_bytes"], r["frames"]) for r in runs] == [
+        (d, n, 20) for d in radar.DESIGNS for n in radar.SEED_SIZES]
+    assert all(ev.live for ev in measured) and radar.parts_of(measured) == [(Mode.LIVE, "Test GPU")]
+    assert radar.caption_of(measured, "x") == "x, 20 frames per run (LIVE: measured now on Test GPU)"
+    assert [r["frame_bytes"] for r in radar.runs_of(measured, frame_bytes=16 << 20)] == [16 << 20] * 4
+
+
+@pytest.mark.parametrize("live", [True, False])
+@pytest.mark.parametrize("bad, exc", [({"frames": 0}, InputError), ({"frames": radar.MAX_FRAMES + 1}, InputError),
+                                      ({"frames": 2.0}, InputTypeError), ({"buffers": 9}, InputError),
+                                      ({"frame_bytes": 12345}, radar.RadarInputError),
+                                      ({"period_s": 2.0}, radar.RadarInputError), ({"period_s": "8ms"}, InputTypeError),
+                                      ({"slots": 4}, InputError)])
+def test_bad_parameters_raise_in_both_modes(stand_in_pipeline, live, bad, exc):
+    ctx = course.Context(Mode.LIVE if live else Mode.REPLAY, "test", "Test GPU" if live else None, "h100-pcie")
+    with pytest.raises(exc):
+        ctx.get("radar.registered", **bad)
+    assert stand_in_pipeline == []
+
+
+def test_replay_reads_the_recorded_runs_and_says_they_are_the_recorders():
+    ctx = course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
+    measured = [ctx.get(eid, frames=200) for eid in DESIGN_IDS]
+    assert all(ev.mode is Mode.REPLAY for ev in measured)
+    assert "not frames=200" in measured[0].why
+    runs = radar.runs_of(measured)
+    assert {r["design"] for r in runs} == set(radar.DESIGNS) and len(runs) == 2 * len(radar.DESIGNS)
+    caption = radar.caption_of(measured, "x")
+    assert caption.startswith("x, 2,000 frames per run (REPLAY: recorded on NVIDIA H100") and ";" not in caption
+    assert len(radar.summary_rows(runs)) == len(runs) and len(radar.closing_rows(runs)) == len(radar.DESIGNS)
+
+
+def test_closing_rows_give_every_design_at_both_rates():
+    p = _params()
+    runs = []
+    for d in radar.DESIGNS:
+        for n, per in radar.SEED_RATES:
+            r = radar.simulate(p, d, n, per, 50)
+            r.update(cpu_s=0.1, wall_s=1.0)
+            runs.append(r)
+    rows = radar.closing_rows(runs)
+    assert [r[0] for r in rows] == list(radar.DESIGNS)
+    assert all(len(r) == len(radar.CLOSING_HEADERS) for r in rows)
+    assert rows[0][2] == 0 and rows[0][3] == 0
+
+
+def test_a_closed_card_leaves_the_process_without_children():
+    """No producer and no helper daemon (such as multiprocessing's resource tracker) stays behind."""
+    tail = ("c.close()\n"
+            "kids = [k for t in os.listdir('/proc/self/task')\n"
+            "        for k in open(f'/proc/self/task/{t}/children').read().split()]\n"
+            "print(json.dumps(kids), flush=True)")
+    p, info = _start_parent(tail)
+    kids = json.loads(p.stdout.readline())
+    p.wait(10)
+    assert kids == [], f"child processes left after close(): {kids}"
+    assert not os.path.exists(f"/dev/shm/{info['shm']}")

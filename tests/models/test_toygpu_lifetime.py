@@ -1,0 +1,134 @@
+"""No toy-GPU process outlives the Python process that started it, however that one ends."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from toygpu_util import process_gone, start_device
+
+ROOT = str(Path(__file__).resolve().parents[2])
+GONE_WITHIN_S = 5.0
+
+
+def _wait_gone(pid: int, within: float = GONE_WITHIN_S) -> float:
+    t = time.monotonic()
+    while time.monotonic() - t < within:
+        if process_gone(pid):
+            return time.monotonic() - t
+        time.sleep(0.02)
+    raise AssertionError(f"device process {pid} still runs {within} s after its parent ended")
+
+
+def _parent(body: str) -> subprocess.Popen:
+    code = textwrap.dedent(f"""
+        import os, sys, time
+        sys.path.insert(0, {ROOT!r})
+        from helpers.models.toygpu import ToyGPU
+        g = ToyGPU(vram_bytes=1 << 20, sysmem_bytes=1 << 20)
+        assert g.read("ID")
+    """) + textwrap.dedent(body)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+def test_device_dies_when_parent_is_killed():
+    p = _parent('print(g.proc.pid, flush=True)\ntime.sleep(60)\n')
+    try:
+        dev = int(p.stdout.readline())
+        assert not process_gone(dev)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=5)
+        _wait_gone(dev)
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_device_dies_even_if_another_process_holds_its_pipe():
+    """A forked child inherits the write end, so no EOF comes; the parent-pid check must act."""
+    body = """
+        holder = os.fork()
+        if holder == 0:
+            time.sleep(30)
+            os._exit(0)
+        print(g.proc.pid, holder, flush=True)
+        time.sleep(60)
+    """
+    p = _parent(body)
+    holder = None
+    try:
+        dev, holder = map(int, p.stdout.readline().split())
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=5)
+        _wait_gone(dev)
+    finally:
+        p.kill()
+        p.wait()
+        if holder:
+            try:
+                os.kill(holder, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_device_stops_at_normal_exit_without_close():
+    p = _parent('print(g.proc.pid, flush=True)\n')
+    dev = int(p.stdout.readline())
+    assert p.wait(timeout=10) == 0
+    _wait_gone(dev, 3.0)
+
+
+def test_close_and_garbage_collection_stop_the_device():
+    g = start_device()
+    pid, shm_dir = g.proc.pid, g._dir
+    assert not os.path.exists(shm_dir), "the shared files should be unlinked once both sides map them"
+    g.close()
+    assert process_gone(pid)
+    g2 = start_device()
+    pid2 = g2.proc.pid
+    del g2
+    gc.collect()
+    _wait_gone(pid2, 3.0)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT])
+def test_device_ignores_terminal_interrupts(sig):
+    """A Ctrl-C meant for the notebook kernel must not take the device down by surprise."""
+    g = start_device()
+    try:
+        os.kill(g.proc.pid, sig)
+        time.sleep(0.2)
+        assert g.read("ID")
+    finally:
+        g.close()
+
+
+def test_bar_files_map_the_device_memory_and_close_with_it():
+    """bar_files reopens the (already unlinked) BAR1 file: a second mapping sees the same VRAM,
+    and closing the device closes the descriptors behind those paths."""
+    import mmap
+
+    import numpy as np
+
+    from helpers.models.toygpu import DeviceLostError
+
+    gpu = start_device(bring_up=False)
+    path = gpu.bar_files["bar1"]
+    with open(path, "r+b") as f:
+        view = np.frombuffer(mmap.mmap(f.fileno(), 0), dtype=np.uint8)
+    assert view.size == gpu.vram_view.size
+    view[4096:4104] = np.arange(8, dtype=np.uint8)
+    assert list(gpu.bar1_read(4096, 8)) == list(range(8))
+    fd = int(path.rsplit("/", 1)[1])
+    gpu.close()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    with pytest.raises(DeviceLostError):
+        _ = gpu.bar_files

@@ -1,0 +1,194 @@
+"""The browser checks themselves, in headless Chromium (marker `browser`; run by `make test-browser`).
+
+Two kinds of test: small hand-written pages on which tools/sitecheck.py must find exactly the
+fault planted in them (so the site check can fail), and a one-notebook Jupyter Book built with
+the course's own book configuration whose notebook displays ipywidgets panels (an Output widget
+holding a course figure, and `interact`), which must render offline: any chapter that displays
+a widget gets the same treatment.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from tools import bookassets, sitecheck
+from tools.cdp import Chromium
+
+pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parents[2]
+STATIC = ROOT / "book" / "_static"
+PLOT = ('<div id="f1" class="plotly-graph-div" style="height:300px;width:400px"></div>'
+        '<script>Plotly.newPlot("f1", [{"type": "bar", "x": [1, 2], "y": [3, 4]}], {});</script>')
+
+
+@pytest.fixture(scope="module")
+def static_assets():
+    """plotly.js and the widget manager in book/_static, as `make book` puts them."""
+    assert bookassets.main([str(STATIC)]) == 0
+    return STATIC
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with Chromium() as b:
+        yield b
+
+
+def _site(tmp_path: Path, pages: dict[str, str], static: Path) -> Path:
+    site = tmp_path / "html"
+    shutil.copytree(static, site / "_static")
+    for rel, body in pages.items():
+        p = site / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        depth = "../" * rel.count("/")
+        p.write_text(f'<!doctype html><html><head><link rel="icon" href="data:,">'
+                     f'<script src="{depth}_static/plotly.min.js"></script></head><body>{body}</body></html>')
+    return site
+
+
+def _check(browser, site: Path, rel: str, want_launch: bool = False, source: Path | None = None):
+    server, base = sitecheck.serve(site)
+    try:
+        page = browser.new_page(allow=[base])
+        try:
+            return sitecheck.check_page(page, base, site, rel, want_launch, settle_s=5, source=source)
+        finally:
+            page.close()
+    finally:
+        server.shutdown()
+
+
+def test_untypeset_math_fails(browser, static_assets, tmp_path):
+    site = _site(tmp_path, {"p.html": '<span class="math">\\(x^2\\)</span>'}, static_assets)
+    probs, state = _check(browser, site, "p.html")
+    assert state["math"] == 1 and any("not typeset" in p for p in probs)
+
+
+def test_good_page_passes(browser, static_assets, tmp_path):
+    site = _site(tmp_path, {"p.html": PLOT}, static_assets)
+    probs, state = _check(browser, site, "p.html")
+    assert probs == [] and state["drawn"] == state["figures"] == 1
+
+
+def test_undrawn_figure_and_script_error_fail(browser, static_assets, tmp_path):
+    site = _site(tmp_path, {"p.html": PLOT.replace("Plotly.newPlot", "Plotly.nonexistent")}, static_assets)
+    probs, _ = _check(browser, site, "p.html")
+    assert any("not drawn" in p for p in probs)
+    assert any("uncaught" in p and "nonexistent" in p for p in probs)
+
+
+def test_cdn_request_is_blocked_and_reported(browser, static_assets, tmp_path):
+    body = '<script src="https://cdn.jsdelivr.net/npm/left-pad@1.3.0/index.js"></script>'
+    site = _site(tmp_path, {"p.html": body}, static_assets)
+    probs, _ = _check(browser, site, "p.html")
+    assert any("blocked" in p and "cdn.jsdelivr.net" in p for p in probs)
+
+
+def test_chapter_page_without_banner_fails(browser, static_assets, tmp_path):
+    site = _site(tmp_path, {"notebooks/01_x.html": "<pre>no banner here</pre>",
+                            "notebooks/02_y.html": "<pre>mode      : REPLAY: recorded</pre>"}, static_assets)
+    probs, _ = _check(browser, site, "notebooks/01_x.html")
+    assert any("banner" in p for p in probs)
+    probs, state = _check(browser, site, "notebooks/02_y.html")
+    assert state["banner"] == "REPLAY" and not any("banner" in p for p in probs)
+    # a chapter page whose executed notebook cannot be found is itself a problem
+    assert any("no executed notebook" in p for p in probs)
+
+
+def test_launch_buttons_on_a_student_lab_page_fail(browser, static_assets, tmp_path):
+    """A student lab (book/labs/) must not offer launch buttons; other course pages must, with a repository."""
+    buttons = '<a href="https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/x.ipynb">Binder</a>'
+    banner = "<pre>mode      : REPLAY: recorded</pre>"
+    site = _site(tmp_path, {"book/labs/lab2_x.html": banner + buttons, "book/labs/lab3_y.html": banner},
+                 static_assets)
+    probs, state = _check(browser, site, "book/labs/lab2_x.html", want_launch=True)
+    assert state["launch"] == 1 and any("launch buttons on a student lab page" in p for p in probs)
+    probs, state = _check(browser, site, "book/labs/lab3_y.html", want_launch=True)
+    assert state["banner"] == "REPLAY" and not any("launch" in p for p in probs)
+
+
+def test_widget_view_without_state_fails(browser, static_assets, tmp_path):
+    view = {"version_major": 2, "version_minor": 0, "model_id": "0123"}
+    body = (f'<script type="application/vnd.jupyter.widget-view+json">{json.dumps(view)}</script>'
+            '<script src="_static/jupyter-widgets/embed.js"></script>')
+    site = _site(tmp_path, {"p.html": body}, static_assets)
+    probs, state = _check(browser, site, "p.html")
+    assert state["views"] == 1 and state["rendered"] == 0
+    assert any("without the widget state" in p for p in probs)
+    assert any("not rendered" in p for p in probs)
+
+
+def test_missing_figure_against_executed_notebook_fails(browser, static_assets, tmp_path):
+    site = _site(tmp_path, {"nb.html": "<p>figure lost</p>"}, static_assets)
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("fig")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={sitecheck.PLOTLY_MIME: {}, "text/plain": "f"})]
+    nb.cells = [cell]
+    (tmp_path / "jupyter_execute").mkdir()
+    nbformat.write(nb, tmp_path / "jupyter_execute" / "nb.ipynb")
+    probs, _ = _check(browser, site, "nb.html")
+    assert any("its notebook has 1" in p for p in probs)
+
+
+WIDGET_NOTEBOOK = [
+    "from helpers import course\nfrom helpers.core import figures\nctx = course.start('Widget fixture')",
+    "import plotly.graph_objects as go\nfrom helpers.core.mode import Mode\n\n"
+    "def fig(title):\n"
+    "    return figures.CourseFigure(go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2]), layout_title_text=title),\n"
+    "                                [(Mode.SIMULATED, 'fixture data')])\n\nfig('top level')",
+    "import ipywidgets as w\nfrom IPython.display import display\n\nout = w.Output()\nwith out:\n"
+    "    print('inside the Output widget')\n    display(fig('inside a widget'))\n"
+    "w.VBox([w.HBox([w.IntSlider(value=3, min=0, max=10, description='n'), w.Dropdown(options=['a', 'b'])]), out])",
+    "w.interact(lambda k=2: print('k =', k), k=(0, 5));",
+]
+
+
+@pytest.fixture(scope="module")
+def widget_book(static_assets, tmp_path_factory):
+    """A one-notebook book built with book/_config.yml's settings (executes the notebook)."""
+    src = tmp_path_factory.mktemp("widgetbook")
+    (src / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_markdown_cell("# Widget fixture\n\nInline $t = L + n/B$ and\n\n"
+                                              "$$B_{1/2} = \\frac{n_{1/2}}{L + n_{1/2}/B}$$")]
+    nb.cells += [nbformat.v4.new_code_cell(c)
+                 for c in WIDGET_NOTEBOOK]
+    nbformat.write(nb, src / "notebooks" / "99_widgets.ipynb")
+    (src / "intro.md").write_text("# Fixture\n")
+    (src / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: notebooks/99_widgets\n")
+    cfg = yaml.safe_load((ROOT / "book" / "_config.yml").read_text())
+    cfg["exclude_patterns"] = ["_build"]
+    sx = cfg["sphinx"]["config"]
+    sx["html_static_path"] = [str(ROOT / d) for d in sx["html_static_path"]]
+    sx["html_extra_path"] = [str(ROOT / "book" / "_extra")]
+    cfg["html"]["favicon"] = str(ROOT / "book" / "favicon.svg")
+    cfg["sphinx"]["local_extensions"] = {k: str(ROOT / "book" / v)
+                                         for k, v in cfg["sphinx"]["local_extensions"].items()}
+    cfg.pop("launch_buttons", None)
+    (src / "_config.yml").write_text(yaml.safe_dump(cfg))
+    jb = Path(sys.executable).parent / "jupyter-book"
+    proc = subprocess.run([str(jb), "build", str(src), "-W", "-n", "--keep-going"], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return src / "_build" / "html"
+
+
+def test_widgets_and_figures_render_offline_in_a_built_book(browser, widget_book):
+    source = widget_book.parent.parent
+    exp = sitecheck.expected_for(widget_book, "notebooks/99_widgets.html", source)
+    assert (exp.notebook, exp.figures, exp.widgets) == (True, 1, 2)  # from the build's jupyter-cache
+    probs, state = _check(browser, widget_book, "notebooks/99_widgets.html", source=source)
+    assert probs == []
+    assert state["views"] == state["rendered"] == 2  # the VBox panel and interact's controls
+    assert state["figures"] == state["drawn"] == 2   # one at top level, one inside the Output widget
+    assert state["banner"] in ("REPLAY", "LIVE")
+    assert state["math"] == state["typeset"] == 2   # inline and display math, by the local MathJax

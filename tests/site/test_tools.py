@@ -1,0 +1,79 @@
+"""The build tools: notebook hygiene, the wheelhouse's filtering, the venv inheritance."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools import nbhygiene, wheelhouse
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _nb(tmp_path, first_code, outputs=False):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(first_code)
+    if outputs:
+        cell.outputs = [nbformat.v4.new_output("stream", text="hi")]
+        cell.execution_count = 1
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"), cell]
+    p = tmp_path / "n.ipynb"
+    nbformat.write(nb, p)
+    return str(p)
+
+
+def test_hygiene_accepts_clean(tmp_path):
+    assert nbhygiene.problems(_nb(tmp_path, "from helpers import course\ncourse.start('x')")) == []
+
+
+def test_hygiene_rejects_outputs_and_missing_banner(tmp_path):
+    assert any("committed outputs" in p for p in nbhygiene.problems(_nb(tmp_path, "course.start()", True)))
+    assert any("course.start" in p for p in nbhygiene.problems(_nb(tmp_path, "print(1)")))
+
+
+def test_hygiene_rejects_invalid_json(tmp_path):
+    p = tmp_path / "bad.ipynb"
+    p.write_text("{")
+    assert "not a valid notebook" in nbhygiene.problems(str(p))[0]
+
+
+def test_every_course_notebook_is_clean():
+    paths = sorted(str(p) for p in [*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("labs/*.ipynb")])
+    assert paths and nbhygiene.main(paths) == 0
+
+
+def test_wheelhouse_platform_tags():
+    tags = wheelhouse.platforms("manylinux_2_28_x86_64")
+    assert tags[0] == "manylinux_2_28_x86_64" and "manylinux2014_x86_64" in tags and "any" in tags
+    assert "manylinux_2_24_x86_64" not in wheelhouse.platforms("manylinux_2_17_x86_64")
+
+
+def test_wheelhouse_installed_and_constraints(tmp_path):
+    freeze = tmp_path / "f.txt"
+    freeze.write_text("# comment\nNumPy==2.5.2\nllvmlite==0.50.0\nweird line\n")
+    have = wheelhouse.installed(freeze)
+    assert have == {("numpy", "2.5.2"), ("llvmlite", "0.50.0")}
+    c = wheelhouse.node_constraints(have, ["numpy==2.4.6", "plotly==6.5.2"], tmp_path)
+    assert c.read_text().split() == ["llvmlite==0.50.0"]  # the course's own numpy pin wins
+    assert wheelhouse.wheel_key(Path("numba_cuda-0.30.4-py3-none-any.whl")) == ("numba-cuda", "0.30.4")
+
+
+def test_wheelhouse_unknown_extra():
+    with pytest.raises(SystemExit, match="unknown extra"):
+        wheelhouse.requirements(["nope"])
+
+
+def test_mkvenv_inherit(tmp_path):
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "mkvenv.py"), str(env), "--inherit"], check=True,
+                   capture_output=True, timeout=180)
+    out = subprocess.run([str(env / "bin" / "python"), "-c", "import json, sys; print(json.dumps(sys.path))"],
+                         check=True, capture_output=True, text=True).stdout
+    paths = json.loads(out)
+    parent = [p for p in sys.path if p.endswith("site-packages")]
+    assert parent and parent[0] in paths, "the parent's packages must be importable"
+    own = next(i for i, p in enumerate(paths) if p.startswith(str(env)))
+    assert own < paths.index(parent[0]), "the new environment's own packages must come first"
