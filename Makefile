@@ -11,7 +11,8 @@
 #   PYTHON=python3        interpreter that creates the environment
 #   VENV=.venv            where the environment lives
 #   CUDA_EXTRA=auto       CuPy wheel to install: auto (cuda12 where an NVIDIA driver is found:
-#                         nvidia-smi on PATH or /proc/driver/nvidia/version; none elsewhere),
+#                         nvidia-smi on PATH, /proc/driver/nvidia/version or WSL's libcuda; none
+#                         elsewhere),
 #                         cuda12, cuda13, none, or empty when the Python given by PYTHON already
 #                         has CuPy: its packages are then reused
 #   WHEELHOUSE=dir [dir]  install offline from these wheel folders (see `make wheelhouse`)
@@ -24,9 +25,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 CUDA_EXTRA ?= auto
-# where `CUDA_EXTRA=auto` looks for an NVIDIA driver (besides nvidia-smi on PATH)
+# where `CUDA_EXTRA=auto` looks for an NVIDIA driver: nvidia-smi on PATH, or one of these files
+# (the Linux driver's proc file; WSL 2's CUDA driver library)
 NVIDIA_SMI ?= nvidia-smi
-NVIDIA_DRIVER_FILE ?= /proc/driver/nvidia/version
+NVIDIA_DRIVER_FILES ?= /proc/driver/nvidia/version /usr/lib/wsl/lib/libcuda.so.1
 WHEELHOUSE ?=
 LAB_FLAGS ?=
 PORT ?= 8888
@@ -36,7 +38,7 @@ SUBMISSIONS ?=
 BOOK_LABS ?=
 
 comma := ,
-NVIDIA_FOUND := $(shell { command -v "$(NVIDIA_SMI)" || test -e "$(NVIDIA_DRIVER_FILE)"; } >/dev/null 2>&1 && echo yes)
+NVIDIA_FOUND := $(or $(wildcard $(NVIDIA_DRIVER_FILES)),$(shell command -v "$(NVIDIA_SMI)" 2>/dev/null))
 # the CuPy extra actually installed: auto picks cuda12 where a driver is found; none and empty install none
 CUPY_EXTRA := $(if $(filter auto,$(CUDA_EXTRA)),$(if $(NVIDIA_FOUND),cuda12),$(filter-out none,$(CUDA_EXTRA)))
 ifeq ($(CUDA_EXTRA),)

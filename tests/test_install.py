@@ -90,7 +90,7 @@ def test_learner_set_is_light():
 def _dry_run(target: str, tmp_path: Path, **make_vars: str) -> str:
     """`make -n target` in the repository with a throw-away VENV; returns the commands it would run."""
     args = ["make", "-n", "--no-print-directory", "-C", str(ROOT), target, f"VENV={tmp_path / 'venv'}",
-            "NVIDIA_SMI=/nonexistent/nvidia-smi", f"NVIDIA_DRIVER_FILE={tmp_path / 'no-driver'}"]
+            "NVIDIA_SMI=/nonexistent/nvidia-smi", f"NVIDIA_DRIVER_FILES={tmp_path / 'no-driver'}"]
     args += [f"{k}={v}" for k, v in make_vars.items()]
     return subprocess.run(args, capture_output=True, text=True, check=True, timeout=60).stdout
 
@@ -107,15 +107,20 @@ def test_lab_without_a_driver_installs_no_cupy(tmp_path):
 
 def test_lab_with_a_driver_installs_cupy(tmp_path):
     (tmp_path / "driver").write_text("NVRM version: made up\n")
-    out = _dry_run("venv-lab", tmp_path, NVIDIA_DRIVER_FILE=str(tmp_path / "driver"))
-    assert _extras(out) == ["lab,cuda12"]
+    out = _dry_run("venv-lab", tmp_path, NVIDIA_DRIVER_FILES=str(tmp_path / "driver"))
+    assert _extras(out) == ["lab,cuda12"] and "an NVIDIA driver was found" in out
+    smi = tmp_path / "bin" / "nvidia-smi"  # or nvidia-smi alone
+    smi.parent.mkdir()
+    smi.write_text("#!/bin/sh\n")
+    smi.chmod(0o755)
+    assert _extras(_dry_run("venv-lab", tmp_path, NVIDIA_SMI=str(smi))) == ["lab,cuda12"]
 
 
 @pytest.mark.parametrize("value, extras, inherit", [("cuda13", "lab,cuda13", False), ("none", "lab", False),
                                                      ("", "lab", True)])
 def test_cuda_extra_overrides_detection(tmp_path, value, extras, inherit):
     (tmp_path / "driver").write_text("NVRM version: made up\n")
-    out = _dry_run("venv-lab", tmp_path, CUDA_EXTRA=value, NVIDIA_DRIVER_FILE=str(tmp_path / "driver"))
+    out = _dry_run("venv-lab", tmp_path, CUDA_EXTRA=value, NVIDIA_DRIVER_FILES=str(tmp_path / "driver"))
     assert _extras(out) == [extras] and ("--inherit" in out) == inherit
 
 
