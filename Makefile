@@ -1,13 +1,20 @@
 # The course's runner. Two commands matter (see README.md):
-#   make lab    create .venv if missing, install the course, open JupyterLab on it
-#   make test   create .venv if missing, then run every check CI runs
+#   make lab    create .venv if missing, install what a learner needs, open JupyterLab on it
+#   make test   create .venv if missing (or add the test and book tools to the learner's), then
+#               run every check CI runs
 #   make student                  student versions of the labs into build/student (nbgrader)
 #   make grade SUBMISSIONS=dir    autograde submitted labs, xv6-style report (nbgrader)
+# One environment, two stamps: `make lab` installs the learner set (the course, JupyterLab, Numba,
+# plotly, ipywidgets, hypothesis for Lab 4; CuPy only where an NVIDIA driver is found) and writes
+# $(VENV)/.course-lab; `make test` adds the test and book extras and writes $(VENV)/.course-test.
 # Variables:
 #   PYTHON=python3        interpreter that creates the environment
 #   VENV=.venv            where the environment lives
-#   CUDA_EXTRA=cuda12     CuPy wheel to install (cuda12, cuda13, or empty when the Python
-#                         given by PYTHON already has CuPy: its packages are then reused)
+#   CUDA_EXTRA=auto       CuPy wheel to install: auto (cuda12 where an NVIDIA driver is found:
+#                         nvidia-smi on PATH, /proc/driver/nvidia/version or WSL's libcuda; none
+#                         elsewhere),
+#                         cuda12, cuda13, none, or empty when the Python given by PYTHON already
+#                         has CuPy: its packages are then reused
 #   WHEELHOUSE=dir [dir]  install offline from these wheel folders (see `make wheelhouse`)
 #   BROWSER_TESTS=1       0 leaves the headless-Chromium tests out of `make test` (it says so)
 #   MATRIX_MODE=auto      `make matrix`: auto, live, replay (COURSE_MODE=replay) or hidden
@@ -17,7 +24,11 @@
 #                         COURSE_BOOK_LABS), or `solution` for an instructor's private site
 PYTHON ?= python3
 VENV ?= .venv
-CUDA_EXTRA ?= cuda12
+CUDA_EXTRA ?= auto
+# where `CUDA_EXTRA=auto` looks for an NVIDIA driver: nvidia-smi on PATH, or one of these files
+# (the Linux driver's proc file; WSL 2's CUDA driver library)
+NVIDIA_SMI ?= nvidia-smi
+NVIDIA_DRIVER_FILES ?= /proc/driver/nvidia/version /usr/lib/wsl/lib/libcuda.so.1
 WHEELHOUSE ?=
 LAB_FLAGS ?=
 PORT ?= 8888
@@ -27,27 +38,56 @@ SUBMISSIONS ?=
 BOOK_LABS ?=
 
 comma := ,
-EXTRAS := lab,test,book$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
+NVIDIA_FOUND := $(or $(wildcard $(NVIDIA_DRIVER_FILES)),$(shell command -v "$(NVIDIA_SMI)" 2>/dev/null))
+# the CuPy extra actually installed: auto picks cuda12 where a driver is found; none and empty install none
+CUPY_EXTRA := $(if $(filter auto,$(CUDA_EXTRA)),$(if $(NVIDIA_FOUND),cuda12),$(filter-out none,$(CUDA_EXTRA)))
+ifeq ($(CUDA_EXTRA),)
+CUPY_NOTE := reused from $(PYTHON) (CUDA_EXTRA= empty)
+else ifneq ($(CUPY_EXTRA),)
+CUPY_NOTE := the $(CUPY_EXTRA) extra (CUDA_EXTRA=$(CUDA_EXTRA)$(if $(filter auto,$(CUDA_EXTRA)),: an NVIDIA driver was found))
+else ifeq ($(CUDA_EXTRA),auto)
+CUPY_NOTE := none, no NVIDIA driver found (CUDA_EXTRA=auto): the notebooks replay recorded data; CUDA_EXTRA=cuda12 installs CuPy anyway
+else
+CUPY_NOTE := none (CUDA_EXTRA=$(CUDA_EXTRA))
+endif
+LAB_EXTRAS := lab$(if $(CUPY_EXTRA),$(comma)$(CUPY_EXTRA))
+EXTRAS := lab,test,book$(if $(CUPY_EXTRA),$(comma)$(CUPY_EXTRA))
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.course-installed
+LAB_STAMP := $(VENV)/.course-lab
+STAMP := $(VENV)/.course-test
 PIP_FROM := $(if $(strip $(WHEELHOUSE)),--no-index $(addprefix --find-links ,$(WHEELHOUSE)))
 INHERIT := $(if $(CUDA_EXTRA),,--inherit)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
-.PHONY: lab test venv test-unit test-lint test-notebooks test-labs test-lab test-browser student grade \
+.PHONY: lab test venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser student grade \
 	book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table
 
-$(STAMP): pyproject.toml
+# $(call install,extras): create the environment if missing, install the course with those extras
+# (pip adds only what is missing, so `make test` after `make lab` installs just the test and book tools).
+define install
 	$(PYTHON) tools/mkvenv.py $(VENV) $(INHERIT)
 	$(if $(PIP_FROM),,$(BIN)/python -m pip install -q --upgrade pip)
 	$(if $(PIP_FROM),$(BIN)/python -m pip install -q $(PIP_FROM) "setuptools>=77" wheel)
-	$(BIN)/python -m pip install -q $(PIP_FROM) $(if $(PIP_FROM),--no-build-isolation) -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install -q $(PIP_FROM) $(if $(PIP_FROM),--no-build-isolation) -e ".[$(1)]"
+	@echo "course environment $(VENV): extras $(1); CuPy: $(CUPY_NOTE)"
+endef
+
+# The learner's environment (`make lab`).
+$(LAB_STAMP): pyproject.toml
+	$(call install,$(LAB_EXTRAS))
 	touch $@
+
+# Everything `make test` needs: the learner's set plus the test and book extras.
+$(STAMP): pyproject.toml
+	$(call install,$(EXTRAS))
+	touch $(LAB_STAMP) $@
+
+venv-lab: $(LAB_STAMP)
 
 venv: $(STAMP)
 
-lab: $(STAMP)
+lab: $(LAB_STAMP)
 	$(BIN)/jupyter lab --notebook-dir="$(CURDIR)" --port=$(PORT) $(ROOT_FLAG) $(LAB_FLAGS) notebooks/00_your_machine.ipynb
 
 # Everything CI runs. Each step prints its own summary; the first failure stops the run.
@@ -131,7 +171,7 @@ book: book-static
 	$(BIN)/jupyter-book build . --config book/_build/_config.yml --toc book/_build/_toc.yml \
 		--path-output book -W -n --keep-going
 	$(BIN)/python tools/bookcheck.py book/_build/html
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m built_site tests/site/test_book.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m built_site tests/site/test_book.py tests/site/test_reference_pages.py
 	@echo "site: book/_build/html/index.html"
 
 # Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU).
@@ -142,7 +182,8 @@ tools/bwcheck/bwcheck: tools/bwcheck/bwcheck.cu
 
 # Offline wheels for a GPU node: `make wheelhouse WH_PYTHON=3.12 WH_PLATFORM=manylinux_2_28_x86_64
 # WH_INSTALLED=tools/nodes/cuda-image.txt` then, on the node,
-# `make test WHEELHOUSE=wheelhouse CUDA_EXTRA= PYTHON=<node python>`.
+# `make test WHEELHOUSE=wheelhouse CUDA_EXTRA= PYTHON=<node python>`. WH_EXTRAS=lab is enough for
+# `make lab` alone (add cuda12 for a GPU machine without CuPy).
 WH_PYTHON ?= 3.12
 WH_PLATFORM ?= manylinux_2_28_x86_64
 WH_EXTRAS ?= lab,test,book
