@@ -736,32 +736,27 @@ def record_design(design: str, quick: bool, frames: int = RECORDED_FRAMES, frame
     return {"runs": runs, "frames": frames}
 
 
-@experiment("radar.pageable", chapter=9, needs=(GPU,), params=RUN_PARAMS,
-            title="Radar pipeline: cudaMemcpy from the unpinned ring, 4 MB and 16 MB per 8 ms")
-def record_pageable(quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: int | None = None,
-                    period_s: float = SEED_PERIOD_S, buffers: int | None = None) -> dict:
-    return record_design("pageable", quick, frames, frame_bytes, period_s, buffers)
+DESIGN_TITLES = {
+    "pageable": "Radar pipeline: cudaMemcpy from the unpinned ring, 4 MB and 16 MB per 8 ms",
+    "staged": "Radar pipeline: memcpy to pinned staging then DMA, 4 MB and 16 MB per 8 ms",
+    "registered": "Radar pipeline: cudaHostRegister'ed ring, DMA from it, 4 MB and 16 MB per 8 ms",
+    "pipelined": "Radar pipeline: registered ring, 3 streams overlapping copy and compute",
+}
 
 
-@experiment("radar.staged", chapter=9, needs=(GPU,), params=RUN_PARAMS,
-            title="Radar pipeline: memcpy to pinned staging then DMA, 4 MB and 16 MB per 8 ms")
-def record_staged(quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: int | None = None,
-                  period_s: float = SEED_PERIOD_S, buffers: int | None = None) -> dict:
-    return record_design("staged", quick, frames, frame_bytes, period_s, buffers)
+def _register_design(design: str) -> None:
+    """Register experiment radar.<design>: the pipeline of that design at the seed's rates."""
+
+    def record(quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: int | None = None,
+               period_s: float = SEED_PERIOD_S, buffers: int | None = None) -> dict:
+        return record_design(design, quick, frames, frame_bytes, period_s, buffers)
+
+    record.__name__ = record.__qualname__ = f"record_{design}"
+    experiment(f"radar.{design}", chapter=9, needs=(GPU,), params=RUN_PARAMS, title=DESIGN_TITLES[design])(record)
 
 
-@experiment("radar.registered", chapter=9, needs=(GPU,), params=RUN_PARAMS,
-            title="Radar pipeline: cudaHostRegister'ed ring, DMA from it, 4 MB and 16 MB per 8 ms")
-def record_registered(quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: int | None = None,
-                      period_s: float = SEED_PERIOD_S, buffers: int | None = None) -> dict:
-    return record_design("registered", quick, frames, frame_bytes, period_s, buffers)
-
-
-@experiment("radar.pipelined", chapter=9, needs=(GPU,), params=RUN_PARAMS,
-            title="Radar pipeline: registered ring, 3 streams overlapping copy and compute")
-def record_pipelined(quick: bool, frames: int = RECORDED_FRAMES, frame_bytes: int | None = None,
-                     period_s: float = SEED_PERIOD_S, buffers: int | None = None) -> dict:
-    return record_design("pipelined", quick, frames, frame_bytes, period_s, buffers)
+for _design in DESIGNS:
+    _register_design(_design)
 
 
 def runs_of(evidence: Sequence[Evidence], frame_bytes: int | None = None) -> list[dict]:

@@ -466,11 +466,11 @@ def test_experiments_declare_a_gpu_and_their_parameters():
 
 
 def test_the_recorder_runs_every_design_at_both_seed_rates(stand_in_pipeline):
-    out = radar.record_staged(False)
+    out = experiments.get("radar.staged").run(False)
     assert out["frames"] == radar.RECORDED_FRAMES == 2000
     assert [(r["frame_bytes"], r["period_s"], r["frames"]) for r in out["runs"]] == [
         (4 << 20, 8e-3, 2000), (16 << 20, 8e-3, 2000)]
-    assert radar.record_pipelined(True, frames=5000)["frames"] == radar.QUICK_FRAMES
+    assert experiments.get("radar.pipelined").run(True, frames=5000)["frames"] == radar.QUICK_FRAMES
 
 
 def test_live_get_runs_what_the_recorder_runs_with_the_learners_frames(stand_in_pipeline):
