@@ -169,6 +169,7 @@ def widget_book(static_assets, tmp_path_factory):
     cfg["exclude_patterns"] = ["_build"]
     sx = cfg["sphinx"]["config"]
     sx["html_static_path"] = [str(ROOT / d) for d in sx["html_static_path"]]
+    cfg["bibtex_bibfiles"] = [str(ROOT / f) for f in cfg.get("bibtex_bibfiles", [])]
     sx["html_extra_path"] = [str(ROOT / "book" / "_extra")]
     cfg["html"]["favicon"] = str(ROOT / "book" / "favicon.svg")
     cfg["sphinx"]["local_extensions"] = {k: str(ROOT / "book" / v)
