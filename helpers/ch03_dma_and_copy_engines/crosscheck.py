@@ -21,7 +21,7 @@ from helpers.core.figures import provenance_line
 from helpers.measure.transfers import DIRECTIONS, measure_copy
 
 TOLERANCE = 0.02  # relative; the Foundation issue's bar for large-copy bandwidth
-SOURCE = Path(__file__).resolve().parents[2] / "tools" / "bwcheck" / "bwcheck.cu"
+SOURCE = config.BWCHECK_SOURCE
 
 
 def binary() -> Path:

@@ -30,6 +30,7 @@ MODES = ("auto", "live", "replay")
 DEFAULT_REFERENCE = "h100-pcie"  # the machine replays use unless COURSE_REFERENCE names another
 DEFAULT_P2P_REFERENCE = "h200x2-nvlink"  # Chapter 8's two-GPU recording
 REPO_ROOT = Path(__file__).resolve().parents[2]
+BWCHECK_SOURCE = REPO_ROOT / "tools" / "bwcheck" / "bwcheck.cu"  # the C cross-check; `make bwcheck` builds it beside
 
 #: every variable the course reads, for the README's table and its test
 VARIABLES = ("COURSE_MODE", "COURSE_REFERENCE", "COURSE_P2P_REFERENCE", "COURSE_DATA_DIR", "COURSE_STRACE",

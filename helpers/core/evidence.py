@@ -96,7 +96,7 @@ def missing_needs(exp: experiments.Experiment, live: bool, live_reason: str, for
         if need == experiments.STRACE and not (config.strace_setting() or config.tool_on_path("strace")):
             return "strace is not installed here (set COURSE_STRACE or install strace to run it live)"
         if need == experiments.NVCC and not (config.bwcheck_setting() or config.tool_on_path("nvcc")
-                                             or (config.REPO_ROOT / "tools" / "bwcheck" / "bwcheck").exists()):
+                                             or config.BWCHECK_SOURCE.with_suffix("").exists()):
             return "nvcc is not installed here and tools/bwcheck is not built (run `make bwcheck`)"
     return None
 

@@ -23,7 +23,6 @@ from helpers.core.errors import ReferenceDataError
 from helpers.core.provenance import label as _label
 
 SCHEMA_VERSION = 1
-DEFAULT_REFERENCE = config.DEFAULT_REFERENCE
 
 
 def data_dir() -> Path:
@@ -150,6 +149,6 @@ def default_reference_name() -> str | None:
     want = config.reference_name()
     if want:
         return want
-    if DEFAULT_REFERENCE in names:
-        return DEFAULT_REFERENCE
+    if config.DEFAULT_REFERENCE in names:
+        return config.DEFAULT_REFERENCE
     return names[0] if names else None

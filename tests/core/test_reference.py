@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from helpers.ch03_dma_and_copy_engines import crosscheck
-from helpers.core import reference
+from helpers.core import config, reference
 from helpers.core.errors import ReferenceDataError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "reference"
@@ -22,7 +22,7 @@ FILES = sorted(DATA.glob("*.json"))
 
 def test_there_is_reference_data():
     assert FILES, "data/reference must hold at least one recorded file for replay mode"
-    assert reference.DEFAULT_REFERENCE in [f.stem for f in FILES]
+    assert config.DEFAULT_REFERENCE in [f.stem for f in FILES]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
