@@ -2,6 +2,7 @@
 
     from helpers import course
     ctx = course.start("Chapter 0 — your machine")
+    ctx.predict("ch00.h2d_gbps", 20, unit="GB/s")   # the learner's guess, kept before the result shows
     ev = ctx.get("transfers.pinned_vs_pageable")   # the one way to get an experiment's data
     ...
     course.finish()
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from helpers.core import config, evidence, gpu, mode, reference
+from helpers.core import config, evidence, gpu, mode, predictions, reference
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import DEFAULT_REFERENCE, P2P_REFERENCE
+from helpers.core.gpu import cp, cuda, cupyx  # noqa: F401  (the names the code on a page uses)
 from helpers.core.mode import Mode
 from helpers.measure import host_memory
 
@@ -41,14 +43,24 @@ class Context:
         return reference.load(self.reference_name)
 
     def get(self, experiment_id: str, *, optional: bool = False, quick: bool = False, recorded: bool = False,
-            **params) -> Evidence:
+            code=None, **params) -> Evidence:
         """The experiment's Evidence, live or replayed (the rules: helpers.core.evidence).
 
         optional=True: a missing recording comes back as Evidence with data None instead of an
         error. recorded=True: the reference machine's recording even when live (side by side).
-        quick=True: the recorder's smoke-test sizes. Other keywords are the experiment's own
-        parameters (`python -m helpers.record --list` shows them)."""
-        return evidence.get(self, experiment_id, optional=optional, quick=quick, recorded=recorded, **params)
+        quick=True: the recorder's smoke-test sizes. code=: the learner's version of the measuring
+        function the page shows (it runs live; replay shows the course's). Other keywords are the
+        experiment's own parameters (`python -m helpers.record --list` shows them)."""
+        return evidence.get(self, experiment_id, optional=optional, quick=quick, recorded=recorded, code=code,
+                            **params)
+
+    def predict(self, question: str, guess, *, unit: str = "") -> predictions.Prediction | None:
+        """Keep the learner's guess for `question` before the result is shown (helpers.core.predictions)."""
+        return predictions.commit(question, guess, unit=unit)
+
+    def compare(self, question: str, measured: float, *, unit: str = "", source: str = "") -> str:
+        """Set the kept guess beside the measured value (and say how far off it was)."""
+        return predictions.compare(question, measured, unit=unit, source=source)
 
 
 def start(chapter: str | None = None, *, quiet: bool = False) -> Context:

@@ -11,6 +11,7 @@ environment (Numba's CUDA simulator when there is no GPU) is made by `course.sta
 | COURSE_DATA_DIR | the folder of reference files (tests point it elsewhere) | data/reference |
 | COURSE_STRACE | the strace binary Chapter 1 runs | `strace` on PATH |
 | BWCHECK | a built tools/bwcheck binary for the C cross-check | built with nvcc on first use |
+| COURSE_STATE_DIR | where the learner's committed predictions are kept | ~/.local/state/cpu-gpu-course |
 | NUMBA_ENABLE_CUDASIM | Numba's own switch; 1 runs kernels on its CUDA simulator | set by course.start without a GPU |
 | NBGRADER_EXECUTION | nbgrader's own flag; graded checks are quiet under autograde | unset |
 
@@ -34,7 +35,7 @@ BWCHECK_SOURCE = REPO_ROOT / "tools" / "bwcheck" / "bwcheck.cu"  # the C cross-c
 
 #: every variable the course reads, for the README's table and its test
 VARIABLES = ("COURSE_MODE", "COURSE_REFERENCE", "COURSE_P2P_REFERENCE", "COURSE_DATA_DIR", "COURSE_STRACE",
-             "BWCHECK", "NUMBA_ENABLE_CUDASIM", "NBGRADER_EXECUTION")
+             "BWCHECK", "COURSE_STATE_DIR", "NUMBA_ENABLE_CUDASIM", "NBGRADER_EXECUTION")
 
 #: variables the scripts in tools/ read (site build, offline installs, browser tests)
 TOOL_VARIABLES = ("COURSE_REPO_URL", "COURSE_REPO_BRANCH", "COURSE_REPO_PROVIDER", "COURSE_JUPYTERHUB_URL",
@@ -78,6 +79,15 @@ def bwcheck_setting() -> Path | None:
     """BWCHECK: a built cross-check binary to use instead of building one, or None."""
     env = _get("BWCHECK")
     return Path(env) if env else None
+
+
+def state_dir() -> Path:
+    """Where the course keeps what a learner commits (predictions): COURSE_STATE_DIR, else
+    ~/.local/state/cpu-gpu-course."""
+    env = _get("COURSE_STATE_DIR")
+    if env:
+        return Path(env)
+    return Path.home() / ".local" / "state" / "cpu-gpu-course"
 
 
 def numba_simulator_on() -> bool:

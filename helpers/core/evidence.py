@@ -13,7 +13,11 @@ The rules, the same for every experiment:
    round-tripped through JSON (so live and replay hand views the same plain types) and
    CuPy's memory pools are released afterwards. An experiment that raises SkipExperiment
    falls back to replay, with its reason in `why`.
-4. Replay: the recording in the experiment's reference file (also on request, `recorded=True`,
+4. Code on the page: an experiment whose measuring function the notebook shows (its `code`
+   parameter) takes the learner's version, `ctx.get(id, code=my_fn)`. Live, that version runs
+   and the Evidence says so (`changed_code`, and in its caption); in replay the recording of the
+   course's own function is shown and `why` says the changed code runs only on a GPU.
+5. Replay: the recording in the experiment's reference file (also on request, `recorded=True`,
    to set the reference machine beside a live measurement). A file without it raises
    ReferenceDataError naming the fix, or, when the caller passes optional=True, comes back
    as an Evidence whose data is None and whose `missing` says why.
@@ -25,8 +29,8 @@ import datetime as _dt
 import json
 from dataclasses import dataclass, field
 
-from helpers.core import experiments, gpu
-from helpers.core.errors import ReferenceDataError, SkipExperiment
+from helpers.core import experiments, gpu, shown
+from helpers.core.errors import InputError, InputTypeError, ReferenceDataError, SkipExperiment
 from helpers.core.mode import Mode
 
 
@@ -42,6 +46,7 @@ class Evidence:
     provenance: dict = field(default_factory=dict, repr=False)  # machine, driver, CUDA, date
     missing: str | None = None  # set (and data None) when an optional recording is absent
     params: dict = field(default_factory=dict)  # the parameters of a live run
+    changed_code: str | None = None  # the name of the learner's changed function, when it ran live
 
     @property
     def ok(self) -> bool:
@@ -67,7 +72,8 @@ class Evidence:
         """A one-line caption naming the mode and the machine (views use it; notebooks never
         write their own)."""
         if self.mode is Mode.LIVE:
-            return f"{what} (LIVE: measured now on {self.source})"
+            yours = f", with your changed {self.changed_code}" if self.changed_code else ""
+            return f"{what} (LIVE: measured now on {self.source}{yours})"
         return f"{what} (REPLAY: recorded on {self.source})"
 
     def _repr_markdown_(self) -> str:
@@ -102,30 +108,48 @@ def missing_needs(exp: experiments.Experiment, live: bool, live_reason: str, for
 
 
 def get(ctx, experiment_id: str, *, optional: bool = False, quick: bool = False, recorded: bool = False,
-        **params) -> Evidence:
+        code=None, **params) -> Evidence:
     """Evidence for `experiment_id` under the rules in the module docstring (ctx: a course Context)."""
     exp = experiments.get(experiment_id)
     checked = exp.check_params(params)
+    yours = _learners_code(exp, code)
     if recorded:
         return _replay(ctx, exp, "the reference machine's recording, asked for by name", optional, {})
     why = missing_needs(exp, ctx.live, ctx.reason, ctx.forced_replay)
     if why is None:
         try:
-            return _run_live(ctx, exp, checked, quick)
+            return _run_live(ctx, exp, checked, quick, code, yours)
         except SkipExperiment as exc:
             why = f"the live run was skipped: {exc}"
+    if yours:
+        why += (f"; your changed {yours} runs only live, on a CUDA GPU: this is what the course's own "
+                f"{exp.shown.__name__} gave")
     return _replay(ctx, exp, why, optional, checked)
 
 
-def _run_live(ctx, exp: experiments.Experiment, params: dict, quick: bool) -> Evidence:
+def _learners_code(exp: experiments.Experiment, code) -> str | None:
+    """The name of the learner's function when it differs from the page's; None when it is the same
+    (or none was given). Code for an experiment that shows none, or a non-function, is refused."""
+    if code is None:
+        return None
+    if exp.shown is None:
+        raise InputError(f"experiment {exp.id!r} shows no measuring code on the page, so it takes no code=")
+    if not callable(code):
+        raise InputTypeError(f"{exp.id}: code must be a function like {exp.shown.__name__}, got {type(code).__name__}")
+    return getattr(code, "__name__", "function") if shown.changed(code, exp.shown) else None
+
+
+def _run_live(ctx, exp: experiments.Experiment, params: dict, quick: bool, code, yours: str | None) -> Evidence:
+    extra = {} if code is None else {"code": code}
     try:
-        data = json.loads(json.dumps(exp.run(quick, **params)))  # the plain JSON a recording holds
+        data = json.loads(json.dumps(exp.run(quick, **params, **extra)))  # the plain JSON a recording holds
     finally:
         gpu.release_pools()
     source = ctx.gpu_name or "this machine"
     prov = {"gpu": source, "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            "quick": quick, "params": params}
-    return Evidence(exp.id, data, Mode.LIVE, source, f"measured now on {source}", prov, params=params)
+            "quick": quick, "params": params, "changed_code": yours}
+    why = f"measured now on {source}" + (f", running your changed {yours}" if yours else "")
+    return Evidence(exp.id, data, Mode.LIVE, source, why, prov, params=params, changed_code=yours)
 
 
 def _replay(ctx, exp: experiments.Experiment, why: str, optional: bool, params: dict) -> Evidence:

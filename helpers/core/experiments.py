@@ -12,6 +12,19 @@ ask the context, `ctx.get("pinning.cost_vs_size", frames=200)`, and the evidence
 (core.evidence) checks the parameters, decides live or replay from `needs`, and says why.
 `discover()` imports every chapter package so their decorators run.
 
+An experiment whose measuring code the notebook shows takes that code as a parameter named
+`code`, whose default is the function on the page:
+
+    def time_copies(nbytes: int, repeats: int) -> list[float]: ...   # shown, verbatim, on the page
+
+    @experiment("copy.events", chapter=3, title="...")
+    def events(quick: bool, nbytes: int = 4096, code=time_copies) -> dict:
+        return {"times_s": code(nbytes, 20 if quick else 200)}
+
+The recorder runs the default, so the page's code is the recorder's code (tests/site checks
+the two texts are the same); a learner who edits the function on the page passes it with
+`ctx.get("copy.events", code=time_copies)` and runs their version live (core.evidence).
+
 A chapter can also register a check the recorder runs on what it recorded (the course-vs-C
 cross-check does): `@recording_check` on `fn(data_by_id) -> list[str]`, one line per
 reason the run is not fit to commit (empty: fine).
@@ -70,6 +83,12 @@ class Experiment:
     recorded_in: Callable[..., dict] | None = None
 
     @property
+    def shown(self) -> Callable | None:
+        """The measuring function the notebook shows (the default of the `code` parameter), or None."""
+        param = inspect.signature(self.run).parameters.get("code")
+        return None if param is None else param.default
+
+    @property
     def where(self) -> str:
         """'helpers/chNN_.../module.py:function', for `record --list` and error messages."""
         mod = self.run.__module__.replace(".", "/") + ".py"
@@ -113,6 +132,10 @@ def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (G
         if missing or "quick" not in sig.parameters:
             raise RegistryError(f"experiment {id!r}: {fn.__qualname__} must take quick and its declared "
                                 f"parameters; lacks {['quick', *missing] if 'quick' not in sig.parameters else missing}")
+        code = sig.parameters.get("code")
+        if code is not None and not callable(code.default):
+            raise RegistryError(f"experiment {id!r}: its `code` parameter must default to the function the "
+                                f"notebook shows, got {code.default!r}")
         existing = _REGISTRY.get(id)
         if existing and existing.run.__qualname__ != fn.__qualname__:
             raise RegistryError(f"experiment {id!r} is registered twice")

@@ -5,12 +5,22 @@ REPLAY (recorded on which machine, driver, CUDA, date) or SIMULATED (a model, no
 measurement). `CourseFigure` renders in JupyterLab through Plotly's own MIME type and in
 the Jupyter Book site as HTML that uses the plotly.js the book ships in its _static folder,
 so pages render with no network and no CDN.
+
+Every figure is readable without seeing colour: the palette is Okabe and Ito's colour-blind
+safe set, and series also differ by dash and marker. Every figure carries a text description
+generated from its own data (shown under it, and its accessible name on the site) and a CSV of
+that data to download.
 """
 
 from __future__ import annotations
 
+import base64
+import csv
 import html
+import io
 import json
+import math
+import re
 import uuid
 
 import plotly.graph_objects as go
@@ -24,6 +34,12 @@ _BADGE = {
     Mode.REPLAY: ("REPLAY", "#2166ac"),
     Mode.SIMULATED: ("SIMULATED", "#b2182b"),
 }
+
+
+# Okabe & Ito (2008), "Color Universal Design": distinguishable under the common colour-vision deficiencies.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 
 
 def provenance_line(mode: Mode | str, source: str) -> str:
@@ -44,8 +60,39 @@ class CourseFigure:
         self.parts = [(Mode(m), s) for m, s in parts]
         title = fig.layout.title.text or ""
         lines = "<br>".join(provenance_line(m, s) for m, s in self.parts)
+        self.title = re.sub(r"<[^>]+>", "", title.split("<br>")[0]).strip()
         fig.update_layout(title={"text": f"{title}<br><sup>{lines}</sup>", "x": 0.01},
-                          margin={"t": 60 + 18 * len(self.parts)}, template="plotly_white")
+                          margin={"t": 60 + 18 * len(self.parts)}, template="plotly_white", colorway=PALETTE)
+        _tell_series_apart(fig)
+
+    def rows(self) -> list[tuple[str, object, object]]:
+        """The plotted data as (series, x, y) rows: what the CSV holds and the description reads."""
+        out = []
+        for i, tr in enumerate(self.fig.data):
+            name = tr.name or f"series {i + 1}"
+            xs = list(tr.x) if getattr(tr, "x", None) is not None else []
+            ys = list(tr.y) if getattr(tr, "y", None) is not None else []
+            out += [(name, x, y) for x, y in zip(xs, ys, strict=False)]
+        return out
+
+    def csv(self) -> str:
+        """The figure's data as CSV: series, x, y (with the axis titles as headers)."""
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["series", _axis_title(self.fig, "x") or "x", _axis_title(self.fig, "y") or "y"])
+        w.writerows(self.rows())
+        return buf.getvalue()
+
+    def description(self) -> str:
+        """A text description of the figure generated from its data, for screen readers and the page."""
+        x_t, y_t = _axis_title(self.fig, "x") or "x", _axis_title(self.fig, "y") or "y"
+        series = {}
+        for name, x, y in self.rows():
+            series.setdefault(name, []).append((x, y))
+        prov = "; ".join(provenance_line(m, s) for m, s in self.parts)
+        head = (f"Figure: {self.title or 'untitled'}. {len(series)} series of {y_t} against {x_t}. {prov}.")
+        parts = [head] + [_series_sentence(name, pts) for name, pts in series.items()]
+        return " ".join(p for p in parts if p)
 
     @property
     def modes(self) -> list[Mode]:
@@ -53,8 +100,14 @@ class CourseFigure:
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         div_id = f"fig-{uuid.uuid4().hex[:12]}"
-        html_part = pio.to_html(self.fig, include_plotlyjs=False, full_html=False, div_id=div_id,
-                                config={"displaylogo": False, "responsive": True})
+        plot = pio.to_html(self.fig, include_plotlyjs=False, full_html=False, div_id=div_id,
+                           config={"displaylogo": False, "responsive": True})
+        desc = html.escape(self.description())
+        data_uri = "data:text/csv;base64," + base64.b64encode(self.csv().encode()).decode()
+        name = re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-") or "figure"
+        html_part = (f'<figure class="course-figure" role="group" aria-label="{desc}">{plot}'
+                     f'<figcaption class="course-figure-description">{desc} '
+                     f'<a download="{name}.csv" href="{data_uri}">Download the data (CSV)</a></figcaption></figure>')
         return {
             "application/vnd.plotly.v1+json": json.loads(self.fig.to_json()),
             "text/html": html_part,
@@ -62,8 +115,45 @@ class CourseFigure:
         }
 
     def __repr__(self) -> str:
-        prov = "; ".join(provenance_line(m, s) for m, s in self.parts)
-        return f"<figure: {self.fig.layout.title.text.split('<br>')[0]!s} [{prov}]>"
+        return f"<{self.description()}>"
+
+
+def _axis_title(fig: go.Figure, axis: str) -> str:
+    ax = fig.layout.xaxis if axis == "x" else fig.layout.yaxis
+    return re.sub(r"<[^>]+>", "", (ax.title.text or "") if ax and ax.title else "").strip()
+
+
+def _fmt(v) -> str:
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return f"{v:.3g}" if math.isfinite(v) else str(v)
+    return str(v)
+
+
+def _series_sentence(name: str, pts: list[tuple]) -> str:
+    """'Series pinned h2d: 24 points, x 4 … 2.68e+08, y from 0.001 (at x 4) to 52.7 (at x 2.68e+08).'"""
+    ys = [(y, x) for x, y in pts if isinstance(y, int | float) and not isinstance(y, bool) and math.isfinite(y)]
+    if not ys:
+        return f"Series {name}: {len(pts)} points."
+    lo, hi = min(ys), max(ys)
+    return (f"Series {name}: {len(pts)} points, x {_fmt(pts[0][0])} to {_fmt(pts[-1][0])}; "
+            f"y from {_fmt(lo[0])} (at x {_fmt(lo[1])}) to {_fmt(hi[0])} (at x {_fmt(hi[1])}).")
+
+
+def _tell_series_apart(fig: go.Figure) -> None:
+    """Give each line series its own dash and marker unless the figure chose them, so no two
+    series differ by colour alone."""
+    k = 0
+    for tr in fig.data:
+        if tr.type != "scatter":
+            continue
+        mode = tr.mode or "lines"
+        if "lines" in mode and not (tr.line and tr.line.dash):
+            tr.update(line={"dash": DASHES[k % len(DASHES)]})
+        if not (tr.marker and tr.marker.symbol):
+            tr.update(marker={"symbol": MARKERS[k % len(MARKERS)]})
+            if mode == "lines":
+                tr.update(mode="lines+markers")
+        k += 1
 
 
 def log_size_axis(fig: go.Figure, title: str = "transfer size") -> None:

@@ -102,3 +102,37 @@ def release_pools() -> None:
     cp.cuda.runtime.deviceSynchronize()
     cp.get_default_memory_pool().free_all_blocks()
     cp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+class LazyModule:
+    """A module imported on first use, so code on a notebook page can name `cp.cuda.Event` and
+    `cuda.jit` while the page still imports (and replays) on a machine without CUDA.
+
+    `cp` and `cupyx` need a usable GPU: touching them without one raises NoGPUError saying why
+    (not an ImportError deep inside CuPy). `cuda` (numba.cuda) imports on first use, after
+    course.start has chosen Numba's CUDA simulator where there is no GPU, so a Numba kernel on
+    the page also runs, on the CPU, for correctness only.
+    """
+
+    def __init__(self, name: str, *, needs_gpu: bool):
+        self._name, self._needs_gpu = name, needs_gpu
+
+    def _load(self) -> ModuleType:
+        import importlib
+
+        if self._needs_gpu:
+            cupy()  # NoGPUError with the reason when CUDA is not usable here
+        return importlib.import_module(self._name)
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)  # keep copy/pickle/inspect from importing the module
+        return getattr(self._load(), attr)
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self._name!r}>"
+
+
+cp = LazyModule("cupy", needs_gpu=True)  # CuPy, as every page and experiment names it
+cupyx = LazyModule("cupyx", needs_gpu=True)  # cupyx.empty_pinned and friends
+cuda = LazyModule("numba.cuda", needs_gpu=False)  # Numba's CUDA target (its simulator without a GPU)

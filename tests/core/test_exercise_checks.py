@@ -1,0 +1,57 @@
+"""Chapter checks explain: hints for common slips, explanations per option, model answers."""
+
+from __future__ import annotations
+
+from helpers.core import checks
+
+
+def test_a_unit_slip_gets_its_own_hint(capsys):
+    hints = [checks.factor_hint(1000, "Check your units: µs or ms?")]
+    assert checks.close("3.1", 4410, 4.41, hints=hints, hint="generic") is False
+    out = capsys.readouterr().out
+    assert "Check your units" in out and "generic" not in out
+    assert checks.close("3.1", 7.0, 4.41, hints=hints, hint="generic") is False
+    assert "generic" in capsys.readouterr().out
+
+
+def test_a_right_answer_gets_the_reasoning(capsys):
+    assert checks.close("3.1", 4.4, 4.41, why="t0 is the intercept") is True
+    assert "why: t0 is the intercept" in capsys.readouterr().out
+
+
+def test_choice_explains_the_option_picked(capsys):
+    opts = {"a": "separate lanes", "b": "one lane, both directions"}
+    expl = {"a": "No: each lane has a transmit and a receive pair.", "b": "Yes: full duplex per lane."}
+    assert checks.choice("3.2", "a", opts, "b", expl) is False
+    assert "transmit and a receive pair" in capsys.readouterr().out
+    assert checks.choice("3.2", "B)", opts, "b", expl) is True
+    assert checks.choice("3.2", "z", opts, "b", expl) is False
+    assert checks.choice("3.2", None, opts, "b", expl) is None
+
+
+def test_explain_marks_the_points_made_and_shows_the_model(capsys):
+    points = [("reads wait for a completion", ("completion", "non-posted")), ("writes do not", ("posted write", "fire and forget"))]
+    assert checks.explain("2.3", "A read is non-posted: it waits for its completion.", "MODEL", points) is False
+    out = capsys.readouterr().out
+    assert "✔ reads wait" in out and "· writes do not" in out and "MODEL" in out
+    assert checks.explain("2.3", "  ", "MODEL", points) is None
+
+
+def test_code_runs_the_learners_function_and_reports_a_crash_without_raising(capsys):
+    def trial(fn):
+        return [] if fn(3) == 9 else [f"fn(3) gave {fn(3)}, expected a square"]
+
+    assert checks.code("4.1", lambda x: x * x, trial) is True
+    assert checks.code("4.1", lambda x: x + x, trial) is False and "expected a square" in capsys.readouterr().out
+
+    def unfinished(x):
+        raise NotImplementedError
+
+    assert checks.code("4.1", unfinished, trial) is None
+
+    def crashes(x):
+        return 1 / 0
+
+    assert checks.code("4.1", crashes, trial) is False
+    out = capsys.readouterr().out
+    assert "ZeroDivisionError" in out and "in crashes" in out

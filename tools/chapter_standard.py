@@ -1,0 +1,132 @@
+"""Does a chapter meet the course's chapter standard (COURSE_DESIGN.md)? Checks what can be
+checked from the notebooks and the chapter's package, without running them.
+
+    python tools/chapter_standard.py 3        # one chapter (all its notebooks: 03_*.ipynb, 03b_*.ipynb …)
+    python tools/chapter_standard.py          # every chapter
+
+Per notebook: a time estimate, prerequisites and objectives at the top, key points at the end;
+no Predict prompt without a committed prediction, and the result cell after a prediction
+folded on the site (tag hide-output); no "seed" (the sources are "source questions"); no check
+that takes its expected value in view (checks.close/equal/choice/explain/code are called
+from the chapter's exercises module, never from the page).
+Per chapter: at least two cells (one in Chapter 0) showing an experiment's measuring function
+verbatim, no page function that has drifted from its registered text; an exercises module
+with at least one coding exercise (checks.code) and one conceptual question (checks.choice or
+checks.explain); at least one diagram (a helpers.core.diagrams.Diagram, shown by a call named
+*diagram*).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from helpers.core import experiments, shown  # noqa: E402
+
+SEED = re.compile(r"(?<!random )(?<!random-)\bseeds?\b", re.IGNORECASE)
+DIRECT_CHECK = re.compile(r"\bchecks\.(close|equal|choice|explain|code|verdict)\(")
+
+
+def notebooks_of(chapter: int) -> list[Path]:
+    """The chapter's notebooks, in order (NN_*.ipynb, then NNb_*.ipynb, NNc_* …)."""
+    return sorted((ROOT / "notebooks").glob(f"{chapter:02d}*_*.ipynb"))
+
+
+def package_of(chapter: int) -> Path | None:
+    found = sorted((ROOT / "helpers").glob(f"ch{chapter:02d}_*"))
+    return found[0] if found else None
+
+
+def page_problems(path: Path) -> list[str]:
+    nb = nbformat.read(path, as_version=4)
+    name, out = path.name, []
+    md = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    head = md[0] if md else ""
+    for what, pat in (("a time estimate (**Time:** about N min)", r"\*\*Time:\*\*[^\n]*\d+\s*min"),
+                      ("prerequisites (**Prerequisites:**)", r"\*\*Prerequisites:\*\*"),
+                      ("learning objectives", r"(?i)objectives")):
+        if not re.search(pat, head):
+            out.append(f"{name}: the first cell lacks {what}")
+    if not md or not re.search(r"(?im)^#+\s*key points", md[-1]):
+        out.append(f"{name}: the last text cell must be '## Key points'")
+    for i, src in enumerate(md):
+        if m := SEED.search(src):
+            out.append(f"{name}: text cell {i} says {m.group(0)!r} (call them source questions)")
+    cells = nb.cells
+    for i, c in enumerate(cells):
+        if c.cell_type != "code":
+            continue
+        if m := DIRECT_CHECK.search(c.source):
+            out.append(f"{name}: code cell {i} calls checks.{m.group(1)} in view (use the chapter's exercises module)")
+        if "ctx.predict(" in c.source:
+            nxt = next((d for d in cells[i + 1:] if d.cell_type == "code"), None)
+            if nxt is None or "hide-output" not in nxt.metadata.get("tags", []):
+                out.append(f"{name}: the cell after the prediction in cell {i} must carry the tag hide-output")
+    for i, c in enumerate(cells):
+        if c.cell_type == "markdown" and re.search(r"\*\*Predict\b", c.source):
+            nxt = next((d for d in cells[i + 1:] if d.cell_type == "code"), None)
+            if nxt is None or "ctx.predict(" not in nxt.source:
+                out.append(f"{name}: the Predict prompt in cell {i} must be followed by a ctx.predict(...) cell")
+    return out
+
+
+def shown_on(paths: list[Path], registry: dict) -> tuple[int, list[str]]:
+    """How many registered measuring functions the pages show verbatim; drifted ones as problems."""
+    by_name = {e.shown.__name__: e for e in registry.values() if e.shown is not None}
+    count, out = 0, []
+    for p in paths:
+        for fname, text in shown.page_functions(p).items():
+            exp = by_name.get(fname)
+            if exp is None:
+                continue
+            if text == shown.source_of(exp.shown):
+                count += 1
+            else:
+                out.append(f"{p.name}: {fname} differs from {exp.where.split(':')[0]}'s, which the recorder runs "
+                           f"for {exp.id}")
+    return count, out
+
+
+def chapter_problems(chapter: int) -> list[str]:
+    paths = notebooks_of(chapter)
+    if not paths:
+        return [f"chapter {chapter}: no notebooks/{chapter:02d}_*.ipynb"]
+    out = [p for path in paths for p in page_problems(path)]
+    registry = experiments.discover()
+    count, drift = shown_on(paths, registry)
+    out += drift
+    need = 1 if chapter == 0 else 2
+    if count < need:
+        out.append(f"chapter {chapter}: {count} cell(s) show an experiment's measuring code verbatim; needs {need}")
+    pkg = package_of(chapter)
+    ex = (pkg / "exercises.py") if pkg else None
+    if ex is None or not ex.is_file():
+        out.append(f"chapter {chapter}: no exercises module ({pkg.name if pkg else 'helpers/chNN_*'}/exercises.py)")
+    else:
+        src = ex.read_text()
+        if "checks.code(" not in src:
+            out.append(f"chapter {chapter}: no coding exercise (checks.code) in {ex.relative_to(ROOT)}")
+        if "checks.choice(" not in src and "checks.explain(" not in src:
+            out.append(f"chapter {chapter}: no conceptual question (checks.choice/explain) in {ex.relative_to(ROOT)}")
+    pkg_src = "".join(f.read_text() for f in pkg.rglob("*.py")) if pkg else ""
+    pages = "".join(c.source for p in paths for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code")
+    if "Diagram(" not in pkg_src or not re.search(r"\w*diagram\w*\(", pages):
+        out.append(f"chapter {chapter}: no diagram (a diagrams.Diagram in its package, shown by a *diagram*() call)")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    chapters = [int(a) for a in argv] or list(range(10))
+    found = [p for ch in chapters for p in chapter_problems(ch)]
+    print("\n".join(found) if found else f"chapter standard: chapters {chapters} meet it")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
