@@ -11,6 +11,9 @@ The site is served from 127.0.0.1 only; any other request is failed and reported
   was replaced by a rendered `.jupyter-widgets` view (the widget state is embedded in the page);
 * every LaTeX formula typeset by the site's own MathJax (each `.math` holds an `mjx-container`);
 * chapter and lab pages (notebooks/, labs/, book/labs/) show the mode banner (LIVE or REPLAY);
+* accessibility, in the page's content: every image has alt text, every SVG drawn as an image
+  has a <title>, every plotly figure has an accessible name (the course figure's generated
+  description), every link has text or a label, and headings go down one level at a time;
 * notebook pages carry the launch buttons when the build was given a repository URL, except the
   labs' student pages (book/labs/), which must not: their notebooks are not in the repository.
 
@@ -56,6 +59,25 @@ STATE_JS = r"""(() => {
           launch: [...document.querySelectorAll('a[href]')].map(a => a.href)
                     .filter(h => /mybinder|colab|git-pull/.test(h)).length,
           ready: document.readyState}; })()"""
+# Evaluated in the page: accessibility problems in the content area (the theme's chrome is its own).
+A11Y_JS = r"""(() => {
+  const root = document.querySelector('main') || document.querySelector('article') || document.body;
+  if (!root) return [];
+  const out = [];
+  root.querySelectorAll('img:not([alt])').forEach(i => out.push('image without alt text: ' + (i.src || '').slice(-60)));
+  root.querySelectorAll('svg[role="img"]:not([aria-hidden="true"]):not([aria-label])').forEach(s => { if (!s.querySelector('title'))
+    out.push('an SVG image without a <title>'); });
+  root.querySelectorAll('.plotly-graph-div').forEach(f => { const named = f.closest('[aria-label]');
+    if (!named || !named.getAttribute('aria-label').trim()) out.push('a plotly figure without an accessible name (' + f.id + ')'); });
+  root.querySelectorAll('a[href]').forEach(a => { if (a.closest('.modebar')) return;  // plotly's own toolbar
+    const t = (a.innerText || '').trim() || a.getAttribute('aria-label')
+      || a.getAttribute('title') || (a.querySelector('img[alt]') && a.querySelector('img[alt]').alt);
+    if (!t) out.push('a link without text: ' + a.getAttribute('href').slice(0, 60)); });
+  let last = 0;
+  root.querySelectorAll('h1, h2, h3, h4, h5, h6').forEach(h => { const lvl = +h.tagName[1];
+    if (last && lvl > last + 1) out.push(`heading level jumps from h${last} to h${lvl}: "${h.innerText.trim().slice(0, 50)}"`);
+    last = lvl; });
+  return out; })()"""
 SETTLED_JS = f"""(() => {{ const s = {STATE_JS};
   return s.ready === 'complete' && s.drawn === s.figures && s.rendered === s.views &&
          s.typeset === s.math ? s : null; }})()"""
@@ -151,6 +173,7 @@ def check_page(page: Page, base: str, site: Path, rel: str, want_launch: bool,
         probs.append(f"{state['views'] - state['rendered']} of {state['views']} widgets not rendered")
     if state["typeset"] != state["math"]:
         probs.append(f"{state['math'] - state['typeset']} of {state['math']} LaTeX formulas not typeset by MathJax")
+    probs += [f"accessibility: {p}" for p in (page.evaluate(A11Y_JS) or [])]
     if rel.startswith(COURSE_DIRS) and not state["banner"]:
         probs.append("no mode banner (LIVE/REPLAY) on a chapter or lab page")
     if rel.startswith(STUDENT_DIR):

@@ -25,7 +25,8 @@ from tools.cdp import Chromium
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "book" / "_static"
-PLOT = ('<div id="f1" class="plotly-graph-div" style="height:300px;width:400px"></div>'
+PLOT = ('<figure aria-label="Figure: two bars, 3 and 4."><div id="f1" class="plotly-graph-div" '
+        'style="height:300px;width:400px"></div></figure>'
         '<script>Plotly.newPlot("f1", [{"type": "bar", "x": [1, 2], "y": [3, 4]}], {});</script>')
 
 
@@ -76,6 +77,19 @@ def test_good_page_passes(browser, static_assets, tmp_path):
     site = _site(tmp_path, {"p.html": PLOT}, static_assets)
     probs, state = _check(browser, site, "p.html")
     assert probs == [] and state["drawn"] == state["figures"] == 1
+
+
+def test_accessibility_problems_are_each_named(browser, static_assets, tmp_path):
+    body = ('<main><h1>Chapter</h1><h3>skipped a level</h3><img src="x.png"><a href="y.html"></a>'
+            '<svg role="img" viewBox="0 0 4 4"><rect width="4" height="4"/></svg>'
+            + PLOT.replace('<figure aria-label="Figure: two bars, 3 and 4.">', '<figure>') + '</main>')
+    site = _site(tmp_path, {"p.html": body}, static_assets)
+    (site / "x.png").write_bytes(b"")
+    probs, _ = _check(browser, site, "p.html")
+    found = " | ".join(p for p in probs if p.startswith("accessibility"))
+    for part in ("h1 to h3", "image without alt", "link without text", "SVG image without a <title>",
+                 "plotly figure without an accessible name"):
+        assert part in found, part
 
 
 def test_undrawn_figure_and_script_error_fail(browser, static_assets, tmp_path):
