@@ -12,6 +12,7 @@ environment (Numba's CUDA simulator when there is no GPU) is made by `course.sta
 | COURSE_STRACE | the strace binary Chapter 1 runs | `strace` on PATH |
 | BWCHECK | a built tools/bwcheck binary for the C cross-check | built with nvcc on first use |
 | COURSE_STATE_DIR | where the learner's committed predictions are kept | ~/.local/state/cpu-gpu-course |
+| COURSE_NVIDIA_SMI | the nvidia-smi that tells whether other processes share the GPU | `nvidia-smi` on PATH |
 | NUMBA_ENABLE_CUDASIM | Numba's own switch; 1 runs kernels on its CUDA simulator | set by course.start without a GPU |
 | NBGRADER_EXECUTION | nbgrader's own flag; graded checks are quiet under autograde | unset |
 
@@ -35,7 +36,7 @@ BWCHECK_SOURCE = REPO_ROOT / "tools" / "bwcheck" / "bwcheck.cu"  # the C cross-c
 
 #: every variable the course reads, for the README's table and its test
 VARIABLES = ("COURSE_MODE", "COURSE_REFERENCE", "COURSE_P2P_REFERENCE", "COURSE_DATA_DIR", "COURSE_STRACE",
-             "BWCHECK", "COURSE_STATE_DIR", "NUMBA_ENABLE_CUDASIM", "NBGRADER_EXECUTION")
+             "BWCHECK", "COURSE_STATE_DIR", "COURSE_NVIDIA_SMI", "NUMBA_ENABLE_CUDASIM", "NBGRADER_EXECUTION")
 
 #: variables the scripts in tools/ read (site build, offline installs, browser tests)
 TOOL_VARIABLES = ("COURSE_REPO_URL", "COURSE_REPO_BRANCH", "COURSE_REPO_PROVIDER", "COURSE_JUPYTERHUB_URL",
@@ -88,6 +89,11 @@ def state_dir() -> Path:
     if env:
         return Path(env)
     return Path.home() / ".local" / "state" / "cpu-gpu-course"
+
+
+def nvidia_smi() -> str | None:
+    """COURSE_NVIDIA_SMI: the nvidia-smi to ask who else uses the GPU (tests point it at a stand-in)."""
+    return _get("COURSE_NVIDIA_SMI") or None
 
 
 def numba_simulator_on() -> bool:

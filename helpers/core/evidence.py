@@ -9,7 +9,8 @@ The rules, the same for every experiment:
 2. Live or replay is decided once, from the course's mode and what the experiment declares
    it needs (a GPU, two GPUs, strace, nvcc). A missing need means replay, with the reason in
    `why`.
-3. Live: the experiment runs in this process exactly as the recorder runs it; its result is
+3. Live: the experiment runs in this process exactly as the recorder runs it (when other
+   processes hold a context on the GPU, its source says "contended: N other processes"); its result is
    round-tripped through JSON (so live and replay hand views the same plain types) and
    CuPy's memory pools are released afterwards. An experiment that raises SkipExperiment
    falls back to replay, with its reason in `why`.
@@ -145,9 +146,11 @@ def _run_live(ctx, exp: experiments.Experiment, params: dict, quick: bool, code,
         data = json.loads(json.dumps(exp.run(quick, **params, **extra)))  # the plain JSON a recording holds
     finally:
         gpu.release_pools()
-    source = ctx.gpu_name or "this machine"
+    others = gpu.other_processes() if ctx.gpu_name else None
+    contended = gpu.contention_note(others)
+    source = (ctx.gpu_name or "this machine") + (f" ({contended})" if contended else "")
     prov = {"gpu": source, "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            "quick": quick, "params": params, "changed_code": yours}
+            "quick": quick, "params": params, "changed_code": yours, "other_processes": others}
     why = f"measured now on {source}" + (f", running your changed {yours}" if yours else "")
     return Evidence(exp.id, data, Mode.LIVE, source, why, prov, params=params, changed_code=yours)
 

@@ -136,3 +136,46 @@ class LazyModule:
 cp = LazyModule("cupy", needs_gpu=True)  # CuPy, as every page and experiment names it
 cupyx = LazyModule("cupyx", needs_gpu=True)  # cupyx.empty_pinned and friends
 cuda = LazyModule("numba.cuda", needs_gpu=False)  # Numba's CUDA target (its simulator without a GPU)
+
+
+@functools.lru_cache(maxsize=8)
+def _compute_apps(minute_slot: int, smi: str) -> tuple[int, ...] | None:
+    import subprocess
+
+    try:
+        out = subprocess.run([smi, "--query-compute-apps=pid", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return tuple(int(t) for t in out.stdout.split() if t.strip().isdigit())
+
+
+def other_processes() -> int | None:
+    """How many other processes hold a CUDA context on this machine's GPUs now (nvidia-smi's
+    compute apps, this process left out), or None when that cannot be known here.
+
+    A live number measured while others share the GPU is contended: time-slicing hands the
+    engines to each context in turn, so bandwidths and latencies come out lower and noisier.
+    Asked at most once per 10 seconds (nvidia-smi takes a moment)."""
+    import os
+    import shutil
+    import time
+
+    from helpers.core import config
+
+    smi = config.nvidia_smi() or shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    pids = _compute_apps(int(time.monotonic() // 10), smi)
+    if pids is None:
+        return None
+    return len(set(pids) - {os.getpid()})
+
+
+def contention_note(n: int | None) -> str:
+    """'' for an unshared GPU or an unknown count, else 'contended: N other process(es)'."""
+    if not n:
+        return ""
+    return f"contended: {n} other process{'es' if n != 1 else ''}"
