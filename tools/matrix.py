@@ -2,6 +2,7 @@
 
     python tools/matrix.py run  --mode auto|live|replay|hidden --out result.json [notebooks...]
     python tools/matrix.py merge result*.json [--out matrix.md]
+    python tools/matrix.py load --kernels 8 --out load.json [notebooks...]
 
 `run` executes each notebook (default: notebooks/*.ipynb and labs/*.ipynb, so new chapters and
 labs are picked up without changes here) on a fresh kernel with `pytest --nbval-lax`, one
@@ -25,6 +26,13 @@ still reports what it finished; the rest are listed as not reached and counted a
 Modes: auto (whatever the machine gives: live with a GPU, replay without), live
 (COURSE_MODE=live: fails without a GPU), replay (COURSE_MODE=replay: replay forced on a GPU),
 hidden (CUDA_VISIBLE_DEVICES= empty: a GPU machine that shows no GPU to CUDA).
+
+`load` is a class on one GPU node: N course kernels at once, each running the chapter notebooks
+(rotated, so different chapters overlap) and then tools/loadprobe.py, which takes a chapter's
+live copy evidence five times. Per-notebook leak checks run inside each kernel; the device
+memory check from outside and the orphan check run once, around the whole load (side by side,
+one kernel's memory is another's baseline). The row gives wall time, failures, leaks, whether
+the live evidence said "contended", and the spread of the probes' bandwidths.
 
 The result is JSON (one object per notebook, with the raw measurements) plus one markdown
 table row: machine | mode | notebooks passed | leaks found. `merge` makes the table from
@@ -169,20 +177,25 @@ def instrumented_copy(nb_path: Path, report: Path, *, pinned_tolerance: int, dev
     nb.cells.append(end)
     for i, c in enumerate(nb.cells):
         c.id = f"mx{i:03d}"
-    out = nb_path.with_name(f"{COPY_PREFIX}{os.getpid()}-{nb_path.name}")  # one per run
+    import uuid
+
+    out = nb_path.with_name(f"{COPY_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}-{nb_path.name}")  # one per run
     nbformat.write(nb, str(out))
     return out
 
 
 def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: int,
-                 device_tolerance: int, device_tolerance_mib_outside: int) -> dict:
-    """Run one notebook under nbval; return pass/fail, the leaks and the raw measurements."""
+                 device_tolerance: int, device_tolerance_mib_outside: int, alone: bool = True) -> dict:
+    """Run one notebook under nbval; return pass/fail, the leaks and the raw measurements.
+
+    alone=False (the load test): other notebooks run beside this one, so the checks from outside
+    (nvidia-smi memory, orphans among this process's children) are left to the caller."""
     fd, report_name = tempfile.mkstemp(prefix="matrix-", suffix=".json")
     os.close(fd)
     report = Path(report_name)
     copy = instrumented_copy(nb_path, report, pinned_tolerance=pinned_tolerance,
                              device_tolerance=device_tolerance)
-    before = device_used_mib()
+    before = device_used_mib() if alone else None
     t0 = time.monotonic()
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
            f"--nbval-cell-timeout={timeout_s}", f"--rootdir={ROOT}", "-o", "testpaths=", str(copy)]
@@ -195,9 +208,10 @@ def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: 
     finally:
         copy.unlink(missing_ok=True)
     seconds = round(time.monotonic() - t0, 1)
-    orphans = reap_orphans()
-    time.sleep(0.5)
-    after = device_used_mib()
+    orphans = reap_orphans() if alone else []
+    if alone:
+        time.sleep(0.5)
+    after = device_used_mib() if alone else None
     try:
         inside = json.loads(report.read_text() or "{}")
     except (OSError, json.JSONDecodeError):
@@ -316,6 +330,88 @@ def run(args: argparse.Namespace) -> dict:
     return out
 
 
+# --- a class on one node -----------------------------------------------------------------
+
+def _kernel(k: int, notebooks: list[Path], env: dict, args: argparse.Namespace) -> dict:
+    """Course kernel k: the notebooks (rotated by k), then the bandwidth probe."""
+    order = notebooks[k % len(notebooks):] + notebooks[:k % len(notebooks)]
+    results = [run_notebook(nb, env, timeout_s=args.cell_timeout, pinned_tolerance=args.pinned_tolerance,
+                            device_tolerance=args.device_tolerance_mib * MiB, device_tolerance_mib_outside=0,
+                            alone=False) for nb in order]
+    fd, name = tempfile.mkstemp(prefix=f"load-{k}-", suffix=".json")
+    os.close(fd)
+    try:
+        proc = subprocess.run([sys.executable, str(Path(__file__).with_name("loadprobe.py")), name],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.cell_timeout)
+        probe = json.loads(Path(name).read_text() or "{}") if proc.returncode in (0, 3) else {
+            "error": (proc.stdout + proc.stderr)[-2000:]}
+    except (subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+        probe = {"error": str(exc)}
+    finally:
+        Path(name).unlink(missing_ok=True)
+    return {"kernel": k, "notebooks": results, "probe": probe}
+
+
+def spread(values: list[float]) -> dict:
+    """min, median, max and (max-min)/median of the probes' bandwidths."""
+    if not values:
+        return {}
+    v = sorted(values)
+    med = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+    return {"n": len(v), "min": round(v[0], 2), "median": round(med, 2), "max": round(v[-1], 2),
+            "relative_range": round((v[-1] - v[0]) / med, 3) if med else None}
+
+
+def load(args: argparse.Namespace) -> dict:
+    """N course kernels side by side on this machine's GPU; the load row."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if args.kernels < 1:
+        raise MatrixError(f"--kernels must be at least 1, got {args.kernels}")
+    notebooks = [Path(p).resolve() for p in args.notebooks] or sorted((ROOT / "notebooks").glob("0[0-4]*.ipynb"))
+    missing = [str(p) for p in notebooks if not p.is_file()]
+    if missing:
+        raise MatrixError(f"no such notebook: {missing[0]}")
+    names = gpus()
+    env = dict(os.environ, **MODE_ENV[args.mode])
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (env.get("PYTHONPATH"), str(ROOT)) if x)
+    lock = one_run_at_a_time()  # noqa: F841
+    subreaper = become_subreaper()
+    before = device_used_mib()
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(args.kernels) as pool:
+        kernels = list(pool.map(lambda k: _kernel(k, notebooks, env, args), range(args.kernels)))
+    wall = round(time.monotonic() - t0, 1)
+    orphans = reap_orphans()
+    time.sleep(1.0)
+    after = device_used_mib()
+    runs = [r for k in kernels for r in k["notebooks"]]
+    leaks = [f"kernel {k['kernel']}: {x}" for k in kernels for r in k["notebooks"] for x in r["leaks"]]
+    leaks += [f"orphan process {o['pid']} outlived its kernel: {o['cmd']}" for o in orphans]
+    if before is not None and after is not None:
+        leaks += [f"GPU {i}: {a - b} MiB more in use after the load (nvidia-smi)"
+                  for i, (b, a) in enumerate(zip(before, after, strict=False)) if a - b > args.device_tolerance_mib]
+    probes = [p for k in kernels for p in k["probe"].get("runs", [])]
+    out = {"config": args.name or f"load-{args.kernels}", "machine": machine_name(names), "gpus": names,
+           "mode": f"{MODE_LABEL.get(args.mode, args.mode)}, {args.kernels} course kernels at once",
+           "kernels": args.kernels,
+           "passed": sum(r["passed"] for r in runs), "total": len(runs), "failures": sum(not r["passed"] for r in runs),
+           "leaks": len(leaks), "leak_list": leaks, "leak_checks_ran": sum(r["leak_check_ran"] for r in runs),
+           "not_reached": [], "subreaper": subreaper, "wall_seconds": wall, "seconds": wall,
+           "probe_errors": [k["probe"]["error"] for k in kernels if "error" in k["probe"]],
+           "contended_flagged": sum("contended" in p["source"] for p in probes), "probe_runs": len(probes),
+           "pinned_h2d_gbps": spread([p["pinned_h2d_gbps"] for p in probes]),
+           "host": platform.node(), "python": platform.python_version(),
+           "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "kernel_results": kernels}
+    out["row"] = row(out)
+    _write(args.out, out)
+    print(TABLE_HEAD)
+    print(out["row"])
+    print(f"load: {args.kernels} kernels, wall {wall} s, {out['failures']} failed notebook runs, {len(leaks)} leaks, "
+          f"{out['contended_flagged']}/{len(probes)} probe figures flagged contended, pinned h2d GB/s {out['pinned_h2d_gbps']}")
+    return out
+
+
 # --- the table --------------------------------------------------------------------------
 
 def row(result: dict) -> str:
@@ -362,13 +458,22 @@ def main(argv: list[str] | None = None) -> int:
                    help="start no notebook after this many seconds (0: no limit); the rest are 'not reached'")
     r.add_argument("--pinned-tolerance", type=int, default=MiB, help="bytes (default 1 MiB)")
     r.add_argument("--device-tolerance-mib", type=int, default=64, help="MiB (default 64)")
+    ld = sub.add_parser("load", help="N course kernels at once on this machine's GPU (a class on one node)")
+    ld.add_argument("notebooks", nargs="*", help="default: notebooks/00-04")
+    ld.add_argument("--kernels", type=int, default=8)
+    ld.add_argument("--mode", default="live", choices=MODES, help="live (default) on the GPU node")
+    ld.add_argument("--name", default=None)
+    ld.add_argument("--out", default=None)
+    ld.add_argument("--cell-timeout", type=int, default=600)
+    ld.add_argument("--pinned-tolerance", type=int, default=MiB, help="bytes (default 1 MiB)")
+    ld.add_argument("--device-tolerance-mib", type=int, default=64, help="MiB (default 64)")
     m = sub.add_parser("merge", help="markdown table from result files")
     m.add_argument("results", nargs="+")
     m.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     try:
-        if args.cmd == "run":
-            out = run(args)
+        if args.cmd in ("run", "load"):
+            out = run(args) if args.cmd == "run" else load(args)
             return 0 if out["passed"] == out["total"] and out["leaks"] == 0 else 1
         table = merge(args.results)
     except MatrixError as exc:

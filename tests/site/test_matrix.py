@@ -193,3 +193,24 @@ def test_planted_device_leak_is_caught_live(tmp_path):
     text = "\n".join(bad["leaks"])
     assert not bad["passed"] and "device memory" in text and "CuPy's pool" in text, bad
     assert "pinned host memory" in text, f"the pinned (cudaHostAlloc) leak was not seen: {bad}"
+
+
+def test_load_runs_kernels_side_by_side_and_checks_leaks_around_them(tmp_path):
+    """Two kernels at once, each running a clean and a leaky notebook: every run is counted, the
+    leaks are caught inside each kernel and (orphans) once around the load, and without a GPU the
+    bandwidth probe says why it measured nothing."""
+    clean = _notebook(tmp_path / "clean.ipynb", START, "x = 1")
+    leaky = _notebook(tmp_path / "leaky.ipynb", START, LEAKY)
+    out = tmp_path / "load.json"
+    proc = _matrix("load", "--kernels", "2", "--mode", "replay", "--out", str(out),
+                   "--pinned-tolerance", str(64 * 1024), str(clean), str(leaky))
+    res = json.loads(out.read_text())
+    assert proc.returncode == 1 and res["kernels"] == 2 and (res["passed"], res["total"]) == (2, 4)
+    assert res["failures"] == 2 and [len(k["notebooks"]) for k in res["kernel_results"]] == [2, 2]
+    assert [k["notebooks"][0]["notebook"].endswith(n) for k, n in zip(res["kernel_results"], ("clean.ipynb", "leaky.ipynb"),
+                                                                      strict=True)] == [True, True]  # rotated
+    text = "\n".join(res["leak_list"])
+    assert text.count("pinned host memory") == 2 and re.search(r"orphan process \d+ outlived its kernel", text)
+    if not res["gpus"]:
+        assert len(res["probe_errors"]) == 2 and "no usable GPU" in res["probe_errors"][0]
+    assert res["wall_seconds"] > 0 and not list(tmp_path.glob(".matrix-*"))
