@@ -1,0 +1,56 @@
+"""tools/atlas.py: the class's recordings beside the reference machines; tampered files refused."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+from conftest import write_reference
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import atlas  # noqa: E402
+
+
+def _submissions(tmp_path: Path) -> Path:
+    sub = tmp_path / "submitted"
+    for student in ("alice", "bob", "carol"):
+        (sub / student / "atlas").mkdir(parents=True)
+    write_reference(sub / "alice" / "atlas", "alice-workstation")
+    write_reference(sub / "bob" / "atlas", "bob-h200", base=ROOT / "data" / "reference" / "h200x2-nvlink.json")
+    bad = json.loads((ROOT / "data" / "reference" / "h100-pcie.json").read_text())
+    bad["name"] = "carol-edited"
+    bad["provenance"]["gpu"]["name"] = "NVIDIA B200 (typed in by hand)"  # the checksum no longer matches
+    (sub / "carol" / "atlas" / "carol.json").write_text(json.dumps(bad))
+    return sub
+
+
+def test_three_recordings_two_accepted_and_the_edited_one_refused(tmp_path):
+    rows, refused = atlas.collect(_submissions(tmp_path))
+    class_rows = {r["machine"]: r for r in rows if r["kind"].startswith("class")}
+    assert set(class_rows) == {"alice-workstation", "bob-h200"} and len(rows) == len(class_rows) + 2
+    assert len(refused) == 1 and refused[0].startswith("carol/atlas/carol.json") and "checksum" in refused[0]
+    alice = class_rows["alice-workstation"]
+    # the H100's pinned host->device fit, as Chapter 3 reports it: t0 4.41 us, B 52.69 GB/s
+    assert abs(alice["h2d t0 (us)"] - 4.41) < 0.05 and abs(alice["h2d B (GB/s)"] - 52.69) < 0.1
+    assert "BAR2 128 GiB" in alice["BARs"] and alice["kind"] == "class (alice)"
+
+
+def test_the_page_and_csv_are_written(tmp_path, capsys):
+    sub = _submissions(tmp_path)
+    out, table = tmp_path / "atlas.html", tmp_path / "atlas.csv"
+    assert atlas.main(["build", str(sub), "--out", str(out), "--csv", str(table)]) == 0
+    page = out.read_text()
+    assert "Class GPU atlas" in page and "carol/atlas/carol.json" in page and 'aria-label="Figure: ' in page
+    assert "<script src=" not in page  # offline: plotly.js is inside the page
+    rows = list(csv.DictReader(io.StringIO(table.read_text())))
+    assert {r["machine"] for r in rows} >= {"alice-workstation", "bob-h200", "h100-pcie"}
+    assert "1 refused" in capsys.readouterr().out
+
+
+def test_a_missing_folder_is_refused(tmp_path):
+    assert atlas.main(["build", str(tmp_path / "nope")]) == 2
