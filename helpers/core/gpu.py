@@ -106,7 +106,8 @@ def release_pools() -> None:
 
 class LazyModule:
     """A module imported on first use, so code on a notebook page can name `cp.cuda.Event` and
-    `cuda.jit` while the page still imports (and replays) on a machine without CUDA.
+    `cuda.jit` while the page still imports (and replays) on a machine without CUDA. On first
+    use the real module replaces the stand-in wherever it was imported (see _rebind).
 
     `cp` and `cupyx` need a usable GPU: touching them without one raises NoGPUError saying why
     (not an ImportError deep inside CuPy). `cuda` (numba.cuda) imports on first use, after
@@ -122,7 +123,24 @@ class LazyModule:
 
         if self._needs_gpu:
             cupy()  # NoGPUError with the reason when CUDA is not usable here
-        return importlib.import_module(self._name)
+        module = importlib.import_module(self._name)
+        self._rebind(module)
+        return module
+
+    def _rebind(self, module: ModuleType) -> None:
+        """Put the real module where this stand-in was imported (helpers' modules, the notebook's
+        namespace). Numba types a kernel's globals when it compiles it: `cuda.grid` inside a
+        kernel must find numba.cuda itself, not this object. The first use (`@cuda.jit`, before
+        any kernel compiles) is the moment to swap."""
+        import sys
+
+        for mod in list(sys.modules.values()):
+            namespace = getattr(mod, "__dict__", None)
+            if not isinstance(namespace, dict):
+                continue
+            for name, value in list(namespace.items()):
+                if value is self:
+                    namespace[name] = module
 
     def __getattr__(self, attr: str):
         if attr.startswith("__") and attr.endswith("__"):
