@@ -1,6 +1,6 @@
 """Where the CPU time of a copy goes: user vs system time for large pageable and pinned copies.
 
-Seed 000 observed with time(1) that copy cost shows up as *user* time, not system time. Two
+Source question 000 observed with time(1) that copy cost shows up as *user* time, not system time. Two
 things can make a synchronous cudaMemcpy burn user time:
 
 1. a real CPU copy: a pageable buffer is copied by the driver, in user space, into pinned

@@ -4,13 +4,13 @@ with the number of copies it makes.
 A child Python process makes N round trips (copy host->device, launch a kernel, copy
 device->host) under `strace -f -c`, which counts every system call of every thread. Doing
 that for N = 0, 10, 100, 1000 and fitting count = a + b*N separates the one-time cost (a,
-context creation and the driver's mappings) from the per-round-trip cost (b). Seed 000's
+context creation and the driver's mappings) from the per-round-trip cost (b). Source question 000's
 hypothesis 1 (one read/write per transfer) predicts b >= 1 for read or write; a user-space
 driver that rings a doorbell predicts b ~ 0 for every call that reaches the driver.
 
-strace is found through COURSE_STRACE (a path, read by helpers.core.config) or PATH. The
-experiment declares that it needs strace and a GPU, so without them the evidence contract
-replays the recording and says why; `find_strace` says how to install strace.
+strace is found by helpers.core.config.strace_binary (COURSE_STRACE or PATH; Linux only), the
+same lookup the evidence contract makes for an experiment that needs strace: without strace or
+a GPU the census replays the recording and says why, and how to install strace.
 """
 
 from __future__ import annotations
@@ -46,9 +46,7 @@ QUICK_ROUNDS = (10, 100)
 MAX_ROUNDS = 100_000
 COPY_BYTES = 1 << 20  # each copy in the census moves 1 MiB
 GROWTH_MIN_CALLS = 10  # extra calls at the largest N below this count as "does not grow"
-INSTALL_HINT = ("install it with `sudo apt-get install strace` (Debian, Ubuntu) or "
-                "`sudo dnf install strace` (Fedora, RHEL), or point COURSE_STRACE at an strace "
-                "binary; until then the chapter replays the recorded census")
+INSTALL_HINT = config.STRACE_INSTALL_HINT
 
 
 class StraceMissingError(CourseError):
@@ -83,18 +81,11 @@ def strace_or_skip() -> str:
 
 
 def find_strace() -> str:
-    """Path of the strace to use: $COURSE_STRACE if set, else the first `strace` on PATH."""
-    env = config.strace_setting()
-    if env:
-        p = Path(env)
-        if not p.is_file() or not os.access(p, os.X_OK):
-            raise StraceMissingError(f"COURSE_STRACE={env!r} is not an executable file; "
-                                     f"fix the path or unset it. To get strace, {INSTALL_HINT}.")
-        return str(p)
-    found = config.tool_on_path("strace")
-    if not found:
-        raise StraceMissingError(f"strace is not installed on this machine (not on PATH). "
-                                 f"To run the census live, {INSTALL_HINT}.")
+    """Path of the strace to use, as config.strace_binary finds it (the course's one lookup);
+    StraceMissingError with the reason and the fix when there is none."""
+    found, why = config.strace_binary()
+    if found is None:
+        raise StraceMissingError(why)
     return found
 
 

@@ -1,5 +1,5 @@
 """The path of a copy, from the CuPy call to the DMA on the bus: a diagram annotated with the
-chapter's measurements, and seed 000's hypotheses and answer set against those measurements.
+chapter's measurements, and source question 000's hypotheses and answer set against those measurements.
 
 Verdicts are computed here from the recorded or live numbers (syscall census, driver maps,
 CPU time); nothing below decides a verdict without looking at the data.
@@ -93,7 +93,7 @@ def _stage(maps: dict, word: str) -> dict:
 
 
 def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -> list[Verdict]:
-    """Seed 000's hypotheses, its observations and its answer's claims, judged by the data."""
+    """Source question 000's hypotheses, its observations and its answer's claims, judged by the data."""
     g = {n: syscalls.growth(census, n) for n in syscalls.FOCUS}
     rw = g["read"].per_round + g["write"].per_round
     before = driver_maps.nvidia_mappings(_stage(maps, "import")["lines"])
@@ -125,7 +125,7 @@ def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -
     spin = cpu_time.lookup(cpu, "auto", "pinned", "h2d")
     share = pg["sys_s_per_gb"] / max(pg["user_s_per_gb"] + pg["sys_s_per_gb"], 1e-12)
     out.append(Verdict(
-        "Observation: copy cost shows up as user time, not system time (seed, via time(1)).",
+        "Observation: copy cost shows up as user time, not system time (source question 000, via time(1)).",
         f"pageable h2d, blocking wait: user {pg['user_s_per_gb'] * 1e3:.0f} ms/GB, sys "
         f"{pg['sys_s_per_gb'] * 1e3:.0f} ms/GB; pinned h2d: user {pn['user_s_per_gb'] * 1e3:.0f} ms/GB "
         f"blocking vs {spin['user_s_per_gb'] * 1e3:.0f} ms/GB spinning",
