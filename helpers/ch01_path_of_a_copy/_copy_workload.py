@@ -33,15 +33,19 @@ def _emit(obj: dict) -> None:
 
 
 def _load(path: str, name: str):
-    """The function `name` defined by the text in `path` (the page's measuring function)."""
+    """The function `name` that the file at `path` defines (the page's measuring function),
+    imported as a module whose globals already hold np, cp, cupyx, resource and time."""
+    import importlib.util
+
     import cupy as cp
     import cupyx
     import numpy as np
 
-    scope = {"np": np, "cp": cp, "cupyx": cupyx, "resource": resource, "time": time, "__name__": "course_page_code"}
-    with open(path) as f:
-        exec(compile(f.read(), path, "exec"), scope)  # the course's or the learner's own function
-    return scope[name]
+    spec = importlib.util.spec_from_file_location("course_page_code", path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(np=np, cp=cp, cupyx=cupyx, resource=resource, time=time)
+    spec.loader.exec_module(module)  # the course's or the learner's own function, as written on the page
+    return getattr(module, name)
 
 
 def census(n: int, nbytes: int, path: str, name: str) -> dict:
