@@ -1,5 +1,5 @@
 """Chapter 0's first copies: pinned and pageable bandwidth each way at one size, on this
-machine (live) beside the reference machine's recording, and seed 002's 2009 claim.
+machine (live) beside the reference machine's recording, and source question 002's 2009 claim.
 
 The data of both is the `transfers.pinned_vs_pageable` experiment (copy_sweeps): live at the
 one size the learner picks, recorded over the whole sweep; the views read the swept size
@@ -20,7 +20,7 @@ KINDS = ("pageable", "pinned")
 _NAMES = {"h2d": "host → device", "d2h": "device → host"}
 _COLOURS = {True: "#1b7837", False: "#2166ac"}  # live, replay
 
-# Seed 002 (2009, a Tesla card): 16 MB host->device from malloc'ed memory in 9 ms
+# Source question 002 (2009, a Tesla card): 16 MB host->device from malloc'ed memory in 9 ms
 # (1777 MB/s) and from cudaMallocHost memory in 5 ms (3200 MB/s), as the thread reports them.
 SEED_2009 = {"pageable": 1777e6, "pinned": 3200e6, "nbytes": 16 << 20}
 
@@ -73,14 +73,14 @@ def ratio_rows(here: Evidence, recorded: Evidence, nbytes: int) -> list[tuple]:
 
 
 def claim_vs_measurement(ev: Evidence, nbytes: int) -> str:
-    """Seed 002's 2009 pinned/pageable speed-up set against today's, at the swept size nearest
+    """Source question 002's 2009 pinned/pageable speed-up set against today's, at the swept size nearest
     `nbytes`, from the Evidence's own data and named by its mode and machine."""
     bw = bandwidths(ev, nbytes)[1]
     source = f"{ev.mode.value}, {ev.source}"
     then = SEED_2009["pinned"] / SEED_2009["pageable"]
     now = bw[("pinned", "h2d")] / bw[("pageable", "h2d")]
     grow = bw[("pinned", "h2d")] * 1e9 / SEED_2009["pinned"]
-    return (f"2009 (seed 002): pinned host->device was {then:.2f}x pageable "
+    return (f"2009 (source question 002): pinned host->device was {then:.2f}x pageable "
             f"({SEED_2009['pinned'] / 1e9:.1f} vs {SEED_2009['pageable'] / 1e9:.2f} GB/s).\n"
             f"now ({source}): pinned is {now:.2f}x pageable, and pinned bandwidth is "
             f"{grow:.0f}x the 2009 figure.\n"

@@ -1,9 +1,13 @@
 """Child-process workloads for Chapter 1, run as a script (never imported by the notebooks).
 
-    python _copy_workload.py census N NBYTES      # warm-up, then N x (copy in, kernel, copy out)
-    python _copy_workload.py writes N             # N write(2) calls to /dev/null: the contrast
-    python _copy_workload.py maps                 # /dev/nvidia* lines of /proc/self/maps, by stage
-    python _copy_workload.py cputime NBYTES REPS SCHED   # user/sys CPU time of large copies
+    python _copy_workload.py census N NBYTES FILE NAME   # warm-up, then NAME(N, NBYTES): the copy loop
+    python _copy_workload.py writes N                    # N write(2) calls to /dev/null: the contrast
+    python _copy_workload.py maps NBYTES                 # /dev/nvidia* lines of /proc/self/maps, by stage
+    python _copy_workload.py cputime NBYTES REPS SCHED FILE NAME   # NAME(host, dev, direction, REPS) per copy
+
+FILE holds the text of the function the page shows (helpers.ch01_path_of_a_copy.loops, or the
+learner's changed version), written by loops.code_file; the child defines it with `np`, `cp`,
+`cupyx`, `resource` and `time` in scope.
 
 Each prints one JSON object on its last stdout line. The script imports only the standard
 library, NumPy and CuPy (not `helpers`), so a syscall census counts what a small CUDA program
@@ -28,31 +32,32 @@ def _emit(obj: dict) -> None:
     print(json.dumps(obj), flush=True)
 
 
-def census(n: int, nbytes: int) -> dict:
-    """One warm-up round trip (lazy set-up lands in it), then n round trips of pageable copies."""
+def _load(path: str, name: str):
+    """The function `name` that the file at `path` defines (the page's measuring function),
+    imported as a module whose globals already hold np, cp, cupyx, resource and time."""
+    import importlib.util
+
     import cupy as cp
+    import cupyx
     import numpy as np
 
-    host = np.full(nbytes, 7, dtype=np.uint8)
-    back = np.empty_like(host)
-    dev = cp.empty(nbytes, dtype=cp.uint8)
-    bump = cp.ElementwiseKernel("uint8 x", "uint8 y", "y = x + 1", "course_bump")
-    rt = cp.cuda.runtime
+    spec = importlib.util.spec_from_file_location("course_page_code", path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(np=np, cp=cp, cupyx=cupyx, resource=resource, time=time)
+    spec.loader.exec_module(module)  # the course's or the learner's own function, as written on the page
+    return getattr(module, name)
 
-    def round_trip() -> None:
-        rt.memcpy(dev.data.ptr, host.ctypes.data, nbytes, rt.memcpyHostToDevice)
-        bump(dev, dev)
-        rt.memcpy(back.ctypes.data, dev.data.ptr, nbytes, rt.memcpyDeviceToHost)
 
-    round_trip()  # warm-up: context, module load, staging buffers
+def census(n: int, nbytes: int, path: str, name: str) -> dict:
+    """One warm-up round trip (lazy set-up lands in it), then the copy loop with n round trips."""
+    loop = _load(path, name)
+    loop(1, nbytes)  # warm-up: context, module load, staging buffers
     os.getppid()  # marker for helpers.ch01_path_of_a_copy.ioctls: the loop starts
     t0 = time.perf_counter()
-    for _ in range(n):
-        round_trip()
+    ok = loop(n, nbytes)
     wall = time.perf_counter() - t0
     os.getppid()  # marker: the loop has ended
-    ok = bool(back[0] == 8 and back[-1] == 8)  # the kernel ran on the data that came back
-    return {"rounds": n, "nbytes": nbytes, "wall_s": wall, "data_ok": ok}
+    return {"rounds": n, "nbytes": nbytes, "wall_s": wall, "data_ok": bool(ok)}
 
 
 def writes(n: int) -> dict:
@@ -117,20 +122,14 @@ def _set_blocking_sync() -> int:
     return int(fn(dev, CU_CTX_SCHED_BLOCKING_SYNC))
 
 
-def _usage() -> dict:
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    th = resource.getrusage(resource.RUSAGE_THREAD)
-    return {"wall": time.perf_counter(), "user": me.ru_utime, "sys": me.ru_stime,
-            "thread_user": th.ru_utime, "thread_sys": th.ru_stime}
-
-
-def cputime(nbytes: int, reps: int, sched: str) -> dict:
-    """CPU time (user, system) spent by this process while it makes synchronous large copies."""
+def cputime(nbytes: int, reps: int, sched: str, path: str, name: str) -> dict:
+    """CPU time (user, system) spent by this process while it makes synchronous large copies,
+    measured by the page's function for each host kind and direction."""
     rc = _set_blocking_sync() if sched == "blocking" else 0
     import cupy as cp
     import numpy as np
 
-    rt = cp.cuda.runtime
+    measure = _load(path, name)
     dev = cp.empty(nbytes, dtype=cp.uint8)
     pageable = np.full(nbytes, 3, dtype=np.uint8)
     pin_mem = cp.cuda.alloc_pinned_memory(nbytes)
@@ -139,16 +138,9 @@ def cputime(nbytes: int, reps: int, sched: str) -> dict:
     out = []
     for kind, host in (("pageable", pageable), ("pinned", pinned)):
         for direction in ("h2d", "d2h"):
-            args = ((dev.data.ptr, host.ctypes.data, nbytes, rt.memcpyHostToDevice)
-                    if direction == "h2d" else
-                    (host.ctypes.data, dev.data.ptr, nbytes, rt.memcpyDeviceToHost))
-            rt.memcpy(*args)  # warm-up
-            a = _usage()
-            for _ in range(reps):
-                rt.memcpy(*args)
-            b = _usage()
+            got = measure(host, dev, direction, reps)
             out.append({"host_kind": kind, "direction": direction, "nbytes": nbytes, "reps": reps,
-                        **{k: b[k] - a[k] for k in ("wall", "user", "sys", "thread_user", "thread_sys")}})
+                        **{k: float(got[k]) for k in ("wall", "user", "sys")}})
     del pinned, pin_mem, dev
     return {"sched": sched, "set_flags_rc": rc, "runs": out}
 

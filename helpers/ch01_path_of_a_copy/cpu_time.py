@@ -1,6 +1,6 @@
 """Where the CPU time of a copy goes: user vs system time for large pageable and pinned copies.
 
-Seed 000 observed with time(1) that copy cost shows up as *user* time, not system time. Two
+Source question 000 observed with time(1) that copy cost shows up as *user* time, not system time. Two
 things can make a synchronous cudaMemcpy burn user time:
 
 1. a real CPU copy: a pageable buffer is copied by the driver, in user space, into pinned
@@ -8,8 +8,9 @@ things can make a synchronous cudaMemcpy burn user time:
 2. waiting: by default the CUDA driver spins (or yields) while it waits for the GPU, so the
    waiting thread is busy in user space even when the CPU copies nothing.
 
-A child process measures getrusage(RUSAGE_SELF) (all threads) and RUSAGE_THREAD (the calling
-thread) around repeated synchronous copies, once with the default scheduling and once with
+A child process measures getrusage(RUSAGE_SELF) (all threads) around repeated synchronous
+copies (loops.cpu_seconds, the function the page shows; recordings made before it also kept
+RUSAGE_THREAD, which no view uses), once with the default scheduling and once with
 CU_CTX_SCHED_BLOCKING_SYNC (the thread sleeps in the kernel while it waits). What remains
 under blocking sync is the CPU's own copying.
 """
@@ -18,7 +19,9 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 
+from helpers.ch01_path_of_a_copy.loops import code_file, cpu_seconds
 from helpers.core import validate
 from helpers.core.errors import CourseError, InputError
 from helpers.core.experiments import experiment
@@ -30,15 +33,19 @@ QUICK_NBYTES = 64 << 20
 REPS = 5
 
 
-def measure(nbytes: int = NBYTES, reps: int = REPS, sched: str = "auto", timeout_s: float = 120.0) -> dict:
-    """Run the cputime workload in a fresh child process and return its JSON."""
+def measure(nbytes: int = NBYTES, reps: int = REPS, sched: str = "auto", timeout_s: float = 120.0,
+            code=cpu_seconds) -> dict:
+    """Run the cputime workload, measuring each copy with `code` (the page's cpu_seconds), in a
+    fresh child process, and return its JSON."""
     from helpers.ch01_path_of_a_copy.syscalls import WORKLOAD, run_child
 
     validate.choice(sched, "sched", SCHEDS)
     validate.byte_size(nbytes, "copy size", 1 << 20, 1 << 30)
     validate.whole_number(reps, "reps", 1, 100)
-    proc = run_child([sys.executable, str(WORKLOAD), "cputime", str(nbytes), str(reps), sched],
-                     timeout_s, f"cputime workload ({sched})")
+    with tempfile.TemporaryDirectory(prefix="course-cputime-") as tmp:
+        path, name = code_file(code, tmp)
+        proc = run_child([sys.executable, str(WORKLOAD), "cputime", str(nbytes), str(reps), sched, str(path), name],
+                         timeout_s, f"cputime workload ({sched})")
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or "").strip().splitlines()[-3:])
         raise CourseError(f"cputime workload exited {proc.returncode}: {tail}")
@@ -51,7 +58,6 @@ def per_gb(run: dict) -> dict:
     if gb <= 0 or run["wall"] <= 0:
         raise InputError(f"a run must move bytes in positive time, got {run!r}")
     return {"user_s_per_gb": run["user"] / gb, "sys_s_per_gb": run["sys"] / gb,
-            "thread_user_s_per_gb": run["thread_user"] / gb, "thread_sys_s_per_gb": run["thread_sys"] / gb,
             "gbps": gb / run["wall"], "cpu_share": (run["user"] + run["sys"]) / run["wall"]}
 
 
@@ -104,12 +110,13 @@ def figure(ev):
     return CourseFigure(fig, ev.parts)
 
 
-def record(quick: bool = False) -> dict:
+def record(quick: bool = False, code=cpu_seconds) -> dict:
     n, reps = (QUICK_NBYTES, 2) if quick else (NBYTES, REPS)
-    return {"nbytes": n, "reps": reps, "scheds": [measure(n, reps, s) for s in SCHEDS]}
+    return {"nbytes": n, "reps": reps, "scheds": [measure(n, reps, s, code=code) for s in SCHEDS]}
 
 
 @experiment("path.cpu_time", chapter=1,
             title="User vs system CPU time of 256 MiB pageable and pinned copies, spinning vs blocking wait")
-def record_cpu_time(quick: bool) -> dict:
-    return record(quick)
+def record_cpu_time(quick: bool, code=cpu_seconds) -> dict:
+    """Each configuration measured by `code` (the page's cpu_seconds) in a fresh child process."""
+    return record(quick, code)

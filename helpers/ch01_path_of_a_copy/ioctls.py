@@ -129,7 +129,9 @@ def rows(data: dict, phase: str = "start-up", top: int = 12) -> list[tuple]:
 
 
 def trace_census(n: int = 10, timeout_s: float = 120.0) -> dict:
-    """Run the census workload once under `strace -f -y -e trace=ioctl,getppid` and parse it."""
+    """Run the census workload (the page's copy_loop) once under `strace -f -y -e trace=ioctl,getppid`
+    and parse it."""
+    from helpers.ch01_path_of_a_copy.loops import copy_loop
     from helpers.ch01_path_of_a_copy.syscalls import (
         COPY_BYTES,
         WORKLOAD,
@@ -137,6 +139,7 @@ def trace_census(n: int = 10, timeout_s: float = 120.0) -> dict:
         check_rounds,
         find_strace,
         run_child,
+        workload_args,
     )
 
     n = check_rounds(n)
@@ -144,7 +147,7 @@ def trace_census(n: int = 10, timeout_s: float = 120.0) -> dict:
     with tempfile.TemporaryDirectory(prefix="course-ioctl-") as tmp:
         out = Path(tmp) / "trace.txt"
         cmd = [strace, "-f", "-y", "-e", "trace=ioctl,getppid", "-o", str(out), sys.executable,
-               str(WORKLOAD), "census", str(n), str(COPY_BYTES)]
+               str(WORKLOAD), "census", *workload_args("census", n, COPY_BYTES, copy_loop, tmp)]
         proc = run_child(cmd, timeout_s, f"ioctl trace with N={n}")
         text = out.read_text() if out.exists() else ""
     if proc.returncode != 0:

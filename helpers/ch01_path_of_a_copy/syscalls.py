@@ -4,13 +4,13 @@ with the number of copies it makes.
 A child Python process makes N round trips (copy host->device, launch a kernel, copy
 device->host) under `strace -f -c`, which counts every system call of every thread. Doing
 that for N = 0, 10, 100, 1000 and fitting count = a + b*N separates the one-time cost (a,
-context creation and the driver's mappings) from the per-round-trip cost (b). Seed 000's
+context creation and the driver's mappings) from the per-round-trip cost (b). Source question 000's
 hypothesis 1 (one read/write per transfer) predicts b >= 1 for read or write; a user-space
 driver that rings a doorbell predicts b ~ 0 for every call that reaches the driver.
 
-strace is found through COURSE_STRACE (a path, read by helpers.core.config) or PATH. The
-experiment declares that it needs strace and a GPU, so without them the evidence contract
-replays the recording and says why; `find_strace` says how to install strace.
+strace is found by helpers.core.config.strace_binary (COURSE_STRACE or PATH; Linux only), the
+same lookup the evidence contract makes for an experiment that needs strace: without strace or
+a GPU the census replays the recording and says why, and how to install strace.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from helpers.ch01_path_of_a_copy.loops import code_file, copy_loop
 from helpers.core import config, validate
 from helpers.core.errors import (
     CourseError,
@@ -46,9 +47,7 @@ QUICK_ROUNDS = (10, 100)
 MAX_ROUNDS = 100_000
 COPY_BYTES = 1 << 20  # each copy in the census moves 1 MiB
 GROWTH_MIN_CALLS = 10  # extra calls at the largest N below this count as "does not grow"
-INSTALL_HINT = ("install it with `sudo apt-get install strace` (Debian, Ubuntu) or "
-                "`sudo dnf install strace` (Fedora, RHEL), or point COURSE_STRACE at an strace "
-                "binary; until then the chapter replays the recorded census")
+INSTALL_HINT = config.STRACE_INSTALL_HINT
 
 
 class StraceMissingError(CourseError):
@@ -83,18 +82,11 @@ def strace_or_skip() -> str:
 
 
 def find_strace() -> str:
-    """Path of the strace to use: $COURSE_STRACE if set, else the first `strace` on PATH."""
-    env = config.strace_setting()
-    if env:
-        p = Path(env)
-        if not p.is_file() or not os.access(p, os.X_OK):
-            raise StraceMissingError(f"COURSE_STRACE={env!r} is not an executable file; "
-                                     f"fix the path or unset it. To get strace, {INSTALL_HINT}.")
-        return str(p)
-    found = config.tool_on_path("strace")
-    if not found:
-        raise StraceMissingError(f"strace is not installed on this machine (not on PATH). "
-                                 f"To run the census live, {INSTALL_HINT}.")
+    """Path of the strace to use, as config.strace_binary finds it (the course's one lookup);
+    StraceMissingError with the reason and the fix when there is none."""
+    found, why = config.strace_binary()
+    if found is None:
+        raise StraceMissingError(why)
     return found
 
 
@@ -236,9 +228,18 @@ def check_round_list(rounds, what: str = "rounds") -> tuple[int, ...]:
 ROUND_LIST = validate.Rule(check_round_list, f"a non-empty list of round-trip counts from 0 to {MAX_ROUNDS}")
 
 
+def workload_args(workload: str, n: int, nbytes: int, code, folder: str) -> list[str]:
+    """The child's arguments: the census also gets the file holding `code` (loops.code_file)."""
+    if workload != "census":
+        return [str(n)]
+    path, name = code_file(code, folder)
+    return [str(n), str(nbytes), str(path), name]
+
+
 def traced_run(workload: str, n: int, *, nbytes: int = COPY_BYTES, timeout_s: float = 120.0,
-               strace: str | None = None) -> dict:
-    """Run one workload ('census' or 'writes') with n rounds under `strace -f -c`.
+               strace: str | None = None, code=copy_loop) -> dict:
+    """Run one workload ('census': `code`, the page's copy_loop; or 'writes') with n rounds under
+    `strace -f -c`.
 
     Returns {'rounds', 'counts': {name: {calls, errors, seconds}}, 'child': the child's JSON,
     'raw': strace's summary text}.
@@ -247,8 +248,8 @@ def traced_run(workload: str, n: int, *, nbytes: int = COPY_BYTES, timeout_s: fl
     check_workload(workload)
     validate.byte_size(nbytes, "copy size", 1, 256 << 20)
     strace = strace or find_strace()
-    args = [str(n), str(nbytes)] if workload == "census" else [str(n)]
     with tempfile.TemporaryDirectory(prefix="course-strace-") as tmp:
+        args = workload_args(workload, n, nbytes, code, tmp)
         summary = Path(tmp) / "summary.txt"
         cmd = [strace, "-f", "-c", "-o", str(summary), sys.executable, str(WORKLOAD), workload, *args]
         proc = run_child(cmd, timeout_s, f"strace of {workload} with N={n}")
@@ -271,7 +272,7 @@ def check_workload(workload: str) -> str:
 
 
 def census(rounds=ROUNDS, *, workload: str = "census", nbytes: int = COPY_BYTES,
-           timeout_s: float = 120.0, progress: bool = True) -> dict:
+           timeout_s: float = 120.0, progress: bool = True, code=copy_loop) -> dict:
     """Baseline (N=0), each N in rounds, and the baseline again: strace counts of every run.
 
     The first, untraced run primes CuPy's kernel cache so both baselines see the same
@@ -283,12 +284,14 @@ def census(rounds=ROUNDS, *, workload: str = "census", nbytes: int = COPY_BYTES,
     check_workload(workload)
     strace = find_strace()
     if workload == "census":  # prime caches outside strace
-        run_child([sys.executable, str(WORKLOAD), "census", "0", str(nbytes)], timeout_s, "warm-up child")
+        with tempfile.TemporaryDirectory(prefix="course-warm-") as tmp:
+            run_child([sys.executable, str(WORKLOAD), "census", *workload_args(workload, 0, nbytes, code, tmp)],
+                      timeout_s, "warm-up child")
     plan = [0, *ns, 0]
     bar = Progress(len(plan), "strace runs") if progress else None
     runs = []
     for n in plan:
-        runs.append(traced_run(workload, n, nbytes=nbytes, timeout_s=timeout_s, strace=strace))
+        runs.append(traced_run(workload, n, nbytes=nbytes, timeout_s=timeout_s, strace=strace, code=code))
         if bar:
             bar.step(f"N={n}")
     return {"workload": workload, "nbytes": nbytes, "strace": strace_version(strace), "runs": runs}
@@ -425,12 +428,13 @@ def figure(ev, workload: str = "gpu", names=FOCUS) -> CourseFigure:
 @experiment("path.syscall_census", chapter=1, needs=(GPU, STRACE),
             title="strace -f -c of N pageable round trips (copy in, kernel, copy out), N = 0..1000",
             params={"rounds": ROUND_LIST})
-def record_syscall_census(quick: bool, rounds: tuple[int, ...] = ROUNDS) -> dict:
-    """The census of the copy workload ('gpu') and of the write(2) contrast ('writes'), each at
-    N = 0, every N in `rounds`, and 0 again (the recorder's smoke test: N = 10 and 100)."""
+def record_syscall_census(quick: bool, rounds: tuple[int, ...] = ROUNDS, code=copy_loop) -> dict:
+    """The census of the copy loop `code` (the page's copy_loop: 'gpu') and of the write(2)
+    contrast ('writes'), each at N = 0, every N in `rounds`, and 0 again (the recorder's smoke
+    test: N = 10 and 100)."""
     strace_or_skip()
     ns = QUICK_ROUNDS if quick else rounds
-    gpu_runs = census(ns)
+    gpu_runs = census(ns, code=code)
     contrast = census(ns, workload="writes", progress=False)
     return {"gpu": gpu_runs, "writes": contrast}
 

@@ -1,5 +1,5 @@
 """The path of a copy, from the CuPy call to the DMA on the bus: a diagram annotated with the
-chapter's measurements, and seed 000's hypotheses and answer set against those measurements.
+chapter's measurements, and source question 000's hypotheses and answer set against those measurements.
 
 Verdicts are computed here from the recorded or live numbers (syscall census, driver maps,
 CPU time); nothing below decides a verdict without looking at the data.
@@ -9,68 +9,64 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import plotly.graph_objects as go
-
 from helpers.ch01_path_of_a_copy import cpu_time, driver_maps, syscalls
+from helpers.core.diagrams import Diagram
 from helpers.core.evidence import Evidence
-from helpers.core.figures import CourseFigure
-from helpers.core.mode import Mode
 
 NEGLIGIBLE_PER_ROUND = 0.05  # syscalls per round trip below this: "no syscall per copy"
 SMALL_SYS_SHARE = 0.2  # sys time below this share of CPU time: "the kernel does not move the data"
 
-_LAYERS = [  # (y, label, detail, side) — side 0: user space, 1: kernel, 2: hardware
-    (9, "your code", "cupy: a.get(), cp.asarray(x), kernel(...)", 0),
-    (8, "CUDA runtime + driver (libcudart, libcuda)", "checks arguments, picks a copy engine", 0),
-    (7, "pageable only: CPU memcpy into pinned staging", "user time, grows with bytes", 0),
-    (6, "copy command written into a pushbuffer", "ordinary stores to /dev/nvidiactl-mapped memory", 0),
-    (5, "doorbell: one 4-byte store", "to the usermode page mapped from /dev/nvidia0", 0),
-    (3.5, "nvidia.ko / nvidia-uvm.ko", "only at set-up: open, ioctl (allocate, map), mmap", 1),
-    (2, "PCIe: posted write reaches the GPU", "host interface fetches the pushbuffer by DMA", 2),
-    (1, "copy engine DMA", "reads/writes pinned host pages over PCIe, HBM on the GPU", 2),
-]
-
-
-def diagram(census: Evidence | None = None) -> CourseFigure:
-    """The stack as boxes, user space above the kernel line; with the syscall census's
-    Evidence, its measured counts (and its mode and machine on the figure)."""
-    fig = go.Figure()
-    colours = {0: "#d9ecd0", 1: "#f6d8c6", 2: "#d4e1f4"}
-    for y, label, detail, side in _LAYERS:
-        x0, x1 = (0.02, 0.57) if side != 1 else (0.60, 0.98)
-        fig.add_shape(type="rect", x0=x0, x1=x1, y0=y - 0.4, y1=y + 0.4, fillcolor=colours[side],
-                      line={"color": "#555"})
-        fig.add_annotation(x=(x0 + x1) / 2, y=y + 0.12, text=f"<b>{label}</b>", showarrow=False)
-        fig.add_annotation(x=(x0 + x1) / 2, y=y - 0.18, text=detail, showarrow=False, font={"size": 10})
-    for y0, y1 in ((8.6, 8.4), (7.6, 7.4), (6.6, 6.4), (5.6, 5.4), (4.6, 2.4), (1.6, 1.4)):
-        fig.add_annotation(x=0.295, y=y1, ax=0.295, ay=y0, xref="x", yref="y", axref="x", ayref="y",
-                           showarrow=True, arrowhead=2, text="")
-    fig.add_annotation(x=0.79, y=3.9, ax=0.57, ay=7.8, xref="x", yref="y", axref="x", ayref="y",
-                       showarrow=True, arrowhead=2, arrowcolor="#b35806", text="")
-    fig.add_shape(type="line", x0=0, x1=1, y0=4.3, y1=4.3, line={"dash": "dash", "color": "#b35806"})
-    fig.add_annotation(x=0.6, y=4.3, yshift=10, xanchor="left",
-                       text="user space ↑   kernel ↓ (system calls cross here)",
-                       showarrow=False, font={"color": "#b35806"})
-    fig.add_annotation(x=0.31, y=3.5, xanchor="left", text="the doorbell store goes straight to the bus:<br>"
-                       "an MMIO write, no system call", showarrow=False, font={"size": 10, "color": "#333"})
-    fig.add_shape(type="line", x0=0, x1=1, y0=2.75, y1=2.75, line={"dash": "dot", "color": "#2166ac"})
-    fig.add_annotation(x=0.6, y=2.75, yshift=10, xanchor="left", text="CPU ↑   bus and GPU ↓", showarrow=False,
-                       font={"color": "#2166ac"})
-    parts: list[tuple] = [(Mode.SIMULATED, "a schematic of the driver stack (boxes are not measurements)")]
-    if census is not None:
+def path_diagram(census: Evidence | None = None, maps: Evidence | None = None) -> Diagram:
+    """The path of one copy: library, driver (ioctl and mmap at set-up only), staging buffer,
+    pushbuffer and doorbell, copy engine, link. With the census and maps Evidence, the measured
+    numbers go into the description and onto the picture (with their mode and machine)."""
+    per_round = ioctl_start = dev_maps = None
+    where = "a schematic"
+    if census is not None and census.ok:
         gpu_census = census.require()["gpu"]
-        ioctl = syscalls.growth(gpu_census, "ioctl")
-        total = syscalls.total_per_round(gpu_census)
-        fig.add_annotation(x=0.79, y=6.6, width=230, text=(f"measured: {syscalls.signed(total, 2)} syscalls per round trip<br>"
-                                               f"ioctl at start-up: {ioctl.baseline:.0f}, "
-                                               f"per round trip: {syscalls.signed(ioctl.per_round, 3)}"),
-                           showarrow=False, bordercolor="#1b7837", bgcolor="#eef7ea", font={"size": 11})
-        parts += census.parts
-    fig.update_xaxes(visible=False, range=[0, 1])
-    fig.update_yaxes(visible=False, range=[0.4, 9.6])
-    fig.update_layout(title="The path of a copy: from a CuPy call to DMA on the bus", height=620,
-                      showlegend=False)
-    return CourseFigure(fig, parts)
+        per_round = syscalls.total_per_round(gpu_census)
+        ioctl_start = syscalls.growth(gpu_census, "ioctl").baseline
+        where = f"{census.mode.value.upper()}, {census.source.split(' (')[0].split(' · ')[0]}"
+    if maps is not None and maps.ok:
+        init = _stage(maps.require(), "initialisation")
+        dev_maps = sum(1 for m in driver_maps.nvidia_mappings(init["lines"]) if m.role == "device")
+    measured = (f" Measured ({where}): {syscalls.signed(per_round, 2)} system calls per round trip; "
+                f"{ioctl_start:.0f} ioctl calls at start-up" if per_round is not None else "")
+    measured += (f"; {dev_maps} mappings of /dev/nvidia0 after start-up." if dev_maps is not None else
+                 ("." if measured else ""))
+    desc = ("A CuPy call enters the CUDA library in user space. At start-up only, the library asks the kernel "
+            "driver for objects with ioctl calls on /dev/nvidiactl and maps them with mmap: command memory from "
+            "/dev/nvidiactl, the doorbell page from /dev/nvidia0. For each copy from pageable memory the CPU first "
+            "copies the data into a pinned staging buffer; the library writes a copy command into a pushbuffer "
+            "in shared memory and rings the doorbell with one store, which crosses PCIe as a posted write. The "
+            "GPU fetches the command by DMA and its copy engine moves the bytes across the PCIe link between "
+            "the staging buffer and device memory. No system call is made per copy." + measured)
+    d = Diagram("The path of one copy, from a CuPy call to DMA on the link", desc, width=780, height=400)
+    d.box("app", "your code\ncp.asarray(x), a.get()", "cpu", 20, 15, w=170)
+    d.box("lib", "CUDA library\n(libcuda, user space)", "cpu", 20, 110, w=170)
+    d.box("drv", "nvidia.ko\n(kernel driver)", "kernel", 270, 15, w=160)
+    d.box("host", "your buffer\n(pageable)", "memory", 20, 215, w=170)
+    d.box("stage", "pinned staging\nbuffer", "memory", 20, 320, w=170)
+    d.box("bell", "doorbell page\n(from /dev/nvidia0)", "gpu", 270, 110, w=170)
+    d.box("push", "pushbuffer + GPFIFO\n(from /dev/nvidiactl)", "memory", 270, 215, w=170)
+    d.box("link", "PCIe\nlink", "link", 510, 110, w=70, h=264)
+    d.box("ce", "copy engine\n(+ host interface)", "gpu", 620, 200, w=150)
+    d.box("vram", "device memory", "vram", 620, 320, w=150, h=50)
+    d.arrow("app", "lib", "", "control")
+    d.arrow("lib", "drv", "start-up only: ioctl, mmap", "control")
+    d.arrow("host", "stage", "CPU memcpy", "data")
+    d.arrow("lib", "push", "copy command", "control")
+    d.arrow("lib", "bell", "one store", "control")
+    d.arrow("bell", "link", "posted write", "control")
+    d.arrow("push", "link", "fetched by DMA", "control")
+    d.arrow("stage", "link", "DMA read", "data")
+    d.arrow("link", "ce", "", "data")
+    d.arrow("ce", "vram", "", "data")
+    if per_round is not None:
+        d.note(460, 30, f"measured ({where}):")
+        d.note(460, 46, f"{syscalls.signed(per_round, 2)} system calls per round trip,")
+        d.note(460, 62, f"{ioctl_start:.0f} ioctl calls, all at start-up")
+    return d
 
 
 @dataclass(frozen=True)
@@ -93,7 +89,7 @@ def _stage(maps: dict, word: str) -> dict:
 
 
 def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -> list[Verdict]:
-    """Seed 000's hypotheses, its observations and its answer's claims, judged by the data."""
+    """Source question 000's hypotheses, its observations and its answer's claims, judged by the data."""
     g = {n: syscalls.growth(census, n) for n in syscalls.FOCUS}
     rw = g["read"].per_round + g["write"].per_round
     before = driver_maps.nvidia_mappings(_stage(maps, "import")["lines"])
@@ -125,7 +121,7 @@ def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -
     spin = cpu_time.lookup(cpu, "auto", "pinned", "h2d")
     share = pg["sys_s_per_gb"] / max(pg["user_s_per_gb"] + pg["sys_s_per_gb"], 1e-12)
     out.append(Verdict(
-        "Observation: copy cost shows up as user time, not system time (seed, via time(1)).",
+        "Observation: copy cost shows up as user time, not system time (source question 000, via time(1)).",
         f"pageable h2d, blocking wait: user {pg['user_s_per_gb'] * 1e3:.0f} ms/GB, sys "
         f"{pg['sys_s_per_gb'] * 1e3:.0f} ms/GB; pinned h2d: user {pn['user_s_per_gb'] * 1e3:.0f} ms/GB "
         f"blocking vs {spin['user_s_per_gb'] * 1e3:.0f} ms/GB spinning",

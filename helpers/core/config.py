@@ -72,8 +72,37 @@ def data_dir() -> Path:
 
 
 def strace_setting() -> str | None:
-    """COURSE_STRACE as given (checked by Chapter 1's find_strace), or None."""
+    """COURSE_STRACE as given (checked by `strace_binary`), or None."""
     return _get("COURSE_STRACE") or None
+
+
+STRACE_INSTALL_HINT = ("install it with `sudo apt-get install strace` (Debian, Ubuntu) or "
+                       "`sudo dnf install strace` (Fedora, RHEL), or point COURSE_STRACE at an strace "
+                       "binary; until then the chapter replays the recorded census")
+
+
+def strace_binary() -> tuple[str | None, str]:
+    """The one lookup of strace: (path, "") when it can run here, else (None, why not).
+
+    $COURSE_STRACE if set (it must be an executable file), else `strace` on PATH. strace traces
+    Linux system calls with ptrace, so on another OS there is none to find and the reason says
+    so. The evidence contract (an experiment's STRACE need) and Chapter 1 both ask this."""
+    import sys
+
+    env = strace_setting()
+    if env:
+        p = Path(env)
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p), ""
+        return None, (f"COURSE_STRACE={env!r} is not an executable file; fix the path or unset it. "
+                      f"To get strace, {STRACE_INSTALL_HINT}")
+    if not sys.platform.startswith("linux"):
+        return None, (f"strace traces Linux system calls and this is {sys.platform}: the chapter replays "
+                      "the census recorded on Linux")
+    found = tool_on_path("strace")
+    if found:
+        return found, ""
+    return None, f"strace is not installed here (not on PATH). To run it live, {STRACE_INSTALL_HINT}"
 
 
 def bwcheck_setting() -> Path | None:

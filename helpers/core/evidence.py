@@ -100,8 +100,10 @@ def missing_needs(exp: experiments.Experiment, live: bool, live_reason: str, for
             n = gpu.probe().device_count
             if n < 2:
                 return f"this machine has {n} GPU: {exp.id} needs two"
-        if need == experiments.STRACE and not (config.strace_setting() or config.tool_on_path("strace")):
-            return "strace is not installed here (set COURSE_STRACE or install strace to run it live)"
+        if need == experiments.STRACE:
+            found, why = config.strace_binary()
+            if found is None:
+                return why
         if need == experiments.NVCC and not (config.bwcheck_setting() or config.tool_on_path("nvcc")
                                              or config.BWCHECK_SOURCE.with_suffix("").exists()):
             return "nvcc is not installed here and tools/bwcheck is not built (run `make bwcheck`)"

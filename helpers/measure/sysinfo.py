@@ -178,6 +178,7 @@ class SystemReport:
     dev_nvidia: list[str]
     dev_dri: list[str]
     absent: list[str]
+    vm: bool | None = None  # a hypervisor's guest (None: not recorded, in reports made before this field)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -213,10 +214,11 @@ def collect(sysfs: Path | str = "/sys", dev: Path | str = "/dev", proc: Path | s
     iommu_dir = sysfs / "class" / "iommu"
     units = sorted(p.name for p in iommu_dir.iterdir()) if iommu_dir.is_dir() else []
     grouped = [g.address for g in gpus if g.iommu_group]
+    vm = in_vm(proc)
     if units or grouped:
         iommu = f"present ({', '.join(units) or 'GPU in an IOMMU group'})"
     else:
-        iommu = "none found (DMA uses physical addresses, or the VM hides the IOMMU)"
+        iommu = iommu_absent_text(vm)
     soft, hard = _rlimit.getrlimit(_rlimit.RLIMIT_MEMLOCK)
     nvidia_nodes = _nodes(dev, "nvidia*")
     dri_nodes = _nodes(dev / "dri", "*")
@@ -228,7 +230,39 @@ def collect(sysfs: Path | str = "/sys", dev: Path | str = "/dev", proc: Path | s
     if not cuda.get("usable"):
         absent.append(f"CUDA not usable: {cuda.get('reason')}")
     return SystemReport(platform.release(), module, gpus, cuda, iommu, _limit(soft), _limit(hard),
-                        nvidia_nodes, dri_nodes, absent)
+                        nvidia_nodes, dri_nodes, absent, vm)
+
+
+# What an IOMMU row says when this OS sees no IOMMU. The first wording, kept in recordings made
+# before it was corrected, read as if a VM's DMA could be untranslated; `iommu_text` rewords it.
+OLD_IOMMU_ABSENT = "none found (DMA uses physical addresses, or the VM hides the IOMMU)"
+
+
+def iommu_absent_text(vm: bool) -> str:
+    """The IOMMU row when this OS sees none: in a VM a passed-through GPU's DMA is still
+    translated, by the host's IOMMU (guest-physical to host-physical); on bare metal without an
+    IOMMU (or with it off) the device uses physical addresses."""
+    if vm:
+        return ("none visible to this guest (a VM): the GPU is passed through, so the host's IOMMU "
+                "translates its DMA from guest-physical to host-physical addresses, and every number "
+                "measured here includes that translation")
+    return "none found: the IOMMU is absent or off, so the GPU's DMA uses physical addresses"
+
+
+def iommu_text(report: SystemReport, vm: bool | None = None) -> str:
+    """The report's IOMMU finding, in today's wording (a recording's first wording is replaced;
+    `vm` says whether its machine was a VM, when known)."""
+    if report.iommu == OLD_IOMMU_ABSENT and vm is not None:
+        return iommu_absent_text(vm)
+    return report.iommu
+
+
+def in_vm(proc: Path | str = "/proc") -> bool:
+    """True when the CPU flags in /proc/cpuinfo include `hypervisor` (set by a hypervisor for
+    its guests on x86)."""
+    text = _read(Path(proc) / "cpuinfo") or ""
+    return any(line.startswith("flags") and " hypervisor" in f" {line.split(':', 1)[-1]}"
+               for line in text.splitlines())
 
 
 def _cuda_info() -> dict:
@@ -263,8 +297,8 @@ def fmt_bytes(n: int | None) -> str:
     raise AssertionError("unreachable")
 
 
-def rows(report: SystemReport) -> list[tuple[str, str, str]]:
-    """(item, value, why it matters) rows for a table in Chapter 0."""
+def rows(report: SystemReport, vm: bool | None = None) -> list[tuple[str, str, str]]:
+    """(item, value, why it matters) rows for a table in Chapter 0 (`vm`: see iommu_text)."""
     out = [("kernel", report.kernel, "the Linux kernel whose drivers move the data")]
     out.append(("NVIDIA module", report.nvidia_module or "absent",
                 "the kernel driver (nvidia.ko) that maps BARs and programs DMA"))
@@ -272,7 +306,9 @@ def rows(report: SystemReport) -> list[tuple[str, str, str]]:
     if c.get("usable"):
         out += [("GPU (CUDA)", f"{c['name']} (compute {c['compute_capability']})", "the device CuPy talks to"),
                 ("CUDA", f"runtime {c['runtime']}, driver supports {c['driver_cuda']}", "CuPy's runtime vs the driver's API"),
-                ("copy engines", str(c["async_engines"]), "DMA engines that can copy while kernels run")]
+                ("asyncEngineCount", str(c["async_engines"]),
+                 "how many copies CUDA can overlap with kernels: a capability count, not the number of "
+                 "physical copy engines")]
     else:
         out.append(("CUDA", f"not usable: {c.get('reason')}", "so this notebook replays recorded data"))
     for g in report.gpus:
@@ -286,7 +322,7 @@ def rows(report: SystemReport) -> list[tuple[str, str, str]]:
                                               ("has _wc file", b.write_combine_file)) if on)
             out.append((f"  BAR{b.index}", f"{fmt_bytes(b.size)} {b.kind}{', ' + attrs if attrs else ''}",
                         "a window of device registers or memory the CPU can map"))
-    out.append(("IOMMU", report.iommu, "translates device DMA addresses, isolates devices"))
+    out.append(("IOMMU", iommu_text(report, vm), "translates device DMA addresses, isolates devices"))
     out.append(("RLIMIT_MEMLOCK", f"soft {fmt_bytes(report.memlock_soft)}, hard {fmt_bytes(report.memlock_hard)}",
                 "how much memory this user may lock (pin) for DMA"))
     out.append(("/dev/nvidia*", ", ".join(report.dev_nvidia) or "none", "the driver's device nodes (ioctl, mmap)"))
@@ -305,7 +341,7 @@ def from_dict(d: dict) -> SystemReport:
         gpus.append(PCIDevice(**fields, bars=bars))
     return SystemReport(d.get("kernel", "?"), d.get("nvidia_module"), gpus, d.get("cuda", {}),
                         d.get("iommu", "?"), d.get("memlock_soft"), d.get("memlock_hard"),
-                        d.get("dev_nvidia", []), d.get("dev_dri", []), d.get("absent", []))
+                        d.get("dev_nvidia", []), d.get("dev_dri", []), d.get("absent", []), d.get("vm"))
 
 
 def link_gbps(link: str | None) -> float | None:

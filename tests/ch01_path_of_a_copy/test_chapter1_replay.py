@@ -70,11 +70,14 @@ def test_every_chapter1_figure_and_verdict_renders_in_replay(fake_reference, mon
     maps = ctx.get("path.driver_maps", nbytes=64 << 20)
     cpu = ctx.get("path.cpu_time")
     t = ioctls.from_data(ctx.get("path.ioctl_trace", rounds=100).data)
-    figs = [syscalls.figure(census, "gpu"), cpu_time.figure(cpu), view.diagram(census)]
+    figs = [syscalls.figure(census, "gpu"), cpu_time.figure(cpu)]
     for f in figs:
         assert isinstance(f, figures.CourseFigure) and "text/html" in f._repr_mimebundle_()
     assert figs[1].modes == [Mode.REPLAY]
-    assert figs[2].modes == [Mode.SIMULATED, Mode.REPLAY]
+    pic = view.path_diagram(census, maps)
+    assert "REPLAY" in pic.description and "ioctl calls at start-up" in pic.description
+    assert "mappings of /dev/nvidia0" in pic.description and "REPLAY" in pic.svg()
+    assert "measured" not in view.path_diagram().description.lower()
     assert "no ioctl at all" in ioctls.loop_summary(t)
     assert len(driver_maps.stage_changes(maps.data["stages"])) == 3
     v = view.verdicts(g, maps.data, cpu.data, [])
