@@ -84,17 +84,20 @@ def ex_3_5_why_h2d_trails(answer) -> bool | None:
     return checks.choice("3.5 why h2d trails d2h", answer, QUESTION_3_5, "b", EXPLAIN_3_5)
 
 
-def copy_trial(fn) -> list[str]:
+def copy_trial(fn, synchronize=None) -> list[str]:
     """Run the learner's Numba kernel `copy(dst, src)` on arrays larger than its grid, the way the
-    check launches it (2 blocks of 32 threads): a kernel without a grid-stride loop misses elements."""
-    from helpers.core.gpu import cuda
+    check launches it (2 blocks of 32 threads): a kernel without a grid-stride loop misses elements.
+    `synchronize` waits for the launch (numba.cuda.synchronize unless given)."""
+    if synchronize is None:
+        from helpers.core.gpu import cuda
 
+        synchronize = cuda.synchronize
     problems = []
     for n in (64, 1000, 4099):
         src = np.arange(n, dtype=np.uint64) * 3 + 1
         dst = np.zeros(n, dtype=np.uint64)
         fn[2, 32](dst, src)
-        cuda.synchronize()
+        synchronize()
         bad = np.flatnonzero(dst != src)
         if bad.size:
             problems.append(f"with {n} elements and 2 blocks of 32 threads, {bad.size} elements were not copied "
