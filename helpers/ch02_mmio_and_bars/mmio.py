@@ -1,4 +1,4 @@
-"""Chapter 2 — MMIO and BARs: the learner's BARs, the 2009 card of seed 001, and what CPU
+"""Chapter 2 — MMIO and BARs: the learner's BARs, the card of source question 001, and what CPU
 loads and stores through a BAR cost (on the toy GPU's link model).
 
 Real BARs come from sysfs through helpers.measure.sysinfo (live when this machine has a GPU on its
@@ -7,10 +7,14 @@ from the toy GPU (helpers.models.toygpu): its bytes really move through shared m
 are the link model's — labelled SIMULATED wherever they appear.
 
 Kernel sources behind the chapter (linux repository):
-- drivers/pci/pci-sysfs.c: pci_create_resource_files, pci_mmap_resource_uc / _wc
-  (the `resourceN` and `resourceN_wc` files)
-- mm/memory.c: remap_pfn_range (how a driver maps a BAR into a process)
-- arch/x86/mm/pat/memtype.c: track_pfn_remap, memtype_reserve (UC- unless WC was asked for)
+- drivers/pci/pci-sysfs.c: pci_mmap_resource_wc (the mmap of the `resourceN_wc` files, which exist
+  for prefetchable BARs)
+- drivers/pci/probe.c: pci_read_bases -> __pci_size_stdbars / __pci_size_bars (sizing, with
+  decoding off), __pci_read_base (decoding the type bits)
+- drivers/pci/rebar.c: pci_rebar_get_possible_sizes, pci_resize_resource (Resizable BAR)
+- mm/memory.c: remap_pfn_range (how a driver maps a BAR into a process); since a 2025 mm series
+  the memory type is reserved by pfnmap_track / set by pfnmap_setup_cachemode (track_pfn_remap
+  before it)
 - arch/x86/include/asm/pgtable_types.h and include/linux/pgtable.h: pgprot_noncached,
   pgprot_writecombine
 """
@@ -58,7 +62,7 @@ def bar_role(gpu: sysinfo.PCIDevice, bar: sysinfo.Bar) -> str:
         return "legacy I/O ports"
     mem = [b for b in gpu.bars if not b.is_io and b.index != sysinfo.PCI_ROM_RESOURCE]
     if bar is max(mem, key=lambda b: b.size):
-        return "VRAM aperture (NVIDIA 'BAR1'): CPU access to device memory"
+        return "NVIDIA 'BAR1': an aperture whose pages the driver maps onto VRAM pages"
     if bar.index == 0:
         return "registers (NVIDIA 'BAR0'): MMIO control of the GPU"
     return "driver window (NVIDIA 'BAR2/3'): instance memory, page tables"
@@ -178,7 +182,7 @@ def sweep_figure(results: list[dict], seed: int) -> figures.CourseFigure:
     fig.update_layout(title="CPU access to a BAR vs device DMA — modelled bandwidth",
                       yaxis={"type": "log", "title": "modelled GB/s (1 GB = 1e9 B, log scale)"},
                       legend={"orientation": "h", "y": -0.3})
-    return figures.CourseFigure(fig, [(Mode.SIMULATED, f"toy GPU link model, seed {seed}")])
+    return figures.CourseFigure(fig, [(Mode.SIMULATED, f"toy GPU link model, random seed {seed}")])
 
 
 def cost_rows(results: list[dict]) -> list[tuple[str, ...]]:
@@ -216,7 +220,7 @@ def seed002_rows(params: LinkParams | None = None) -> list[tuple[str, ...]]:
     for w in (1, 4, 8, 16, 64):
         ns = implied_read_ns(width=w)
         verdict = ("shorter than any PCIe round trip: loads cannot have been 1 byte wide" if ns < 250 else
-                   "a plausible PCIe round trip per load (2009 chipset + FPGA endpoint)" if ns < 3000 else
+                   "a plausible PCIe round trip per load (a chipset of that era + FPGA endpoint)" if ns < 3000 else
                    "too slow for one round trip per load")
         rows.append((f"{w} B", f"{SEED002_BYTES // w:,}", f"{ns:,.0f}", verdict))
     rows.append(("toy model, 8 B", f"{SEED002_BYTES // 8:,}", f"{p.mmio_read_rtt_ns:,.0f}",

@@ -39,7 +39,7 @@ def seed_verdict(f: LinearFit, claim_bytes: float = SEED_002_OVERHEAD_BYTES) -> 
                   else f"the fixed cost did not shrink ({f.t0_s / t0_then:.1f}x)")
         verdict = (f"verdict: the claim is dated — the overhead is now worth {ratio:.0f}x more bytes. "
                    f"In time it is {f.t0_s * 1e6:.1f} us against the ~{t0_then * 1e6:.1f} us that 10 kB cost "
-                   f"at 2009's 3.2 GB/s: {change}, while the link got {faster:.0f}x faster.")
+                   f"at the forum thread's 3.2 GB/s: {change}, while the link got {faster:.0f}x faster.")
     else:
         verdict = f"verdict: the overhead is now worth fewer bytes than claimed ({ratio:.2f}x)."
     return head + "\n" + verdict

@@ -1,9 +1,13 @@
 """Cross-checking the course's measurements against an independent C/CUDA program.
 
-tools/bwcheck/bwcheck.cu times pinned 256 MiB copies with the CUDA runtime directly. The
-recorder runs it right after the course's own measurement (same process tree, same
-minute), stores both, and tests/test_reference_data.py checks that they agree within
-TOLERANCE — a check on the course's timing method that real data can fail.
+tools/bwcheck/bwcheck.cu times the same things with the CUDA runtime directly: pinned 256 MiB
+copies (bandwidth), small pinned copies (device time), one thread's pointer chase over mapped
+pinned host memory and device memory (ns per read, Chapter 2) and a kernel copying through
+mapped pinned memory (SM copies, Chapter 3). The recorder alternates it with the course's own
+measurement in the same run, stores both, and `disagreements` (a recording check) refuses a
+recording whose two sides are further apart than the bar stated in the record: a check on the
+course's timing method that real data can fail. The appendix page "How the course checks its
+own numbers" shows the comparison.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ def disagreements(experiments_data: dict) -> list[str]:
     other than the copy (noise at the start of a fresh machine did this once), so the numbers
     of that run are not the machine's.
     """
-    out = []
+    out = _latency_sm_disagreements(experiments_data.get("crosscheck.latency_and_sm_copy"))
     big = experiments_data.get("crosscheck.bwcheck")
     if big:
         for d in DIRECTIONS:
@@ -181,3 +185,95 @@ def record_small_copy(quick: bool) -> dict:
 def caption(*evs: Evidence) -> str:
     """The cross-check table's caption: the mode and machine of each Evidence, once each."""
     return " / ".join(dict.fromkeys(provenance_line(m, s) for ev in evs for m, s in ev.parts))
+
+
+# -- latency (Chapter 2) and SM copies (Chapter 3) -------------------------------------------------
+# Latency bar: 10%. Both sides time dependent reads of the same kind of chain the same way (runs of
+# `steps` and 2*`steps`, the difference over `steps`, so the launch cost cancels), but each builds
+# its own random cycle, so the reads meet different GPU TLB and DRAM page patterns; trial-to-trial
+# spread within one side is a few percent. A method error (the launch cost left in, a cached line
+# read twice, a wrong unit) moves the figure by 2x or more, far outside 10%; chain-to-chain
+# variation stays inside it. SM-copy bandwidth is a large-transfer bandwidth, held to TOLERANCE.
+LATENCY_TOLERANCE = 0.10
+
+
+def run_bwcheck_args(args: list[str], timeout_s: float = 180) -> dict:
+    """Run bwcheck with `args` (e.g. ["--latency", "67108864", "8192"]) and return its JSON."""
+    proc = subprocess.run([str(binary()), *args], capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        raise SystemInfoError(f"bwcheck {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def latency_sm_comparison(course: dict, c: dict) -> dict:
+    """Relative differences and verdicts: `course`/`c` hold {"latency_ns": {host, device},
+    "sm_gbps": {h2d, d2h}} (medians over the rounds)."""
+    for side, name in ((course, "course"), (c, "C")):
+        if set(side.get("latency_ns", {})) != {"host", "device"} or set(side.get("sm_gbps", {})) != set(DIRECTIONS):
+            raise InputError(f"the {name} side needs latency_ns for host and device and sm_gbps for h2d and d2h")
+    lat = {k: agreement(course["latency_ns"][k], c["latency_ns"][k]) for k in ("host", "device")}
+    sm = {d: agreement(course["sm_gbps"][d], c["sm_gbps"][d]) for d in DIRECTIONS}
+    return {"latency_relative_difference": lat, "sm_relative_difference": sm,
+            "latency_tolerance": LATENCY_TOLERANCE, "sm_tolerance": TOLERANCE,
+            "ok": max(lat.values()) <= LATENCY_TOLERANCE and max(sm.values()) <= TOLERANCE}
+
+
+def _latency_sm_disagreements(data: dict | None) -> list[str]:
+    if not data:
+        return []
+    out = []
+    for k, diff in data["latency_relative_difference"].items():
+        if diff > data.get("latency_tolerance", LATENCY_TOLERANCE):
+            out.append(f"crosscheck.latency_and_sm_copy {k} read latency: course {data['course']['latency_ns'][k]:.0f} "
+                       f"vs C {data['c']['latency_ns'][k]:.0f} ns ({diff:.1%} apart, bar {LATENCY_TOLERANCE:.0%})")
+    for d, diff in data["sm_relative_difference"].items():
+        if diff > data.get("sm_tolerance", TOLERANCE):
+            out.append(f"crosscheck.latency_and_sm_copy {d} SM copy: course {data['course']['sm_gbps'][d]:.2f} vs C "
+                       f"{data['c']['sm_gbps'][d]:.2f} GB/s ({diff:.1%} apart, bar {TOLERANCE:.0%})")
+    return out
+
+
+@experiment("crosscheck.latency_and_sm_copy", chapter=3, needs=(GPU, NVCC),
+            title="GPU->host read latency and SM-copy bandwidth: course (Numba) vs tools/bwcheck --latency/--smcopy")
+def record_latency_and_sm_copy(quick: bool) -> dict:
+    from helpers.ch03_dma_and_copy_engines.engine_vs_sm import (
+        blocks_for_gpu,
+        gbps_at,
+        kernel_sweep,
+        time_kernel_copy,
+    )
+    from helpers.measure.gpu_chase import chase_ns_per_read, chase_trials
+
+    nbytes, steps = ((8 << 20), 1024) if quick else ((64 << 20), 8192)
+    sm_n, reps, rounds = ((4 << 20), 3, 1) if quick else ((64 << 20), 10, ROUNDS)
+    blocks = blocks_for_gpu()
+    per_round = []
+    for _ in range(rounds):
+        course = {"latency_ns": {w: median(chase_trials(chase_ns_per_read, nbytes, steps, w)) for w in ("host", "device")}}
+        c_lat = run_bwcheck_args(["--latency", str(nbytes), str(steps)])
+        sweep = kernel_sweep(time_kernel_copy, (sm_n,), reps, blocks)
+        course["sm_gbps"] = {d: gbps_at(sweep, d, sm_n) for d in DIRECTIONS}
+        c_sm = run_bwcheck_args(["--smcopy", str(sm_n), str(reps), str(blocks)])
+        per_round.append({"course": course, "c": {"latency_ns": {"host": c_lat["host_median_ns"],
+                                                                  "device": c_lat["device_median_ns"]},
+                                                   "sm_gbps": {d: c_sm[d]["gbps"] for d in DIRECTIONS}}})
+
+    def med(side: str, what: str, key: str) -> float:
+        return median([r[side][what][key] for r in per_round])
+
+    course = {"latency_ns": {k: med("course", "latency_ns", k) for k in ("host", "device")},
+              "sm_gbps": {d: med("course", "sm_gbps", d) for d in DIRECTIONS}}
+    c = {"latency_ns": {k: med("c", "latency_ns", k) for k in ("host", "device")},
+         "sm_gbps": {d: med("c", "sm_gbps", d) for d in DIRECTIONS}}
+    return {"latency_nbytes": nbytes, "steps": steps, "sm_nbytes": sm_n, "reps": reps, "blocks": blocks,
+            "rounds": per_round, "course": course, "c": c} | latency_sm_comparison(course, c)
+
+
+def latency_sm_rows(data: dict) -> list[tuple[str, ...]]:
+    """(quantity, course, C, difference, bar) rows for the appendix table."""
+    rows = [(f"read latency, {k} memory", f"{data['course']['latency_ns'][k]:,.0f} ns", f"{data['c']['latency_ns'][k]:,.0f} ns",
+             f"{data['latency_relative_difference'][k]:.1%}", f"{data['latency_tolerance']:.0%}") for k in ("host", "device")]
+    rows += [(f"SM copy {d}, {data['sm_nbytes'] >> 20} MiB", f"{data['course']['sm_gbps'][d]:.2f} GB/s",
+              f"{data['c']['sm_gbps'][d]:.2f} GB/s", f"{data['sm_relative_difference'][d]:.1%}",
+              f"{data['sm_tolerance']:.0%}") for d in DIRECTIONS]
+    return rows

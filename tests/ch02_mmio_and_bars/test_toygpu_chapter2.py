@@ -19,7 +19,7 @@ def ref_report():
 def test_reference_bars_and_roles(ref_report):
     rows = mmio.bar_rows(ref_report)
     assert [r[1:3] for r in rows] == [("resource0", "16 MiB"), ("resource2", "128 GiB"), ("resource4", "32 MiB")]
-    assert "VRAM aperture" in rows[1][6] and "registers" in rows[0][6]
+    assert "aperture whose pages the driver maps" in rows[1][6] and "registers" in rows[0][6]
     assert mmio.largest_bar(ref_report) == 128 << 30
     with pytest.raises(TypeError):
         mmio.bar_rows({"gpus": []})

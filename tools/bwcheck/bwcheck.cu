@@ -7,6 +7,16 @@
 //
 //   bwcheck [nbytes=268435456] [reps=30]      large pinned copies, bandwidth
 //   bwcheck --small [reps=200]                small pinned copies (4 B .. 4 KiB), device time
+//   bwcheck --latency [nbytes] [steps]        one thread chasing pointers: ns per read over mapped
+//                                             pinned host memory and over device memory
+//   bwcheck --smcopy [nbytes] [reps] [blocks] a grid-stride kernel copying through mapped pinned
+//                                             host memory (SM copies), GB/s both directions
+//
+// --latency builds its chains as helpers/measure/gpu_chase.py does (slots 256 B apart, visited
+// in a random cycle, `parts` = 3 trials on disjoint slots; its own random generator, so the
+// order differs) and times runs of `steps` and 2*`steps` reads: the difference over `steps` is
+// ns per read. --smcopy is the kernel of helpers/ch03_dma_and_copy_engines/engine_vs_sm.py
+// (8-byte elements, grid-stride loop, `blocks` x 256 threads), timed with events.
 //
 // --small times each size two ways, as helpers/copy_engines.py and helpers/transfers.py do:
 // isolated (event, copy, event, wait; median of reps) and gated (a kernel spins on a flag in
@@ -161,6 +171,133 @@ static int small_mode(int reps) {
   return 0;
 }
 
+#define SLOT_BYTES 256
+#define CHASE_PARTS 3
+
+__global__ void chase_kernel(const long long *nxt, long long j, long long n, long long *out) {
+  for (long long i = 0; i < n; i++) j = nxt[j];
+  *out = j;
+}
+
+__global__ void copy_kernel(unsigned long long *dst, const unsigned long long *src, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = src[i];
+}
+
+static unsigned long long rng_state = 0x9E3779B97F4A7C15ULL;
+static unsigned long long rng_next(void) {  // xorshift64*
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 2685821657736338717ULL;
+}
+
+// A random cycle over slots part, part+parts, ... of `chain` (element indices); returns the start.
+static long long build_chain(long long *chain, size_t nbytes, int part) {
+  size_t per = SLOT_BYTES / sizeof(long long), nslots = 0;
+  for (size_t k = part; k < nbytes / SLOT_BYTES; k += CHASE_PARTS) nslots++;
+  long long *order = (long long *)malloc(sizeof(long long) * nslots);
+  for (size_t i = 0; i < nslots; i++) order[i] = part + (long long)i * CHASE_PARTS;
+  for (size_t i = nslots - 1; i > 0; i--) {  // Fisher-Yates
+    size_t r = rng_next() % (i + 1);
+    long long t = order[i]; order[i] = order[r]; order[r] = t;
+  }
+  for (size_t i = 0; i < nslots; i++) chain[order[i] * per] = order[(i + 1) % nslots] * per;
+  long long start = order[0] * per;
+  free(order);
+  return start;
+}
+
+// ns per read over `nxt` (a device-visible pointer): runs of 1, steps and 2*steps, as the course does.
+static double chase_ns(const long long *nxt, long long start, long long steps, long long *out_dev, long long *out_host) {
+  cudaEvent_t a, b;
+  float ms[3];
+  long long runs[3] = {1, steps, 2 * steps};
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int r = 0; r < 3; r++) {
+    CK(cudaEventRecord(a, 0));
+    chase_kernel<<<1, 1>>>(nxt, start, runs[r], out_dev);
+    CK(cudaGetLastError());
+    CK(cudaEventRecord(b, 0));
+    CK(cudaEventSynchronize(b));
+    CK(cudaEventElapsedTime(&ms[r], a, b));
+    start = *(volatile long long *)out_host;
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  return (ms[2] - ms[1]) * 1e6 / steps;
+}
+
+static int latency_mode(size_t nbytes, long long steps) {
+  size_t items = nbytes / sizeof(long long);
+  long long *host, *host_dev, *dev, *out, *out_dev;
+  long long *chain = (long long *)calloc(items, sizeof(long long));
+  double host_ns[CHASE_PARTS], dev_ns[CHASE_PARTS];
+  struct cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  CK(cudaHostAlloc((void **)&host, nbytes, cudaHostAllocMapped));
+  CK(cudaHostGetDevicePointer((void **)&host_dev, host, 0));
+  CK(cudaHostAlloc((void **)&out, sizeof(long long), cudaHostAllocMapped));
+  CK(cudaHostGetDevicePointer((void **)&out_dev, out, 0));
+  CK(cudaMalloc((void **)&dev, nbytes));
+  for (int t = 0; t < CHASE_PARTS; t++) {
+    memset(chain, 0, items * sizeof(long long));
+    long long start = build_chain(chain, nbytes, t);
+    memcpy(host, chain, nbytes);
+    host_ns[t] = chase_ns(host_dev, start, steps, out_dev, out);
+    CK(cudaMemcpy(dev, chain, nbytes, cudaMemcpyHostToDevice));
+    dev_ns[t] = chase_ns(dev, start, steps, out_dev, out);
+  }
+  printf("{\n  \"tool\": \"bwcheck\", \"mode\": \"latency\", \"device\": \"%s\", \"nbytes\": %zu, \"steps\": %lld,\n",
+         prop.name, nbytes, steps);
+  printf("  \"host_ns\": [%.3f, %.3f, %.3f], \"device_ns\": [%.3f, %.3f, %.3f],\n", host_ns[0], host_ns[1],
+         host_ns[2], dev_ns[0], dev_ns[1], dev_ns[2]);
+  printf("  \"host_median_ns\": %.3f, \"device_median_ns\": %.3f\n}\n", median_d(host_ns, CHASE_PARTS),
+         median_d(dev_ns, CHASE_PARTS));
+  CK(cudaFree(dev));
+  CK(cudaFreeHost(out));
+  CK(cudaFreeHost(host));
+  free(chain);
+  return 0;
+}
+
+static int smcopy_mode(size_t nbytes, int reps, int blocks) {
+  size_t items = nbytes / sizeof(unsigned long long);
+  unsigned long long *host, *host_dev, *dev;
+  float *ms = (float *)malloc(sizeof(float) * reps);
+  cudaEvent_t a, b;
+  struct cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  CK(cudaHostAlloc((void **)&host, nbytes, cudaHostAllocMapped));
+  CK(cudaHostGetDevicePointer((void **)&host_dev, host, 0));
+  CK(cudaMalloc((void **)&dev, nbytes));
+  memset(host, 0x5A, nbytes);
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  printf("{\n  \"tool\": \"bwcheck\", \"mode\": \"smcopy\", \"device\": \"%s\", \"nbytes\": %zu, \"reps\": %d, "
+         "\"blocks\": %d, \"threads\": 256,\n", prop.name, nbytes, reps, blocks);
+  for (int dir = 0; dir < 2; dir++) {
+    unsigned long long *dst = dir == 0 ? dev : host_dev, *src = dir == 0 ? host_dev : dev;
+    for (int i = 0; i <= reps; i++) {  // the first one warms up
+      CK(cudaEventRecord(a, 0));
+      copy_kernel<<<blocks, 256>>>(dst, src, items);
+      CK(cudaGetLastError());
+      CK(cudaEventRecord(b, 0));
+      CK(cudaEventSynchronize(b));
+      if (i) CK(cudaEventElapsedTime(&ms[i - 1], a, b));
+    }
+    print_stats(dir == 0 ? "h2d" : "d2h", nbytes, ms, reps, dir == 1);
+  }
+  printf("}\n");
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  CK(cudaFree(dev));
+  CK(cudaFreeHost(host));
+  free(ms);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--small") == 0) {
     int reps = argc > 2 ? atoi(argv[2]) : 200;
@@ -169,6 +306,24 @@ int main(int argc, char **argv) {
       return 2;
     }
     return small_mode(reps);
+  }
+  if (argc > 1 && strcmp(argv[1], "--latency") == 0) {
+    size_t n = argc > 2 ? strtoull(argv[2], NULL, 0) : (size_t)64 << 20;
+    long long steps = argc > 3 ? atoll(argv[3]) : 8192;
+    if (n < SLOT_BYTES * 16 || steps < 1 || 1 + 3 * steps > (long long)(n / SLOT_BYTES / CHASE_PARTS)) {
+      fprintf(stderr, "usage: bwcheck --latency [nbytes] [steps], with 1 + 3*steps <= nbytes/256/3\n");
+      return 2;
+    }
+    return latency_mode(n, steps);
+  }
+  if (argc > 1 && strcmp(argv[1], "--smcopy") == 0) {
+    size_t n = argc > 2 ? strtoull(argv[2], NULL, 0) : (size_t)64 << 20;
+    int reps = argc > 3 ? atoi(argv[3]) : 10, blocks = argc > 4 ? atoi(argv[4]) : 1056;
+    if (n < 8 || n % 8 || reps < 1 || reps > 10000 || blocks < 1 || blocks > 65535) {
+      fprintf(stderr, "usage: bwcheck --smcopy [nbytes, a multiple of 8] [reps 1..10000] [blocks 1..65535]\n");
+      return 2;
+    }
+    return smcopy_mode(n, reps, blocks);
   }
   size_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : (size_t)256 << 20;
   int reps = argc > 2 ? atoi(argv[2]) : 30, warm = 3;

@@ -1,0 +1,148 @@
+"""Chapter 2 — why an uncached read is slow, measured from the GPU's side of the link.
+
+The CPU's reads of the real GPU's BAR0 are refused on the reference machine (the sysfs
+`resource0` mmap fails; `probe_bar0_mmap` records how), so the course times the same kind of
+transaction in the other direction: one GPU thread reading mapped pinned host memory, each read
+waiting for its completion before the next may start (helpers.measure.gpu_chase), against the
+same chase over device memory, and against one thread *storing* to host memory, where nothing
+comes back (a posted write). These are live measurements on a GPU, replayed elsewhere; the
+toy GPU's `mmio_read_rtt_ns` is a model parameter, not one of them.
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import statistics
+
+import numpy as np
+import plotly.graph_objects as go
+
+from helpers.core import figures, gpu
+from helpers.core.evidence import Evidence
+from helpers.core.experiments import GPU, experiment
+from helpers.core.gpu import cuda
+from helpers.measure.gpu_chase import TRIALS, chase_ns_per_read, chase_trials
+
+
+def sizes(quick: bool) -> tuple[int, int]:
+    """(bytes of the chased buffer, reads per timed run) for the recorder's full or quick run."""
+    return ((8 << 20), 1024) if quick else ((64 << 20), 8192)
+
+
+def store_ns_per_write(target, steps: int) -> float:
+    """Nanoseconds per store: one GPU thread writes `steps` values into `target`, each to its own
+    256-byte slot. A store is posted: the thread sends it and goes on, waiting for no reply."""
+    @cuda.jit
+    def store(dst, n):
+        for i in range(n):
+            dst[(i * 32) % dst.size] = i
+
+    times_ns = []
+    for n in (1, steps, 2 * steps):
+        begin, end = cuda.event(), cuda.event()
+        begin.record()
+        store[1, 1](target, n)
+        end.record()
+        end.synchronize()
+        times_ns.append(begin.elapsed_time(end) * 1e6)  # ms -> ns
+    return (times_ns[2] - times_ns[1]) / steps
+
+
+def probe_bar0_mmap(pci_address: str | None) -> dict:
+    """Try to map (never read) the first page of the GPU's BAR0 through sysfs; say what happened.
+
+    The outcome is evidence for the page: on the reference machine the mmap is refused. Nothing
+    is ever loaded from the mapping: a stray read of a live GPU's registers can hang it."""
+    if not pci_address:
+        return {"path": None, "outcome": "no PCI address for the GPU"}
+    path = f"/sys/bus/pci/devices/{pci_address}/resource0"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        return {"path": path, "outcome": "open refused", "errno": errno.errorcode.get(exc.errno, str(exc.errno))}
+    try:
+        m = mmap.mmap(fd, mmap.PAGESIZE, mmap.MAP_SHARED, mmap.PROT_READ)
+    except OSError as exc:
+        return {"path": path, "outcome": "mmap refused", "errno": errno.errorcode.get(exc.errno, str(exc.errno))}
+    finally:
+        os.close(fd)
+    m.close()  # mapped, never read
+    return {"path": path, "outcome": "mmap allowed (nothing was read through it)", "errno": None}
+
+
+@experiment("mmio.gpu_read_latency", chapter=2, needs=(GPU,),
+            title="One GPU thread chasing pointers: ns per read over mapped pinned host memory vs device memory")
+def record_read_latency(quick: bool, code=chase_ns_per_read) -> dict:
+    nbytes, steps = sizes(quick)
+    host = chase_trials(code, nbytes, steps, "host")
+    device = chase_trials(code, nbytes, steps, "device")
+    return {"nbytes": nbytes, "steps": steps, "trials": TRIALS, "slot_bytes": 256,
+            "host_ns": host, "device_ns": device, "host_median_ns": statistics.median(host),
+            "device_median_ns": statistics.median(device), "bar0_mmap": probe_bar0_mmap(gpu.probe().pci_bus_id)}
+
+
+@experiment("mmio.gpu_posted_writes", chapter=2, needs=(GPU,),
+            title="One GPU thread storing to mapped pinned host memory: ns per store (posted writes)")
+def record_posted_writes(quick: bool, code=store_ns_per_write) -> dict:
+    nbytes, steps = ((8 << 20), 4096) if quick else ((64 << 20), 65536)
+    target = cuda.mapped_array(nbytes // 8, dtype=np.int64)
+    ns = [float(code(target, steps)) for _ in range(TRIALS)]
+    del target
+    return {"nbytes": nbytes, "steps": steps, "trials": TRIALS, "host_store_ns": ns,
+            "host_store_median_ns": statistics.median(ns)}
+
+
+def latency_figure(reads: Evidence, writes: Evidence) -> figures.CourseFigure:
+    """ns per access for reads of host memory, reads of device memory and stores to host memory
+    (median bar, each trial a marker), on a log axis."""
+    r, w = reads.require(), writes.require()
+    series = (("GPU reads host memory (non-posted: waits for the completion)", r["host_ns"]),
+              ("GPU reads its own memory (HBM)", r["device_ns"]),
+              ("GPU stores to host memory (posted: waits for nothing)", w["host_store_ns"]))
+    fig = go.Figure()
+    fig.add_bar(x=[s[0] for s in series], y=[statistics.median(s[1]) for s in series], name="median of trials")
+    for name, vals in series:
+        fig.add_scatter(x=[name] * len(vals), y=vals, mode="markers", name=f"trials: {name[:22]}…", showlegend=False)
+    fig.update_layout(title="One GPU thread, one access at a time: nanoseconds per access",
+                      yaxis={"type": "log", "title": "ns per access (log scale)"}, showlegend=False)
+    parts = list(dict.fromkeys(reads.parts + writes.parts))
+    return figures.CourseFigure(fig, parts)
+
+
+def latency_rows(reads: dict, writes: dict | None = None) -> list[tuple[str, str, str]]:
+    """(access, median ns, trials in ns) rows for a table."""
+    rows = [("read, mapped pinned host memory", f"{reads['host_median_ns']:,.0f}",
+             ", ".join(f"{v:,.0f}" for v in reads["host_ns"])),
+            ("read, device memory", f"{reads['device_median_ns']:,.0f}", ", ".join(f"{v:,.0f}" for v in reads["device_ns"]))]
+    if writes:
+        rows.append(("store, mapped pinned host memory", f"{writes['host_store_median_ns']:,.1f}",
+                     ", ".join(f"{v:,.1f}" for v in writes["host_store_ns"])))
+    return rows
+
+
+def read_verdict(reads: dict, writes: dict | None = None, rtt_model_ns: float | None = None) -> str:
+    """What the recorded numbers say about reads across the link, decided from them."""
+    h, d = reads["host_median_ns"], reads["device_median_ns"]
+    spread = (max(reads["host_ns"]) - min(reads["host_ns"])) / h if h > 0 else float("nan")
+    lines = [f"a read of host memory took {h:,.0f} ns (trials within {spread:.1%}), a read of device memory "
+             f"{d:,.0f} ns: crossing the link costs {h / d:.1f}x a trip to the GPU's own memory."]
+    if writes:
+        s = writes["host_store_median_ns"]
+        lines.append(f"a store to host memory occupied the thread for {s:,.1f} ns: {h / s:,.0f}x less than a read, "
+                     "because nothing comes back for a posted write.")
+    lines.append(f"8-byte reads one at a time would move {8 / h * 1e3:,.1f} MB/s.")
+    if rtt_model_ns:
+        lines.append(f"(the toy GPU's model uses {rtt_model_ns:,.0f} ns for a CPU's MMIO read: a SIMULATED "
+                     "parameter of the same order, not this measurement)")
+    return "\n".join(lines)
+
+
+def bar0_line(reads: dict) -> str:
+    """What happened when the recorder tried to map BAR0 through sysfs."""
+    b = reads.get("bar0_mmap") or {}
+    if not b.get("path"):
+        return "BAR0 mapping: not attempted (no PCI address)."
+    err = f" ({b['errno']})" if b.get("errno") else ""
+    return f"mapping {b['path']} for reading: {b['outcome']}{err}."

@@ -1,0 +1,55 @@
+"""Chapter 2's pictures: a GPU's BARs and where each window leads, and a posted write against a
+non-posted read crossing the link (helpers.core.diagrams' one visual language)."""
+
+from __future__ import annotations
+
+from helpers.core.diagrams import Diagram
+
+
+def bars_diagram() -> Diagram:
+    """BAR0 (registers), BAR1 (an aperture translated page by page to VRAM), BAR2/3 (the driver's)."""
+    d = Diagram(
+        "A GPU's BARs and where they lead",
+        "The CPU's loads and stores to a BAR's bus addresses cross PCIe to the GPU. BAR0 (16 MiB on the "
+        "reference H100) lands on the GPU's registers. BAR1 (128 GiB there) is not a plain window onto "
+        "memory: each page of it is translated by BAR1 page tables the driver fills, so a page of VRAM has "
+        "a bus address only while the driver has mapped it into BAR1. BAR2/3 is a window the driver keeps "
+        "for its own structures.", width=760, height=300)
+    d.box("cpu", "CPU: load / store\nto a bus address", "cpu", 10, 120, 150, 60)
+    d.box("pcie", "PCIe link", "link", 200, 120, 110, 60)
+    d.box("bar0", "BAR0 → registers", "gpu", 350, 20, 170, 50)
+    d.box("bar1", "BAR1 aperture", "gpu", 350, 125, 170, 50)
+    d.box("bar2", "BAR2/3 → driver's\ninstance memory", "gpu", 350, 220, 170, 56)
+    d.box("pt", "BAR1 page tables", "gpu", 560, 125, 150, 50)
+    d.box("vram", "VRAM pages\n(mapped ones only)", "vram", 560, 220, 150, 56)
+    d.arrow("cpu", "pcie", "MMIO", "data")
+    d.arrow("pcie", "bar0", "", "control")
+    d.arrow("pcie", "bar1", "", "data")
+    d.arrow("pcie", "bar2", "", "control")
+    d.arrow("bar1", "pt", "translate", "control")
+    d.arrow("pt", "vram", "page", "data")
+    d.note(560, 110, "unmapped BAR1 pages lead nowhere")
+    return d
+
+
+def transactions_diagram() -> Diagram:
+    """A posted memory write (one packet, no answer) against a non-posted read (request, then a
+    completion carrying the data) between a requester and a completer."""
+    d = Diagram(
+        "Posted write vs non-posted read",
+        "A write travels as one packet (MWr) and the writer goes on at once: nothing comes back. A read "
+        "sends a request (MRd) and the reader waits until the completer returns the data in a completion "
+        "(CplD): a full round trip per read, and a load that depends on the previous one cannot start "
+        "before it. The same holds whichever side reads: a CPU reading a BAR, or a GPU thread reading "
+        "pinned host memory.", width=760, height=260)
+    d.box("req", "requester\n(CPU core, or a GPU thread)", "cpu", 10, 90, 190, 70)
+    d.box("link", "PCIe link\n(root complex)", "link", 290, 90, 160, 70)
+    d.box("cpl", "completer\n(GPU registers / host RAM)", "device", 540, 90, 200, 70)
+    d.arrow("req", "link", "MWr: data, posted", "data", bend=-26)
+    d.arrow("link", "cpl", "MWr", "data", bend=-26)
+    d.arrow("req", "link", "MRd: request", "control", bend=4)
+    d.arrow("link", "cpl", "MRd", "control", bend=4)
+    d.arrow("cpl", "link", "CplD: data", "completion", bend=30)
+    d.arrow("link", "req", "CplD", "completion", bend=30)
+    d.note(10, 210, "write: the requester goes on at once.   read: it stalls from MRd until CplD arrives.")
+    return d

@@ -1,0 +1,112 @@
+"""Chapter 2's GPU-side latency experiments: the chain, the views on a recording's shape, the
+exercises (against recorded/derived values, a planted wrong chase), and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers.ch02_mmio_and_bars import exercises, gpu_reads, mmio, pictures
+from helpers.core.errors import InputError, InputTypeError
+from helpers.core.evidence import Evidence
+from helpers.core.mode import Mode
+from helpers.measure import gpu_chase
+
+READS = {"nbytes": 64 << 20, "steps": 8192, "trials": 3, "slot_bytes": 256, "host_ns": [1190.0, 1210.0, 1200.0],
+         "device_ns": [610.0, 600.0, 605.0], "host_median_ns": 1200.0, "device_median_ns": 605.0,
+         "bar0_mmap": {"path": "/sys/bus/pci/devices/0000:00:06.0/resource0", "outcome": "mmap refused", "errno": "EPERM"}}
+WRITES = {"nbytes": 64 << 20, "steps": 65536, "trials": 3, "host_store_ns": [4.0, 4.2, 4.1], "host_store_median_ns": 4.1}
+
+
+def _ev(eid, data):
+    return Evidence(eid, data, Mode.REPLAY, "test machine", "test")
+
+
+def _follow(chain, start, steps):
+    j = start
+    for _ in range(steps):
+        j = int(chain[j])
+    return j
+
+
+def test_chain_is_one_cycle_over_its_own_slots():
+    chain, start = gpu_chase.make_chain(256 * 60, part=1, parts=3, seed=5)
+    per = 256 // 8
+    seen, j = set(), start
+    for _ in range(20):
+        assert (j // per) % 3 == 1 and j % per == 0  # slot heads of part 1 only
+        seen.add(j)
+        j = int(chain[j])
+    assert j == start and len(seen) == 20  # 60 slots / 3 parts = 20, visited once each
+
+
+def test_parts_never_share_a_slot():
+    a, sa = gpu_chase.make_chain(256 * 30, part=0, parts=3)
+    b, sb = gpu_chase.make_chain(256 * 30, part=2, parts=3)
+    assert not set(np.flatnonzero(a)) & set(np.flatnonzero(b))
+
+
+@pytest.mark.parametrize("kw", [{"nbytes": 100}, {"nbytes": 256 * 8, "parts": 0}, {"nbytes": 256 * 8, "part": 3, "parts": 3},
+                                {"nbytes": True}, {"nbytes": 256 * 4, "parts": 4}])
+def test_bad_chains_are_refused(kw):
+    nbytes = kw.pop("nbytes")
+    with pytest.raises((InputError, InputTypeError)):
+        gpu_chase.make_chain(nbytes, **kw)
+
+
+def test_too_many_steps_for_the_chain_is_refused():
+    with pytest.raises(InputError, match="longer chain"):
+        gpu_chase.chase_trials(gpu_chase.chase_ns_per_read, 256 * 30, 10, "host")
+
+
+def test_verdict_and_rows_come_from_the_numbers():
+    text = gpu_reads.read_verdict(READS, WRITES, rtt_model_ns=900)
+    assert "1,200 ns" in text and "605 ns" in text and "2.0x" in text and "6.7 MB/s" in text
+    assert "SIMULATED" in text
+    rows = gpu_reads.latency_rows(READS, WRITES)
+    assert rows[0][1] == "1,200" and rows[2][1] == "4.1"
+    assert "EPERM" in gpu_reads.bar0_line(READS)
+
+
+def test_latency_figure_carries_provenance_and_data():
+    fig = gpu_reads.latency_figure(_ev("mmio.gpu_read_latency", READS), _ev("mmio.gpu_posted_writes", WRITES))
+    assert any(y == 1200.0 for _, _, y in fig.rows()) and "REPLAY" in fig.fig.layout.title.text
+
+
+def test_bar0_probe_without_an_address_reads_nothing():
+    assert gpu_reads.probe_bar0_mmap(None)["path"] is None
+    out = gpu_reads.probe_bar0_mmap("0000:ff:1f.7")  # no such device: open fails, nothing mapped
+    assert out["outcome"] == "open refused"
+
+
+def test_exercise_2_2_expects_the_recorded_latency(capsys):
+    assert exercises.ex_2_2_uncached_mbps(8 / 1200 * 1e3, _ev("mmio.gpu_read_latency", READS)) is True
+    assert exercises.ex_2_2_uncached_mbps(8 / 1200 * 1e6, _ev("mmio.gpu_read_latency", READS)) is False
+    assert "1000x too large" in capsys.readouterr().out
+    assert exercises.ex_2_2_uncached_mbps(1.0, _ev("mmio.gpu_read_latency", None)) is None
+
+
+def test_exercise_2_1_and_its_hints(capsys):
+    assert exercises.ex_2_1_round_trip(mmio.implied_read_ns(width=4)) is True
+    assert exercises.ex_2_1_round_trip(mmio.implied_read_ns(width=1)) is False
+    assert "4x fewer" in capsys.readouterr().out
+
+
+def test_exercise_2_4_explains_each_option(capsys):
+    assert exercises.ex_2_4_why_reads_wait("b") is True
+    assert exercises.ex_2_4_why_reads_wait("d") is False
+    assert "both directions" in capsys.readouterr().out
+
+
+def test_chase_trial_passes_a_right_follow_and_catches_a_planted_wrong_one():
+    assert exercises.chase_trial(_follow) == []
+    off_by_one = lambda chain, start, steps: _follow(chain, start, steps - 1)  # noqa: E731
+    problems = exercises.chase_trial(off_by_one)
+    assert problems and "should end at index" in problems[0]
+
+
+def test_diagrams_describe_themselves():
+    for d in (pictures.bars_diagram(), pictures.transactions_diagram()):
+        svg = d.svg()
+        assert "<title" in svg and "<desc" in svg and d.description
+    assert "page tables" in pictures.bars_diagram().description

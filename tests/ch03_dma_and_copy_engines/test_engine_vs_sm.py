@@ -1,0 +1,191 @@
+"""Chapter 3's new helpers: copy engine vs SM-copy views, PCIe limits from config space and lspci,
+the exercises (on the recorded reference and planted wrong answers), the latency/SM cross-check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers.ch03_dma_and_copy_engines import crosscheck, engine_vs_sm, exercises, pcie, pictures
+from helpers.core import reference
+from helpers.core.errors import InputError
+from helpers.core.evidence import Evidence
+from helpers.core.mode import Mode
+from helpers.models import copy_cost
+
+REF = Path(__file__).resolve().parents[2] / "data" / "reference" / "h100-pcie.json"
+
+
+def _sweep(gbps: dict) -> dict:
+    sizes = [1 << 20, 64 << 20]
+    rows = [{"direction": d, "nbytes": n, "median_s": n / (g * 1e9), "gbps": g, "times_s": [n / (g * 1e9)]}
+            for d in ("h2d", "d2h") for n, g in zip(sizes, gbps[d], strict=True)]
+    return {"sizes": sizes, "reps": 1, "rows": rows}
+
+
+ENGINE = _sweep({"h2d": [40.0, 54.0], "d2h": [42.0, 55.0]})
+KERNEL = _sweep({"h2d": [20.0, 45.0], "d2h": [30.0, 52.0]})
+
+
+def test_comparison_rows_and_verdict_follow_the_numbers():
+    rows = engine_vs_sm.comparison_rows(ENGINE, KERNEL)
+    assert rows[1] == ("h2d", "65,536 KiB", "54.0", "45.0", "0.83")
+    text = engine_vs_sm.comparison_verdict(ENGINE, KERNEL)
+    assert "h2d, 64 MiB: copy engine 54.0 GB/s, SM kernel 45.0 GB/s (the engine is faster)" in text
+    assert "SM kernel: host→device is 0.87x device→host" in text
+
+
+def test_comparison_figure_has_four_series_and_provenance():
+    ev = lambda eid, d: Evidence(eid, d, Mode.REPLAY, "ref", "test")  # noqa: E731
+    fig = engine_vs_sm.comparison_figure(ev("copy_engines.engine_copies", ENGINE), ev("copy_engines.kernel_copies", KERNEL))
+    assert len(fig.fig.data) == 4 and "REPLAY" in fig.fig.layout.title.text
+
+
+def _config(mps_code: int, mrrs_code: int, mps_cap: int) -> bytes:
+    raw = bytearray(256)
+    raw[0x34] = 0x40
+    raw[0x40], raw[0x41] = 0x01, 0x60  # a power-management capability first, then PCIe at 0x60
+    raw[0x60], raw[0x61] = 0x10, 0x00
+    raw[0x64:0x68] = mps_cap.to_bytes(4, "little")
+    raw[0x68:0x6A] = ((mps_code << 5) | (mrrs_code << 12)).to_bytes(2, "little")
+    return bytes(raw)
+
+
+def test_limits_from_config_space_walk_the_capability_list():
+    assert pcie.from_config(_config(1, 2, 2)) == {"mps_supported": 512, "mps": 256, "mrrs": 512, "source": "config space"}
+    assert pcie.from_config(bytes(64)) is None  # only the header readable: no capability to find
+    with pytest.raises(InputError):
+        pcie.from_config(b"\x00" * 10)
+
+
+def test_limits_from_lspci_text():
+    text = ("\t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0, Latency L0s unlimited\n"
+            "\t\tDevCtl:\tCorrErr- NonFatalErr- FatalErr- UnsupReq-\n"
+            "\t\t\tRlxdOrd+ ExtTag+ PhantFunc- AuxPwr- NoSnoop+\n\t\t\tMaxPayload 256 bytes, MaxReadReq 4096 bytes\n")
+    assert pcie.from_lspci(text) == {"mps_supported": 256, "mps": 256, "mrrs": 4096, "source": "lspci -vv"}
+    assert pcie.from_lspci("no capability here") is None
+
+
+@pytest.mark.parametrize("bad", ["00:06.0", "0000:00:06.0; rm -rf /", 6, None])
+def test_limits_of_refuses_a_bad_address(bad):
+    with pytest.raises(InputError):
+        pcie.limits_of(bad)
+
+
+def test_limits_line_says_why_when_nothing_was_read():
+    line = pcie.limits_line({"gpu": {"address": "0000:00:06.0", "mps": None, "unavailable": "lspci is not installed"},
+                             "upstream": None})
+    assert "not readable here (lspci is not installed)" in line and "upstream: none" in line
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return reference.load(REF)
+
+
+def test_exercises_3_1_to_3_3_on_the_recorded_reference(ref, capsys):
+    fit = copy_cost.fit_all(ref.experiment("transfers.pinned_vs_pageable"))[("pinned", "h2d")]
+    assert exercises.ex_3_1_n90(9 * fit.n_half, fit) is True
+    assert exercises.ex_3_1_n90(fit.n_half, fit) is False
+    assert "50% of B" in capsys.readouterr().out
+    ratio = 1024 * fit.predict_s(4096) / fit.predict_s(4 << 20)
+    assert exercises.ex_3_2_batching(ratio, fit) is True and exercises.ex_3_2_batching(1024, fit) is False
+    gated = Evidence("copy_engines.gated_small_copies", ref.experiment("copy_engines.gated_small_copies"),
+                     Mode.REPLAY, "ref", "test")
+    r = next(r for r in gated.data["runs"] if r["direction"] == "h2d" and r["nbytes"] == 4)
+    slow = max(r["enqueue_median_s"], r["device_median_s"])
+    fast = min(r["enqueue_median_s"], r["device_median_s"])
+    assert exercises.ex_3_3_rate(1 / slow, gated) is True
+    assert exercises.ex_3_3_rate(1 / fast, gated) is False
+    assert "slowest stage" in capsys.readouterr().out
+
+
+def test_exercise_3_4_uses_the_recorded_mrrs_or_says_it_is_pending(capsys):
+    ev = Evidence("copy_engines.pcie_limits", {"gpu": {"mps": 256, "mrrs": 512}}, Mode.REPLAY, "ref", "test")
+    assert exercises.ex_3_4_read_requests(2048, ev) is True
+    assert exercises.ex_3_4_read_requests(4096, ev) is False
+    assert exercises.ex_3_4_read_requests(1, Evidence("copy_engines.pcie_limits", None, Mode.REPLAY, "ref", "t")) is None
+    assert "pending" in capsys.readouterr().out
+
+
+def test_exercise_3_5_and_3_7():
+    assert exercises.ex_3_5_why_h2d_trails("b") is True and exercises.ex_3_5_why_h2d_trails("a") is False
+    assert exercises.ex_3_7_staging_cost("the CPU core is busy copying into staging buffers, taking time from the "
+                                         "8 ms deadline; pinned memory lets the engine DMA it") is True
+
+
+def test_copy_trial_catches_a_kernel_without_a_grid_stride_loop():
+    class Launch:  # a stand-in for a Numba kernel: fn[blocks, threads](dst, src)
+        def __init__(self, stride_loop):
+            self.stride_loop = stride_loop
+
+        def __getitem__(self, grid):
+            blocks, threads = grid
+
+            def run(dst, src):
+                for t in range(blocks * threads):
+                    idx = range(t, dst.size, blocks * threads) if self.stride_loop else [t] if t < dst.size else []
+                    for i in idx:
+                        dst[i] = src[i]
+            return run
+
+    assert exercises.copy_trial(Launch(True), synchronize=lambda: None) == []
+    problems = exercises.copy_trial(Launch(False), synchronize=lambda: None)
+    assert problems and "cuda.gridsize(1)" in problems[0]
+
+
+def test_latency_sm_crosscheck_bars_and_refusal():
+    course = {"latency_ns": {"host": 1200.0, "device": 600.0}, "sm_gbps": {"h2d": 45.0, "d2h": 52.0}}
+    close = {"latency_ns": {"host": 1150.0, "device": 590.0}, "sm_gbps": {"h2d": 44.5, "d2h": 52.3}}
+    far = {"latency_ns": {"host": 900.0, "device": 590.0}, "sm_gbps": {"h2d": 40.0, "d2h": 52.3}}
+    ok = crosscheck.latency_sm_comparison(course, close)
+    assert ok["ok"] and ok["latency_tolerance"] == 0.10 and ok["sm_tolerance"] == 0.02
+    bad = crosscheck.latency_sm_comparison(course, far) | {"course": course, "c": far}
+    problems = crosscheck.disagreements({"crosscheck.latency_and_sm_copy": bad})
+    assert len(problems) == 2 and "host read latency" in problems[0] and "h2d SM copy" in problems[1]
+    assert crosscheck.disagreements({"crosscheck.latency_and_sm_copy": ok | {"course": course, "c": close}}) == []
+    with pytest.raises(InputError):
+        crosscheck.latency_sm_comparison({"latency_ns": {"host": 1.0}}, close)
+
+
+def test_diagrams_describe_themselves():
+    for d in (pictures.copy_path_diagram(), pictures.pcie_reads_writes_diagram()):
+        assert "<desc" in d.svg() and d.title
+    assert "staging" in pictures.copy_path_diagram().description
+
+
+def test_bwcheck_source_has_the_new_modes():
+    src = (Path(__file__).resolve().parents[2] / "tools" / "bwcheck" / "bwcheck.cu").read_text()
+    assert '"--latency"' in src and '"--smcopy"' in src and "chase_kernel" in src
+    assert np.uint64  # the kernel copies 8-byte elements, as time_kernel_copy does
+
+
+def test_the_recorders_numba_code_runs_on_the_simulator():
+    """The shown functions (engine and kernel copies, the pointer chase, the posted stores) run end to
+    end on Numba's CUDA simulator, and the kernel copy really copies (correctness, not timing)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from numba import cuda\n"
+        "from helpers.ch03_dma_and_copy_engines import engine_vs_sm as e\n"
+        "from helpers.ch02_mmio_and_bars import gpu_reads as g\n"
+        "from helpers.measure import gpu_chase as c\n"
+        "assert len(e.engine_sweep(e.time_engine_copy, (4096,), 1)['rows']) == 2\n"
+        "e.bind_numba()\n"
+        "h = cuda.mapped_array(300, dtype=np.uint64); h[:] = np.arange(300) * 7\n"
+        "d = cuda.device_array(300, dtype=np.uint64)\n"
+        "e.time_kernel_copy(h, d, 'h2d', 1, 2)\n"
+        "assert (d.copy_to_host() == np.arange(300) * 7).all()\n"
+        "assert len(c.chase_trials(c.chase_ns_per_read, 256 * 60, 4, 'device')) == 3\n"
+        "g.store_ns_per_write(cuda.mapped_array(512, dtype=np.int64), 4)\n"
+        "print('OK')\n")
+    path = os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=path)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith("OK")
