@@ -39,10 +39,10 @@ import time
 import numpy as np
 
 from helpers.core import experiments, gpu, validate
-from helpers.core.gpu import cp
 from helpers.core.errors import CourseError, InputError, SystemInfoError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU
+from helpers.core.gpu import cp
 from helpers.core.progress import Progress
 from helpers.core.resources import Closing
 from helpers.measure.host_memory import check_nbytes, host_array, pinned_bytes_of_process

@@ -12,7 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.ch04_pinned_memory import diagrams, exercises, host_mappings, mapped_kernel, pinning, write_combined
+from helpers.ch04_pinned_memory import (
+    diagrams,
+    exercises,
+    host_mappings,
+    mapped_kernel,
+    pinning,
+    write_combined,
+)
 from helpers.core import experiments, shown
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
