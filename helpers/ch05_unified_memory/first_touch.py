@@ -16,12 +16,16 @@ import numpy as np
 
 from helpers.ch05_unified_memory import managed
 from helpers.core import experiments, validate
-from helpers.core.errors import InputError
+from helpers.core.errors import CourseError, InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU
 from helpers.core.gpu import cp
 from helpers.measure.host_memory import check_nbytes
 from helpers.measure.sysinfo import fmt_bytes
+
+
+class WrongSumError(CourseError):
+    """The GPU's sum of the managed bytes was not what the CPU wrote: the times are not kept."""
 
 
 def time_fault_vs_prefetch(nbytes: int) -> dict:
@@ -42,7 +46,7 @@ def time_fault_vs_prefetch(nbytes: int) -> dict:
         done.record()
         done.synchronize()
         if int(total) != nbytes:
-            raise RuntimeError(f"{way}: the GPU summed {int(total)}, expected {nbytes}")
+            raise WrongSumError(f"{way}: the GPU summed {int(total)}, expected {nbytes}")
         out[way] = {"prefetch_ms": cp.cuda.get_elapsed_time(start, moved),
                     "first_read_ms": cp.cuda.get_elapsed_time(moved, done)}
         del host, x, mem
