@@ -2,17 +2,20 @@
 
 Two ways to get page-locked memory the GPU's copy engines can DMA from:
 
-- cudaHostAlloc: the driver allocates fresh pages, locks them and maps them for the device
-  (`PinnedAlloc`).
+- cudaHostAlloc: the CUDA library maps fresh memory (by default a shared anonymous mapping,
+  listed as `/dev/zero (deleted)` in /proc/self/maps) and asks the NVIDIA module to pin it
+  (`PinnedAlloc`). Write-combined memory is the exception: the module allocates those pages
+  itself and maps them through /dev/nvidiactl (see host_mappings).
 - cudaHostRegister: memory the process already has (an anonymous mmap, a file in /dev/shm,
-  a NumPy buffer) is locked in place and mapped for the device (`Registration`). This is
-  the answer to seed 002's "could the driver use my mmapped region as if it were
-  cudaMallocHost'ed?".
+  a NumPy buffer) is pinned in place (`Registration`). This answers source question 002's
+  "can my mmapped region be used as if it were cudaMallocHost'ed?".
 
-Both go through the NVIDIA kernel module, which takes references on the pages with
-get_user_pages (open-gpu-kernel-modules: kernel-open/nvidia/os-mlock.c, os_lock_user_pages)
-rather than mlock(2), so RLIMIT_MEMLOCK is not what limits them: `memlock_probe` measures
-what really happens in a child process with a lowered limit.
+Both pins go through the module's OS-descriptor path (open-gpu-kernel-modules:
+src/nvidia/arch/nvalloc/unix/src/escape.c, RmCreateOsDescriptor -> kernel-open/nvidia/
+os-mlock.c, os_lock_user_pages -> the kernel's pin_user_pages), not mlock(2), so
+RLIMIT_MEMLOCK is not what limits them: `memlock_probe` measures what really happens in a
+child process with a lowered limit. `time_register` is the measuring function the chapter
+shows (the default `code` of pinning.cost_vs_size).
 
 Every wrapper is a context manager and frees in `close()` (also from `finally` blocks of the
 experiments): pinned memory that leaks out of a cell stays locked until the kernel restarts.
@@ -39,6 +42,7 @@ from helpers.core import experiments, gpu, validate
 from helpers.core.errors import CourseError, InputError, SystemInfoError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU
+from helpers.core.gpu import cp
 from helpers.core.progress import Progress
 from helpers.core.resources import Closing
 from helpers.measure.host_memory import check_nbytes, host_array, pinned_bytes_of_process
@@ -309,20 +313,41 @@ def _mlock(ptr: int, n: int, lock: bool) -> int:
     return 0 if rc == 0 else ctypes.get_errno()
 
 
-def pin_cost(nbytes: int, reps: int = 3) -> dict:
+def time_register(nbytes: int, repeats: int) -> dict:
+    """Median seconds to pin (cudaHostRegister) and unpin (cudaHostUnregister) `nbytes` of
+    memory the process already has: an anonymous mmap whose pages are touched first."""
+    region = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    pages = np.frombuffer(region, dtype=np.uint8)
+    pages[::4096] = 1  # touch every page: registering pins pages that exist, it does not fault them in
+    pin, unpin = [], []
+    try:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            cp.cuda.runtime.hostRegister(pages.ctypes.data, nbytes, 0)  # 0: cudaHostRegisterDefault
+            t1 = time.perf_counter()
+            cp.cuda.runtime.hostUnregister(pages.ctypes.data)
+            pin.append(t1 - t0)
+            unpin.append(time.perf_counter() - t1)
+    finally:
+        del pages
+        region.close()
+    return {"register": float(np.median(pin)), "unregister": float(np.median(unpin))}
+
+
+def pin_cost(nbytes: int, reps: int = 3, code=time_register) -> dict:
     """Seconds for each step of pinning `nbytes` both ways, median of `reps`.
 
     alloc / free: cudaHostAlloc and cudaFreeHost of fresh memory;
-    touch: first-touch of a new anonymous mmap (page faults: what the process pays before it
-    even has memory to register); register / unregister: cudaHostRegister and
-    cudaHostUnregister of that touched region; mlock / munlock: the kernel's own page locking
-    of the same region, for comparison (None with the errno when the limit forbids it).
+    register / unregister: `code` (time_register: cudaHostRegister and cudaHostUnregister of a
+    touched anonymous mmap); touch: first touch of a new anonymous mmap (page faults: what the
+    process pays before it even has memory to register); mlock / munlock: the kernel's own
+    page locking of the same kind of region, for comparison (None with the errno when the
+    limit forbids it).
     """
     n = check_nbytes(nbytes, "pin cost")
     reps = validate.whole_number(reps, "reps", 1, 100)
-    cp = gpu.cupy()
-    rt = cp.cuda.runtime
-    steps = {k: [] for k in ("alloc", "free", "touch", "register", "unregister", "mlock", "munlock")}
+    rt = gpu.cupy().cuda.runtime
+    steps = {k: [] for k in ("alloc", "free", "touch", "mlock", "munlock")}
     mlock_error = None
     for _ in range(reps):
         ptr = None
@@ -340,20 +365,10 @@ def pin_cost(nbytes: int, reps: int = 3) -> dict:
         steps["free"].append(t2 - t1)
         m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         a = np.frombuffer(m, dtype=np.uint8)
-        registered = False
         try:
             t0 = time.perf_counter()
             a[::PAGE] = 1
-            t1 = time.perf_counter()
-            rt.hostRegister(a.ctypes.data, n, 0)
-            registered = True
-            t2 = time.perf_counter()
-            rt.hostUnregister(a.ctypes.data)
-            registered = False
-            t3 = time.perf_counter()
-            steps["touch"].append(t1 - t0)
-            steps["register"].append(t2 - t1)
-            steps["unregister"].append(t3 - t2)
+            steps["touch"].append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             err = _mlock(a.ctypes.data, n, True)
             t1 = time.perf_counter()
@@ -361,15 +376,13 @@ def pin_cost(nbytes: int, reps: int = 3) -> dict:
                 mlock_error = os.strerror(err)
             else:
                 _mlock(a.ctypes.data, n, False)
-                t2 = time.perf_counter()
                 steps["mlock"].append(t1 - t0)
-                steps["munlock"].append(t2 - t1)
+                steps["munlock"].append(time.perf_counter() - t1)
         finally:
-            if registered:
-                rt.hostUnregister(a.ctypes.data)
             del a
             m.close()
     out = {k: (float(np.median(v)) if v else None) for k, v in steps.items()}
+    out.update(code(n, reps))
     out.update(nbytes=n, reps=reps, mlock_error=mlock_error)
     return out
 
@@ -387,7 +400,7 @@ def cost_sizes(quick: bool, largest: int = LARGEST_COST_SIZE) -> list[int]:
                         title="Time to pin and unpin 4 KiB..4 GiB: cudaHostAlloc/FreeHost, "
                               "cudaHostRegister/Unregister, mlock/munlock",
                         params={"largest": validate.size(PAGE, LARGEST_COST_SIZE)})
-def record_cost_vs_size(quick: bool, largest: int = LARGEST_COST_SIZE) -> dict:
+def record_cost_vs_size(quick: bool, largest: int = LARGEST_COST_SIZE, code=time_register) -> dict:
     sizes = cost_sizes(quick, largest)
     bar = Progress(len(sizes), "pin/unpin sizes")
     rows, skipped = [], {}
@@ -399,7 +412,7 @@ def record_cost_vs_size(quick: bool, largest: int = LARGEST_COST_SIZE) -> dict:
             bar.step(f"{fmt_bytes(n)} skipped")
             continue
         reps = 1 if quick else (2 if n >= (1 << 30) else 3 if n >= (64 << 20) else 7)
-        rows.append(pin_cost(n, reps))
+        rows.append(pin_cost(n, reps, code))
         bar.step(fmt_bytes(n))
     return {"rows": rows, "skipped": skipped, "page_size": PAGE,
             "locked_after": pinned_bytes_of_process()}
@@ -696,7 +709,7 @@ def register_rows(data: dict) -> list[tuple]:
 
 
 def register_verdict(data: dict) -> str:
-    """Seed 002's question — can an existing mmapped region be treated as pinned? — from the cases."""
+    """Source question 002's question — can an existing mmapped region be treated as pinned? — from the cases."""
     n = data["nbytes"]
     alloc_bw, page_bw = n / data["hostalloc_h2d_s"], n / data["pageable_h2d_s"]
     lines = []

@@ -121,7 +121,9 @@ def ratios(data: dict) -> dict[str, float]:
 
 
 def verdict(data: dict) -> str:
-    """The claim 'GPU reads fast, CPU reads slow' set against the numbers."""
+    """The claim 'CPU reads of write-combined memory are slow, GPU copies are not' set against the
+    numbers, saying only what they show: a ratio near 1 means write-combining did not slow the
+    CPU's reads here, not why (the chapter explains the likely cause on a KVM guest)."""
     r = ratios(data)
     by = {row["kind"]: row for row in data["rows"]}
     lines = [f"CPU read : write-combined {by['write_combined']['cpu_read_gbps']:.3g} GB/s vs "
@@ -129,18 +131,14 @@ def verdict(data: dict) -> str:
              f"CPU write: ratio {r['cpu_write_gbps']:.2f} (write-combined / ordinary)",
              f"GPU copy : host->device ratio {r['h2d_gbps']:.2f}, device->host ratio {r['d2h_gbps']:.2f}"]
     slow_cpu = r["cpu_read_gbps"] < 0.5
-    gpu_same = r["h2d_gbps"] > 0.9
-    if slow_cpu and gpu_same:
-        lines.append("verdict: confirmed — CPU reads of write-combined memory are slow, while the "
-                     "GPU copies from it at least as fast as from ordinary pinned memory "
-                     + ("(and faster here)." if r["h2d_gbps"] > 1.05 else "(no faster, though)."))
-    elif slow_cpu:
-        lines.append("verdict: half confirmed — CPU reads are slow, but the GPU copy from "
-                     "write-combined memory is slower too here.")
+    if slow_cpu:
+        lines.append("verdict: CPU reads of write-combined memory are slow here, as the write-combining "
+                     "memory type predicts; the GPU copies from it at "
+                     f"{r['h2d_gbps']:.2f}x the rate of ordinary pinned memory.")
     else:
-        lines.append("verdict: not confirmed here — CPU reads of write-combined memory were not "
-                     "much slower than of ordinary pinned memory: the write-combining attribute did "
-                     "not take effect on this machine.")
+        lines.append("verdict: not observed here — CPU reads of the buffer allocated write-combined ran at "
+                     f"{r['cpu_read_gbps']:.2f}x the speed of ordinary pinned memory, so on this machine that "
+                     "buffer did not behave as uncached memory. These numbers do not say why.")
         h = data.get("hints") or {}
         if h:
             lines.append(f"machine: CPU lists PAT: {_yn(h.get('cpu_pat'))}; runs under a hypervisor: "

@@ -1,6 +1,6 @@
 """Zero-copy: GPU kernels reading mapped (pinned) host memory vs copy-then-compute.
 
-Seed 001 (2009) hypothesised that letting the GPU read host memory directly ("direct
+Source question 001 (a forum thread written between 2008 and 2012) hypothesised that letting the GPU read host memory directly ("direct
 mapping") beats an explicit DMA copy: no second pass through memory, communication
 overlapped with computation for free, and scattered data read in place instead of being
 marshalled first. Mapped pinned memory is exactly that: cudaHostAllocMapped (CuPy) or
@@ -413,7 +413,7 @@ def _judge(m: float, tie: float, yes: str, no: str) -> str:
 
 
 def verdict(data: dict) -> str:
-    """Seed 001's direct-mapping hypothesis, judged pattern by pattern from the measurements.
+    """Source question 001's direct-mapping hypothesis, judged pattern by pattern from the measurements.
 
     Each claim is decided by the median speed-up over frameworks and sizes: above 1 + tie it
     holds, below 1 - tie it fails, in between it is a draw.
@@ -438,7 +438,7 @@ def verdict(data: dict) -> str:
                "refuted: every pass crosses PCIe again"))
     parts = [f"{what}: {_judge(median_speedup(data, p), tie, yes, no)}"
              for p, what, yes, no in claims if p in summ]
-    return "\n".join(lines + ["verdict on seed 001's direct-mapping hypothesis:"] + [f"  - {x}" for x in parts])
+    return "\n".join(lines + ["verdict on source question 001's direct-mapping hypothesis:"] + [f"  - {x}" for x in parts])
 
 
 def figure(ev: Evidence) -> figures.CourseFigure:

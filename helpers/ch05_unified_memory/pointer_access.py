@@ -1,11 +1,12 @@
-"""Who may dereference which pointer: seed 003's Example 2, run safely, and the ways that work.
+"""Who may dereference which pointer: source question 003's Example 2, run safely, and the ways that work.
 
 Wrong ways (each in a sandboxed child process, see helpers.measure.sandbox):
 
-- `host_write_through_device_pointer`: seed 003's Example 2. cuMemAlloc returns a GPU
-  virtual address; the CPU's page tables do not map it (the driver at most reserves the
-  range with no access rights), so a CPU store there is a page fault the kernel cannot
-  resolve, and the process gets SIGSEGV.
+- `store_through_device_pointer` (the measuring function the chapter shows, um.wrong_ways'
+  `code`): source question 003's Example 2. cuMemAlloc returns a GPU virtual address; in the
+  CPU's page tables the driver has at most reserved that range with no access rights (`---p`
+  in /proc/self/maps), so a CPU store there is refused (SEGV_ACCERR) and the process gets
+  SIGSEGV.
 - `gpu_reads_malloc_pointer`: the mirror image. A GPU kernel given a malloc'd address faults
   in the GPU's MMU; without HMM/ATS (device attribute pageableMemoryAccess = 0) nvidia-uvm
   finds no managed range there, cancels the fault, and the context reports
@@ -13,7 +14,7 @@ Wrong ways (each in a sandboxed child process, see helpers.measure.sandbox):
 - `cpu_write_to_reserved_range`: a CPU-only model of the first, runnable anywhere: a range
   mapped PROT_NONE (what a reserved device range looks like to the CPU) and a store into it.
 
-Right ways (in this process, `correct_ways`): the CPU writes seed 003's bytes and the GPU
+Right ways (in this process, `correct_ways`): the CPU writes source question 003's bytes and the GPU
 reads them with no explicit copy, through mapped pinned memory, managed memory,
 cudaHostRegister'ed memory, Numba's managed and mapped arrays, and the driver API.
 """
@@ -27,31 +28,53 @@ import textwrap
 
 import numpy as np
 
-from helpers.core import gpu, reference, validate
-from helpers.core.errors import ReferenceDataError
+from helpers.ch05_unified_memory.uva import maps_entry
+from helpers.core import gpu, reference, shown, validate
+from helpers.core.errors import InputError, ReferenceDataError
 from helpers.core.experiments import GPU, experiment
 from helpers.measure import driver_api, sandbox
+from helpers.measure.sandbox import emit
 
 NBYTES = 1 << 20
 CHILD_TIMEOUT_S = 90.0
 
-HOST_WRITE_CHILD = textwrap.dedent("""
-    import ctypes
-    from helpers.measure import driver_api
-    from helpers.measure.sandbox import emit
-    from helpers.ch05_unified_memory.uva import maps_entry
+def store_through_device_pointer() -> None:
+    """Source question 003's Example 2, run only in a child process: cuMemAlloc, then a CPU store
+    through the pointer it returned. emit() reports each step to the parent before the next."""
     drv = driver_api.driver()
     with driver_api.primary_context():
-        dptr = driver_api.check(drv.cuMemAlloc(1024), "cuMemAlloc")
+        dptr = driver_api.check(drv.cuMemAlloc(1024), "cuMemAlloc")  # a GPU virtual address
         p = driver_api.as_int(dptr)
-        emit(device_ptr=p, cpu_mapping=maps_entry(p))
+        emit(device_ptr=p, cpu_mapping=maps_entry(p))  # what the CPU's page tables hold at that address
         emit(step="ctypes.memset(device_ptr, 7, 1024): the CPU stores through a GPU address")
-        ctypes.memset(p, 7, 1024)
+        ctypes.memset(p, 7, 1024)  # the first store decides
         emit(step="the store returned without a fault")
         back = ctypes.create_string_buffer(1024)
         driver_api.check(drv.cuMemcpyDtoH(ctypes.addressof(back), dptr, 1024), "cuMemcpyDtoH")
         emit(gpu_sees=list(back.raw[:16]))
+
+
+CHILD_PRELUDE = textwrap.dedent("""
+    import ctypes
+    import numpy as np
+    from helpers.course import cp, cupyx, cuda
+    from helpers.measure import driver_api
+    from helpers.measure.sandbox import emit
+    from helpers.ch05_unified_memory.uva import maps_entry
 """)
+
+
+def child_script(fn) -> str:
+    """The Python a child process runs for `fn`: the prelude's imports, fn's text, and a call.
+
+    `fn` is the course's function or the learner's changed copy of it; its text must be
+    readable (defined in a file or a notebook cell), since the child gets text, not objects."""
+    text = shown.source_of(fn)
+    if text is None:
+        raise InputError(f"{getattr(fn, '__name__', fn)!r}: its source text cannot be read, so it cannot run in "
+                         "a child process; define it with def in a cell")
+    return f"{CHILD_PRELUDE}\n{text}\n\n{fn.__name__}()\n"
+
 
 GPU_READ_CHILD = textwrap.dedent("""
     import ctypes
@@ -100,9 +123,10 @@ RESERVED_RANGE_CHILD = textwrap.dedent("""
 """)
 
 
-def host_write_through_device_pointer(timeout_s: float = CHILD_TIMEOUT_S) -> sandbox.Outcome:
-    """Seed 003 Example 2 in a child process: cuMemAlloc, then a CPU memset through the pointer."""
-    return sandbox.run_python(HOST_WRITE_CHILD, timeout_s)
+def host_write_through_device_pointer(timeout_s: float = CHILD_TIMEOUT_S,
+                                      code=store_through_device_pointer) -> sandbox.Outcome:
+    """Source question 003's Example 2 (`code`) in a child process, at most `timeout_s` seconds."""
+    return sandbox.run_python(child_script(code), timeout_s)
 
 
 def gpu_reads_malloc_pointer(timeout_s: float = CHILD_TIMEOUT_S) -> sandbox.Outcome:
@@ -123,9 +147,9 @@ def parent_context_ok() -> bool:
 
 @experiment("um.wrong_ways", chapter=5, needs=(GPU,),
             title="Sandboxed: host write through a device pointer; GPU read of a malloc'd pointer")
-def record_wrong_ways(quick: bool) -> dict:
+def record_wrong_ways(quick: bool, code=store_through_device_pointer) -> dict:
     ok_before = parent_context_ok()
-    host = host_write_through_device_pointer()
+    host = host_write_through_device_pointer(code=code)
     gpu_read = gpu_reads_malloc_pointer()
     model = cpu_write_to_reserved_range()
     return {"host_write_device_ptr": host.to_dict(), "gpu_read_malloc_ptr": gpu_read.to_dict(),
@@ -135,7 +159,7 @@ def record_wrong_ways(quick: bool) -> dict:
 
 def outcome_rows(data: dict) -> list[tuple]:
     """(experiment, how it ended, what it reported) rows from recorded or live outcomes."""
-    names = {"host_write_device_ptr": "CPU writes through a cuMemAlloc pointer (seed 003 Ex. 2)",
+    names = {"host_write_device_ptr": "CPU writes through a cuMemAlloc pointer (source question 003, Example 2)",
              "gpu_read_malloc_ptr": "GPU kernel reads a malloc'd pointer",
              "cpu_write_reserved_range": "CPU writes into a PROT_NONE range (no GPU)"}
     rows = []
@@ -159,14 +183,22 @@ def _reported(results: dict) -> str:
 
 
 def claim_vs_measurement(data: dict) -> str:
-    """Seed 003 says a direct host write through a cast device pointer 'is very fast'; the verdict
-    follows from how the sandboxed child ended."""
+    """Source question 003 says a host write through a cast device pointer 'is very fast'; the
+    verdict follows from how the sandboxed child ended and what the CPU's maps held there."""
     o = sandbox.Outcome.from_dict(data["host_write_device_ptr"])
-    claim = ("claim (seed 003): an application would typically write to device memory directly "
+    claim = ("claim (source question 003): an application would typically write to device memory directly "
              "through a pointer cast, which is very fast.")
     if o.status == "signal":
+        m = o.results.get("cpu_mapping")
+        if m and "r" not in m["perms"] and "w" not in m["perms"]:
+            where = (f"the address lies in a range reserved with no access rights ({m['perms']} in /proc/self/maps), "
+                     "so the kernel refused the store (SEGV_ACCERR)")
+        elif m:
+            where = f"the address lies in a {m['perms']} mapping of {m['path'] or 'anonymous memory'}"
+        else:
+            where = "the CPU's page tables hold no mapping at that address (SEGV_MAPERR)"
         verdict = (f"measurement: the child was killed by {o.signal_name} (signal {o.signal_number}) at "
-                   "its first store — the CPU has no mapping for a GPU virtual address.\n"
+                   f"its first store: {where}.\n"
                    "verdict: wrong on this system. Use mapped pinned, managed or registered memory instead.")
     elif o.status == "ok" and "gpu_sees" in o.results:
         verdict = ("measurement: the store succeeded and the GPU saw "
@@ -194,7 +226,7 @@ extern "C" __global__ void sum_and_inc(unsigned char* p, unsigned long long n,
 
 
 def expected_sum(n: int) -> int:
-    """Sum of seed 003's bytes i % 256 for i < n."""
+    """Sum of source question 003's bytes i % 256 for i < n."""
     full, rest = divmod(n, 256)
     return full * (255 * 256 // 2) + rest * (rest - 1) // 2
 
@@ -246,7 +278,7 @@ def correct_ways(n: int = NBYTES) -> list[dict]:
                driver_api.example2_done_right):
         try:
             r = fn(1024)
-            out.append({"way": f"driver API: seed 003 Example {r['example']}", "intact": r["intact"],
+            out.append({"way": f"driver API: source question 003 Example {r['example']}", "intact": r["intact"],
                         "first16": r["first16"]})
         except Exception as exc:  # recorded, not hidden
             out.append({"way": f"driver API: {fn.__name__}", "error": f"{type(exc).__name__}: {exc}"})
@@ -287,13 +319,14 @@ def record_correct_ways(quick: bool) -> dict:
 
 
 def driver_example(data: dict, example: int) -> dict:
-    """The row of seed 003's Example `example` (1, 2 or 3) done through the driver API, from a
+    """The row of source question 003's Example `example` (1, 2 or 3) done through the driver API, from a
     recorded (or live) um.correct_ways; a run that raised is its row with the error."""
     ways = reference.recorded_list(data, "um.correct_ways", "ways")
     fn = {1: "example1_device_roundtrip", 2: "example2_done_right", 3: "example3_pinned"}[
         validate.whole_number(example, "example", 1, 3)]
     for w in ways:
-        if w["way"].startswith(f"driver API: seed 003 Example {example}") or w["way"] == f"driver API: {fn}":
+        if display_way(w["way"]).startswith(f"driver API: source question 003 Example {example}") \
+                or w["way"] == f"driver API: {fn}":
             return w
     raise ReferenceDataError(f"experiment um.correct_ways has no driver API row for Example {example}; re-record "
                              "it with `python -m helpers.record --only um.correct_ways`")
@@ -305,11 +338,16 @@ def correct_rows(data: dict) -> list[tuple]:
     rows = []
     for w in ways:
         if "error" in w:
-            rows.append((w["way"], "—", "—", w["error"]))
+            rows.append((display_way(w["way"]), "—", "—", w["error"]))
             continue
         read = "—" if "gpu_sum" not in w else ("yes" if w["gpu_sum"] == w["expected_sum"] else "NO")
         back = w.get("cpu_sees_gpu_writes", w.get("intact"))
         note = f"first bytes {w['first16'][:6]}" if "first16" in w else (
             "GPU address = CPU address" if w.get("same_address") else "")
-        rows.append((w["way"], read, "yes" if back else "NO", note))
+        rows.append((display_way(w["way"]), read, "yes" if back else "NO", note))
     return rows
+
+
+def display_way(way: str) -> str:
+    """A recorded way's name as the page shows it (older recordings call the source questions seeds)."""
+    return way.replace("seed 003", "source question 003")

@@ -251,6 +251,9 @@ def _run(n, mode, first, second, **kw):
 
 
 FAKE = {
+    "um.fault_vs_prefetch": {"timer": "cuda-event", "skipped": [], "runs": [
+        {"nbytes": 1 << 26, "repeat": 0, "fault": {"prefetch_ms": 0.01, "first_read_ms": 9.0},
+         "prefetch": {"prefetch_ms": 1.5, "first_read_ms": 0.5}}]},
     "um.migration": {"free_device_bytes_at_start": 80 * GiB, "safe_share": 0.5, "skipped": [], "timer": "x",
                      "runs": [_run(GiB, "fault", 0.110, 0.010), _run(GiB, "prefetch", 0.002, 0.001,
                                                                       prefetch_s=0.025, back_prefetch_s=0.030),

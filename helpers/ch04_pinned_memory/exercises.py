@@ -1,0 +1,195 @@
+"""Chapter 4's exercises: each computes what it expects from the chapter's Evidence, never on the page.
+
+4.1 break_even     — derivation (checks.close with hints): copies after which registering pays.
+4.2 wc_reading     — conceptual (checks.choice): what Section 4's write-combining numbers support.
+4.3 wc_why         — conceptual (checks.explain): how a KVM guest's write-combined mapping can act
+                     as write-back.
+4.4 gather_kernel  — coding (checks.code): a zero-copy Numba gather kernel, run on inputs the
+                     check chooses (on the GPU, or on Numba's CUDA simulator without one).
+4.5 zero_copy_why  — conceptual (checks.choice): why zero-copy wins where it wins most.
+4.6 radar_fix      — conceptual (checks.choice): the standard fix for source question 002's card.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.ch04_pinned_memory import pinning, write_combined, zero_copy
+from helpers.core import checks
+from helpers.core.checks import Hint, factor_hint
+from helpers.core.evidence import Evidence
+
+
+def break_even_copies(cost: dict, reg: dict) -> float:
+    """Copies of the Section 2 buffer after which cudaHostRegister + Unregister pays for itself."""
+    n = reg["nbytes"]
+    row = pinning.row_at(cost, n)
+    registered = next(c for c in reg["cases"] if c["kind"] == "anonymous-private" and c["outcome"] == "ok")
+    saved = reg["pageable_h2d_s"] - registered["h2d_s"]
+    return (row["register"] + row["unregister"]) / saved
+
+
+def break_even(answer, cost: Evidence, reg: Evidence) -> bool | None:
+    """Exercise 4.1."""
+    c, r = cost.require(), reg.require()
+    want = break_even_copies(c, r)
+    row = pinning.row_at(c, r["nbytes"])
+    only_register = want * row["register"] / (row["register"] + row["unregister"])
+    hints = [Hint(lambda a, e: abs(a - only_register) <= 0.05 * only_register,
+                  "Unpinning is part of the price: add the cudaHostUnregister time to the register time."),
+             factor_hint(1000, "A unit slip: the table is in milliseconds, the copy times in seconds — use one unit."),
+             factor_hint(1 / 1000, "A unit slip: the table is in milliseconds, the copy times in seconds — use one "
+                                   "unit."),
+             Hint(lambda a, e: a < 0, "The saving per copy is the pageable time minus the registered time (positive).")]
+    return checks.close("4.1 break-even copies", answer, want, rel_tol=0.05, hints=hints,
+                        hint="(register + unregister time) / (pageable copy time − registered copy time).",
+                        why="one pin costs as much as the time it saves on this many copies; below it, copy "
+                            "from pageable memory, above it, pin once and reuse.")
+
+
+WC_OPTIONS = {
+    "a": "write-combining took effect: the CPU reads the buffer far more slowly than ordinary pinned memory",
+    "b": "the buffer read about as fast as ordinary pinned memory: here the write-combining request had no "
+         "visible effect on CPU reads, and these numbers alone do not say why",
+    "c": "the NVIDIA driver does not implement write-combining",
+    "d": "write-combining made the GPU's copies clearly faster",
+}
+
+
+def wc_correct(data: dict) -> str:
+    """The option the recorded numbers support."""
+    return "a" if write_combined.ratios(data)["cpu_read_gbps"] < 0.5 else "b"
+
+
+def wc_reading(answer, wc: Evidence) -> bool | None:
+    """Exercise 4.2: what do Section 4's numbers support?"""
+    data = wc.require()
+    r = write_combined.ratios(data)
+    read, h2d = r["cpu_read_gbps"], r["h2d_gbps"]
+    correct = wc_correct(data)
+    expl = {
+        "a": f"the measured ratio of CPU read speeds is {read:.2f}; " + (
+            "below 0.5, so yes: reads were slow." if correct == "a" else
+            "an uncached read would be many times slower, so the data do not show that."),
+        "b": f"the ratio is {read:.2f}: " + (
+            "reads were clearly slower here, so the request did take effect." if correct == "a" else
+            "the buffer behaved like write-back memory. Why is a separate question (Section 4 explains a "
+            "likely cause on a virtual machine), which a speed ratio cannot answer."),
+        "c": "the module does encode write-combining (nv_encode_caching) when it maps these pages; a speed "
+             "ratio from one machine cannot tell a missing feature from something below the guest overriding it.",
+        "d": f"the host→device ratio is {h2d:.2f}: within a few percent of 1, no clear gain.",
+    }
+    return checks.choice("4.2 what the write-combining data support", answer, WC_OPTIONS, correct, expl)
+
+
+WC_MODEL = ("The guest's page tables ask for write-combining, but on an Intel host with EPT the memory "
+            "type the CPU finally uses combines the guest's PAT type with the type KVM writes into the EPT "
+            "entry for guest RAM. Unless the VM has a device doing non-coherent DMA, KVM (vmx_get_mt_mask) "
+            "sets write-back with the 'ignore PAT' bit, so the guest's choice is dropped and the buffer is "
+            "cached like ordinary RAM: reads are fast. A passed-through GPU behind an IOMMU that enforces "
+            "snooping counts as coherent, so this case applies. The guest cannot see its EPT entries, so "
+            "this is the likely cause, not one the recording proves.")
+WC_POINTS = (("the guest asks for WC in its own page tables (PAT)", ("pat", "page attribute", "guest page table")),
+             ("the host's second-level tables (EPT) also carry a memory type", ("ept", "extended page", "second")),
+             ("KVM forces write-back and ignores the guest's PAT for RAM", ("ignore", "ipat", "write-back", "wb")),
+             ("the guest cannot check this from inside", ("cannot see", "can't see", "not visible", "inside")))
+
+
+def wc_why(answer) -> bool | None:
+    """Exercise 4.3: explain how the request could have no effect on a KVM guest."""
+    return checks.explain("4.3 why write-combining may not bite in a VM", answer, WC_MODEL, WC_POINTS)
+
+
+def _gather_inputs(n: int, m: int, seed: int = 7):
+    rng = np.random.default_rng(seed)
+    values = (np.arange(n) % 7).astype(np.float32)
+    idx = rng.integers(0, n, m, dtype=np.int64)
+    return values, idx, float(values[idx].astype(np.float64).sum())
+
+
+def gather_trial(kernel, *, n: int = 4096, m: int = 300) -> list[str]:
+    """Run the learner's `gather_sum[blocks, threads](x, idx, out)` with x in mapped pinned memory
+    (Numba's simulator without a GPU): it must add x[idx[i]] for every i into out[0]."""
+    from numba import cuda
+
+    if not hasattr(kernel, "__getitem__"):
+        return ["decorate your function with @cuda.jit, so it can be launched as gather_sum[blocks, threads](...)"]
+    values, idx, want = _gather_inputs(n, m)
+    x = cuda.mapped_array(n, dtype=np.float32)
+    x[:] = values
+    d_idx = cuda.to_device(idx)
+    problems = []
+    sim = getattr(cuda, "simulator_enabled", False)
+    for blocks, threads in ((1, 32), (3, 64)) if sim else ((1, 32), (64, 256)):
+        out = cuda.to_device(np.zeros(1, dtype=np.float64))
+        kernel[blocks, threads](x, d_idx, out)
+        cuda.synchronize()
+        got = float(out.copy_to_host()[0])
+        if got != want:
+            whole = float(values.astype(np.float64).sum())
+            hint = (" It looks like you summed the whole array, not the gathered elements x[idx[i]]." if got == whole
+                    else " Use a grid-stride loop over idx (start = cuda.grid(1), stride = cuda.gridsize(1)) so "
+                         "each i is added exactly once, whatever the grid.")
+            problems.append(f"with {blocks} block(s) of {threads} threads the sum was {got:g}, expected {want:g}.{hint}")
+            break
+    return problems
+
+
+def gather_kernel(kernel) -> bool | None:
+    """Exercise 4.4: a zero-copy gather kernel, checked on inputs the check chooses."""
+    return checks.code("4.4 zero-copy gather kernel", kernel, gather_trial,
+                       why="each thread walks idx with a grid stride and reads x[idx[i]] where it lies, in host "
+                           "memory: only the gathered elements cross the link, which is why sparse gathers "
+                           "favour zero-copy.")
+
+
+ZC_OPTIONS = {
+    "a": "the kernel reads only the bytes it needs, in place; copy-then-compute must move the whole buffer first",
+    "b": "PCIe reads are faster than reads of GPU memory",
+    "c": "mapped memory is cached in the GPU's L2 for the whole run, so each element crosses the link once "
+         "however often it is read",
+    "d": "zero-copy uses the copy engines in parallel with the kernel",
+}
+REASON_OF = {"gather_sparse": "a", "gather_dense": "a", "stream": "a", "stream_x8": "c"}
+
+
+def zero_copy_why(answer, zc: Evidence) -> bool | None:
+    """Exercise 4.5: why zero-copy wins most for the pattern where the data say it does."""
+    data = zc.require()
+    best = max(zero_copy.speedups(data), key=lambda r: r["speedup"])
+    correct = REASON_OF[best["pattern"]]
+    expl = {
+        "a": f"the largest speed-up in the data ({best['speedup']:.1f}x) is for {best['pattern']}: reading in "
+             "place moves only what the kernel touches, while copying first moves every byte.",
+        "b": "no: a PCIe Gen5 x16 link moves at most about 64 GB/s each way; an H100's HBM over 2 TB/s.",
+        "c": "only a buffer smaller than L2 (50 MB on an H100) can be re-read from it, and only within one "
+             "kernel; a large buffer re-read crosses the link every pass, which is why stream_x8 favours copying.",
+        "d": "a zero-copy kernel's loads are the SMs' own PCIe reads; no copy engine is involved.",
+    }
+    return checks.choice("4.5 why zero-copy wins where it wins", answer, ZC_OPTIONS, correct, expl)
+
+
+RADAR_OPTIONS = {
+    "a": "call cudaHostRegister on the card's mapping with cudaHostRegisterIoMemory",
+    "b": "allocate the buffer with cudaHostAlloc in the application and have the card's driver pin those pages "
+         "(pin_user_pages) and DMA into them, or share one buffer between the drivers as a dma-buf",
+    "c": "mlock the card's mapping first, so the pages count as locked",
+    "d": "raise RLIMIT_MEMLOCK so the driver is allowed to pin the mapping",
+}
+RADAR_EXPL = {
+    "a": "IoMemory takes the module's I/O path (os_lookup_user_io_memory), which accepts a VM_IO/VM_PFNMAP "
+         "mapping only if its page frames are physically contiguous (get_io_ptes); a buffer made of scattered "
+         "kernel pages fails, and such memory is meant for device registers, not RAM.",
+    "b": "the pages then belong to an ordinary user mapping that both drivers can pin: CUDA already pinned it, "
+         "and the card's driver takes its own long-term pin to get DMA addresses. dma-buf is the kernel's "
+         "standard way for two drivers to share one buffer.",
+    "c": "mlock does not change the mapping's VM_IO/VM_PFNMAP flags, and those flags are why pin_user_pages "
+         "refuses it (check_vma_flags in mm/gup.c), even when struct pages stand behind it.",
+    "d": "the NVIDIA module does not charge its pins to RLIMIT_MEMLOCK (Section 3), and the refusal comes "
+         "from the mapping's flags, not from a limit.",
+}
+
+
+def radar_fix(answer) -> bool | None:
+    """Exercise 4.6: the standard fix for source question 002's capture card."""
+    return checks.choice("4.6 source question 002's card", answer, RADAR_OPTIONS, "b", RADAR_EXPL)
