@@ -143,7 +143,8 @@ def counts_text(r: dict) -> str:
     return (f"submit: {s['doorbells']} doorbell, {s['mmio_writes']} MMIO write(s), {s['mmio_reads']} MMIO read(s)"
             + (" (the driver re-read RING_HEAD to check ring space)" if s["mmio_reads"] else "")
             + f"\nwait:   {w['mmio_writes']} MMIO write(s), {w['mmio_reads']} MMIO read(s)"
-            + (" (the fence was polled in system memory)" if not w["mmio_reads"] else ""))
+            + (" (the fence was polled in system memory)" if not w["mmio_reads"] else
+               " (a polled wait reads registers only to service an interrupt left pending by earlier work)"))
 
 
 def batching_verdict(results: list[dict]) -> str:
