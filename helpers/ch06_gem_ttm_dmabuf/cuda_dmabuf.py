@@ -14,8 +14,9 @@ clears it unless the exporting client asked for mmap (``bAllowMmap``); releases 
 return -ENOTSUPP unconditionally. ENOTSUPP (524) is a kernel-internal errno
 (include/linux/errno.h) that leaks to user space with no name there.
 
-``export_device_memory`` runs live and is registered as experiment ``dmabuf.cuda_export``
-so the course's recorder captures it on a GPU. A notebook asks for it with
+``export_dmabuf`` is the measuring code the page shows (the default of the experiment's
+``code`` parameter); ``export_device_memory`` wraps it with the device's attributes and is
+registered as experiment ``dmabuf.cuda_export`` so the course's recorder captures it on a GPU. A notebook asks for it with
 ``ctx.get("dmabuf.cuda_export", optional=True)``: live on a GPU, else the recording, else an
 Evidence that says none exists; ``table`` and ``report`` show whichever it is, and invent
 nothing when there is no recording.
@@ -28,10 +29,12 @@ import mmap
 import os
 
 from helpers.ch06_gem_ttm_dmabuf.drm import read_fdinfo
-from helpers.core import figures, validate
+from helpers.core import figures, gpu, validate
 from helpers.core.errors import InputError, InputTypeError, SkipExperiment
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
+from helpers.core.gpu import cp
+from helpers.measure import driver_api
 
 EXPERIMENT_ID = "dmabuf.cuda_export"
 EXPORT_BYTES = 2 << 20
@@ -61,88 +64,94 @@ def whole_pages(nbytes, what: str = "nbytes") -> int:
     return n
 
 
-def export_device_memory(nbytes: int = EXPORT_BYTES, fill: int = 0x5A) -> dict:
-    """Allocate ``nbytes`` of device memory, export it as a dma-buf, inspect it, free it.
-
-    Returns a JSON-ready dict: the device's DMA_BUF_SUPPORTED / DMA_BUF_MMAP_SUPPORTED
-    attributes, the export's result, the dma-buf's size (lseek) and /proc/self/fdinfo
-    lines, and what ``mmap`` of the fd did (errno and message, or whether the bytes read
-    through the mapping match the fill). Raises NoGPUError without a usable GPU, and
-    SkipExperiment without the cuda-bindings package (the course then replays the recording).
-    """
-    nbytes = whole_pages(nbytes)
-    fill = validate.whole_number(fill, "fill (a byte value)", 0, 255)
-    from helpers.core import gpu
-
-    cp = gpu.cupy()
+def look_at_fd(fd: int, nbytes: int, fill: int) -> dict:
+    """What a dma-buf fd is: its size (lseek), its /proc fdinfo and link, and whether mmap works."""
+    out: dict = {"lseek_end": os.lseek(fd, 0, os.SEEK_END)}
+    os.lseek(fd, 0, os.SEEK_SET)
+    out["fdinfo"] = read_fdinfo(fd)
+    out["proc_fd_link"] = os.readlink(f"/proc/self/fd/{fd}")
     try:
-        from cuda.bindings import driver as cu
-    except ImportError as exc:
-        raise SkipExperiment(f"the dma-buf export needs the cuda-bindings package (pip install "
-                             f"cuda-bindings): {exc}") from None
+        m = mmap.mmap(fd, nbytes, mmap.MAP_SHARED, mmap.PROT_READ)
+    except OSError as exc:
+        out["mmap"] = {"ok": False, "errno": exc.errno, "errname": _errname(exc.errno),
+                       "message": os.strerror(exc.errno) if exc.errno else str(exc)}
+    else:
+        try:
+            head = m[:4096]
+            out["mmap"] = {"ok": True, "matches_fill": head == bytes([fill]) * len(head)}
+        finally:
+            m.close()
+    return out
 
-    def call(result):
-        err, *rest = result
-        if err != cu.CUresult.CUDA_SUCCESS:
-            return err.name, None
-        return None, (rest[0] if rest else None)
 
-    out: dict = {"nbytes": nbytes, "page_size": mmap.PAGESIZE}
-    dev_id = cp.cuda.Device().id
-    cp.cuda.runtime.free(cp.cuda.runtime.malloc(256))  # a current primary context
-    _, dev = call(cu.cuDeviceGet(dev_id))
-    for key, attr in (("dma_buf_supported", "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED"),
-                      ("dma_buf_mmap_supported", "CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED")):
-        if not hasattr(cu.CUdevice_attribute, attr):
-            out[key] = None
-            out[key + "_error"] = "attribute unknown to this cuda-bindings"
-            continue
-        err, val = call(cu.cuDeviceGetAttribute(getattr(cu.CUdevice_attribute, attr), dev))
-        out[key] = None if err else int(val)
-        if err:
-            out[key + "_error"] = err  # e.g. an older driver that does not know the attribute
-    if not out["dma_buf_supported"]:
-        out["export"] = "not attempted: the device reports no dma-buf support"
-        return out
-    ptr = cp.cuda.runtime.malloc(nbytes)  # cudaMalloc: a cuMemAlloc range in the primary context
+def export_dmabuf(nbytes: int, fill: int) -> dict:
+    """Fill nbytes of cudaMalloc'd device memory, export them as a dma-buf fd, look at the fd."""
+    cu = driver_api.driver()                        # cuda.bindings.driver: the CUDA driver API
+    ptr = cp.cuda.runtime.malloc(nbytes)            # device memory, page-aligned
     try:
         cp.cuda.runtime.memset(ptr, fill, nbytes)
         cp.cuda.runtime.deviceSynchronize()
-        out["aligned"] = ptr % mmap.PAGESIZE == 0
-        err, fd = call(cu.cuMemGetHandleForAddressRange(
-            ptr, nbytes, cu.CUmemRangeHandleType.CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0))
-        if err:
-            out["export"] = f"cuMemGetHandleForAddressRange failed: {err}"
-            return out
-        fd = int(fd)
-        out["export"] = "ok"
+        err, fd = cu.cuMemGetHandleForAddressRange(
+            ptr, nbytes, cu.CUmemRangeHandleType.CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)
+        if err != cu.CUresult.CUDA_SUCCESS:
+            return {"export": f"cuMemGetHandleForAddressRange failed: {err.name}"}
         try:
-            out["lseek_end"] = os.lseek(fd, 0, os.SEEK_END)
-            os.lseek(fd, 0, os.SEEK_SET)
-            out["fdinfo"] = read_fdinfo(fd)
-            out["proc_fd_link"] = os.readlink(f"/proc/self/fd/{fd}")
-            try:
-                m = mmap.mmap(fd, nbytes, mmap.MAP_SHARED, mmap.PROT_READ)
-            except OSError as exc:
-                out["mmap"] = {"ok": False, "errno": exc.errno, "errname": _errname(exc.errno),
-                               "message": os.strerror(exc.errno) if exc.errno else str(exc)}
-            else:
-                try:
-                    head = m[:4096]
-                    out["mmap"] = {"ok": True, "matches_fill": head == bytes([fill]) * len(head)}
-                finally:
-                    m.close()
+            return {"export": "ok", "aligned": ptr % 4096 == 0, **look_at_fd(int(fd), nbytes, fill)}
         finally:
-            os.close(fd)
+            os.close(int(fd))
     finally:
         cp.cuda.runtime.free(ptr)
+
+
+def device_attributes() -> dict:
+    """The device's DMA_BUF_SUPPORTED and DMA_BUF_MMAP_SUPPORTED attributes (None + an error
+    name where the driver or the bindings do not know one)."""
+    cu = driver_api.driver()
+    cp.cuda.runtime.free(cp.cuda.runtime.malloc(256))  # a current primary context
+    dev = driver_api.check(cu.cuDeviceGet(cp.cuda.Device().id), "cuDeviceGet")
+    out: dict = {}
+    for key, attr in (("dma_buf_supported", "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED"),
+                      ("dma_buf_mmap_supported", "CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED")):
+        if not hasattr(cu.CUdevice_attribute, attr):
+            out[key], out[key + "_error"] = None, "attribute unknown to this cuda-bindings"
+            continue
+        err, val = cu.cuDeviceGetAttribute(getattr(cu.CUdevice_attribute, attr), dev)
+        if err != cu.CUresult.CUDA_SUCCESS:
+            out[key], out[key + "_error"] = None, err.name  # e.g. a driver that does not know it
+        else:
+            out[key] = int(val)
+    return out
+
+
+def export_device_memory(nbytes: int = EXPORT_BYTES, fill: int = 0x5A, code=export_dmabuf) -> dict:
+    """The device's dma-buf attributes, then `code` (export_dmabuf) when the device supports it.
+
+    Returns a JSON-ready dict: DMA_BUF_SUPPORTED / DMA_BUF_MMAP_SUPPORTED, the export's
+    result, the dma-buf's size (lseek) and /proc/self/fdinfo lines, and what ``mmap`` of the
+    fd did (errno and message, or whether the bytes read through the mapping match the fill).
+    Raises NoGPUError without a usable GPU, and SkipExperiment without the cuda-bindings
+    package (the course then replays the recording).
+    """
+    nbytes = whole_pages(nbytes)
+    fill = validate.whole_number(fill, "fill (a byte value)", 0, 255)
+    gpu.cupy()  # NoGPUError, saying why, without a usable GPU
+    try:
+        from cuda.bindings import driver  # noqa: F401
+    except ImportError as exc:
+        raise SkipExperiment(f"the dma-buf export needs the cuda-bindings package (pip install "
+                             f"cuda-bindings): {exc}") from None
+    out: dict = {"nbytes": nbytes, "page_size": mmap.PAGESIZE, **device_attributes()}
+    if not out["dma_buf_supported"]:
+        out["export"] = "not attempted: the device reports no dma-buf support"
+        return out
+    out.update(code(nbytes, fill))
     return out
 
 
 @experiment(EXPERIMENT_ID, chapter=6, title="dma-buf export of CUDA device memory: fdinfo and mmap",
             needs=(GPU,), params={"nbytes": validate.Rule(whole_pages, "a byte size from one page to 1 GiB, a whole number of pages"), "fill": validate.count(0, 255)})
-def record_export(quick: bool, nbytes: int = EXPORT_BYTES, fill: int = 0x5A) -> dict:
-    return export_device_memory(nbytes, fill)
+def record_export(quick: bool, nbytes: int = EXPORT_BYTES, fill: int = 0x5A, code=export_dmabuf) -> dict:
+    return export_device_memory(nbytes, fill, code)
 
 
 def table(ev: Evidence) -> figures.Table:

@@ -35,6 +35,7 @@ import plotly.graph_objects as go
 from helpers.core import figures, gpu, validate
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
+from helpers.core.gpu import cp
 from helpers.measure.transfers import wait_event
 
 TIMEOUT_S = 30.0
@@ -103,7 +104,7 @@ def _launcher(kind: str, x):
     return cupy_op
 
 
-def _spin(stream, seconds: float) -> None:
+def spin(stream, seconds: float) -> None:
     """Keep the GPU busy on `stream` for `seconds` (a 1-thread kernel watching the clock)."""
     with stream:
         _kernel("spin_ns")((1,), (1,), (np.uint64(int(seconds * 1e9)),))
@@ -121,14 +122,34 @@ def _median(xs) -> float:
 
 
 # -- launch overhead ---------------------------------------------------------------------------
-def queued_launches(kind: str = "empty", n: int = 500, blocks: int = 5, hold_s: float = 0.05) -> dict:
-    """Launch `n` kernels while the GPU is held busy, `blocks` times; per-launch costs in µs.
+def time_queued_launches(launch, stream, n: int, hold_s: float) -> dict:
+    """Launch n kernels behind a spin that holds the GPU busy: CPU µs per launch, GPU µs per kernel.
 
-    A spin kernel keeps the GPU busy for `hold_s`, so every launch is queued before the GPU
-    reaches it: the CPU time of the loop is the host-side enqueue cost alone, and the event
-    time from the first to the last kernel is the device-side cost of kernels back to back.
-    'ahead' says the CPU really finished enqueuing before the GPU was free (else the host
-    time includes waiting for queue space and the numbers mean less).
+    While the spin runs, every launch only queues, so the loop's CPU time is the enqueue cost
+    alone and the event time from `start` to `end` is the GPU's cost of kernels back to back.
+    """
+    start, end, held = cp.cuda.Event(), cp.cuda.Event(), cp.cuda.Event()
+    spin(stream, hold_s)                  # the GPU is busy for hold_s from now on
+    held.record(stream)
+    start.record(stream)
+    with stream:                          # launches go to `stream`
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            launch()
+        t1 = time.perf_counter_ns()
+    end.record(stream)
+    ahead = not held.done                 # the CPU finished before the GPU was free
+    wait_event(end, TIMEOUT_S, f"{n} queued launches")
+    return {"host_us": (t1 - t0) / n / 1e3, "device_us": cp.cuda.get_elapsed_time(start, end) * 1e3 / n,
+            "ahead": ahead}
+
+
+def queued_launches(kind: str = "empty", n: int = 500, blocks: int = 5, hold_s: float = 0.05,
+                    code=time_queued_launches) -> dict:
+    """`code` (time_queued_launches) `blocks` times for `n` launches of `kind`; per-launch costs in µs.
+
+    'ahead' says, per block, that the CPU really finished enqueuing before the GPU was free
+    (else the host time includes waiting for queue space and the numbers mean less).
     """
     _check_kind(kind)
     n = validate.whole_number(n, "n", 1, MAX_LAUNCHES)
@@ -142,21 +163,11 @@ def queued_launches(kind: str = "empty", n: int = 500, blocks: int = 5, hold_s: 
         launch()
     _sync(stream, "warm-up launch")
     host, device, ahead = [], [], []
-    start, end, held = cp.cuda.Event(), cp.cuda.Event(), cp.cuda.Event()
     for _ in range(blocks):
-        _spin(stream, hold_s)
-        held.record(stream)
-        start.record(stream)
-        with stream:
-            t0 = time.perf_counter_ns()
-            for _ in range(n):
-                launch()
-            t1 = time.perf_counter_ns()
-        end.record(stream)
-        ahead.append(not held.done)
-        wait_event(end, TIMEOUT_S, f"{n} queued {kind} launches")
-        host.append((t1 - t0) / n / 1e3)
-        device.append(cp.cuda.get_elapsed_time(start, end) * 1e3 / n)
+        r = code(launch, stream, n, hold_s)
+        host.append(float(r["host_us"]))
+        device.append(float(r["device_us"]))
+        ahead.append(bool(r["ahead"]))
     ok = kind == "empty" or int(x.get()[0]) == 1 + n * blocks
     del x
     return {"kind": kind, "n": n, "blocks": blocks, "host_us": host, "device_us": device,
@@ -188,7 +199,7 @@ def round_trips(kind: str = "empty", reps: int = 200) -> dict:
 
 
 def cpu_time_of_launches(n: int = 20_000) -> dict:
-    """User and system CPU seconds spent launching `n` empty kernels (seed 000's time(1) test).
+    """User and system CPU seconds spent launching `n` empty kernels (source question 000's time(1) test).
 
     A system call per launch would show as system time; a user-space doorbell shows as
     user time only.
@@ -222,12 +233,12 @@ def device_file_mappings(maps_path: str = "/proc/self/maps") -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def measure_launch_overhead(quick: bool = False) -> dict:
+def measure_launch_overhead(quick: bool = False, code=time_queued_launches) -> dict:
     """Everything the launch-overhead figure needs, for every launch kind, in one run."""
     n, blocks, reps = (200, 3, 50) if quick else (500, 7, 300)
     out = {"kinds": {}}
     for kind in LAUNCH_KINDS:
-        q = queued_launches(kind, n, blocks)
+        q = queued_launches(kind, n, blocks, code=code)
         r = round_trips(kind, reps)
         out["kinds"][kind] = {"queued": q, "round_trip": r}
     out["cpu_time"] = cpu_time_of_launches(5_000 if quick else 50_000)
@@ -237,8 +248,8 @@ def measure_launch_overhead(quick: bool = False) -> dict:
 
 @experiment("submission.launch_overhead", chapter=7, needs=(GPU,),
             title="Kernel launch cost: host enqueue vs device time vs round trip; user vs system CPU time")
-def record_launch_overhead(quick: bool) -> dict:
-    return measure_launch_overhead(quick)
+def record_launch_overhead(quick: bool, code=time_queued_launches) -> dict:
+    return measure_launch_overhead(quick, code)
 
 
 # -- streams and events ------------------------------------------------------------------------
@@ -280,12 +291,12 @@ def event_timing(holds_s=(0.001, 0.002, 0.005, 0.01)) -> dict:
     cp = gpu.cupy()
     s = cp.cuda.Stream(non_blocking=True)
     start, end = cp.cuda.Event(), cp.cuda.Event()
-    _spin(s, 1e-5)
+    spin(s, 1e-5)
     _sync(s, "warm-up")
     measured = []
     for h in holds_s:
         start.record(s)
-        _spin(s, h)
+        spin(s, h)
         end.record(s)
         wait_event(end, TIMEOUT_S, "a timed spin")
         measured.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
@@ -307,11 +318,11 @@ def overlap(hold_s: float = 0.01, reps: int = 3) -> dict:
         for _ in range(reps):
             start.record(s1)
             s2.wait_event(start)
-            _spin(s1, hold_s)
+            spin(s1, hold_s)
             if case == "dependent":
                 mid.record(s1)
                 s2.wait_event(mid)
-            _spin(s2, hold_s)
+            spin(s2, hold_s)
             done2.record(s2)
             s1.wait_event(done2)
             end.record(s1)
@@ -334,12 +345,47 @@ def record_streams(quick: bool) -> dict:
 
 
 # -- CUDA Graphs -------------------------------------------------------------------------------
-def graph_vs_launches(n: int = 100, reps: int = 20) -> dict:
-    """A chain of `n` x[0] += 1 kernels: launched one by one vs as one captured CUDA Graph.
+def timed(submit, stream) -> tuple[float, float, float]:
+    """(CPU µs inside submit(), µs from its start until the stream is done, GPU µs between events)."""
+    cp = gpu.cupy()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record(stream)
+    t0 = time.perf_counter_ns()
+    submit()
+    t1 = time.perf_counter_ns()
+    end.record(stream)
+    wait_event(end, TIMEOUT_S, "a chain of kernels")
+    t2 = time.perf_counter_ns()
+    return (t1 - t0) / 1e3, (t2 - t0) / 1e3, cp.cuda.get_elapsed_time(start, end) * 1e3
+
+
+def graph_vs_one_by_one(kernel, x, n: int, reps: int, stream) -> dict:
+    """A chain of n kernel(x) launches: submitted one by one, and captured once as a CUDA Graph."""
+    def one_by_one():
+        for _ in range(n):
+            kernel((1,), (1,), (x,))
+    with stream:                            # launches go to `stream`
+        t0 = time.perf_counter_ns()
+        stream.begin_capture()              # from here, launches are recorded, not run
+        try:
+            one_by_one()
+        finally:
+            graph = stream.end_capture()
+        capture_us = (time.perf_counter_ns() - t0) / 1e3
+        graph.launch(stream)                # the first launch uploads the graph: not timed
+        rows = {"individual": [], "graph": []}
+        for _ in range(reps):
+            rows["individual"].append(timed(one_by_one, stream))
+            rows["graph"].append(timed(lambda: graph.launch(stream), stream))
+    return {"capture_us": capture_us, **rows}
+
+
+def graph_vs_launches(n: int = 100, reps: int = 20, code=graph_vs_one_by_one) -> dict:
+    """`code` (graph_vs_one_by_one) on a chain of `n` x[0] += 1 kernels, and whether x ends right.
 
     Per repetition: host µs to submit, µs from the first submission until the work is done
-    (wall clock), and device µs between events around the chain. Also the one-time cost of
-    capturing and instantiating the graph, and whether x ends at the right count.
+    (wall clock), and device µs between events around the chain; the one-time cost of
+    capturing and instantiating the graph.
     """
     n = validate.whole_number(n, "n", 1, MAX_CHAIN)
     reps = validate.whole_number(reps, "reps", 1, 1000)
@@ -347,58 +393,30 @@ def graph_vs_launches(n: int = 100, reps: int = 20) -> dict:
     k = _kernel("add_one")
     s = cp.cuda.Stream(non_blocking=True)
     x = cp.zeros(1, dtype=cp.int32)
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    with s:  # every launch below goes to s; graph.launch names its stream itself
+    with s:
         k((1,), (1,), (x,))
-        _sync(s, "warm-up")
-        expected = 1
-
-        def timed(submit) -> tuple[float, float, float]:
-            start.record(s)
-            t0 = time.perf_counter_ns()
-            submit()
-            t1 = time.perf_counter_ns()
-            end.record(s)
-            wait_event(end, TIMEOUT_S, f"a chain of {n} kernels")
-            t2 = time.perf_counter_ns()
-            return (t1 - t0) / 1e3, (t2 - t0) / 1e3, cp.cuda.get_elapsed_time(start, end) * 1e3
-
-        def one_by_one():
-            for _ in range(n):
-                k((1,), (1,), (x,))
-
-        t0 = time.perf_counter_ns()
-        s.begin_capture()
-        try:
-            one_by_one()
-        finally:
-            graph = s.end_capture()
-        capture_us = (time.perf_counter_ns() - t0) / 1e3
-        graph.launch(s)  # the first launch uploads the graph; not timed
-        _sync(s, "first graph launch")
-        expected += n
-        rows = {"individual": [], "graph": []}
-        for _ in range(reps):
-            rows["individual"].append(timed(one_by_one))
-            rows["graph"].append(timed(lambda: graph.launch(s)))
-            expected += 2 * n
+    _sync(s, "warm-up")
+    r = code(k, x, n, reps, s)
+    _sync(s, "the last chain")
     got = int(x.get()[0])
-    out = {"n": n, "reps": reps, "capture_us": capture_us, "result_ok": got == expected}
-    for name, r in rows.items():
-        out[name] = {"submit_us": [a for a, _, _ in r], "wall_us": [b for _, b, _ in r],
-                     "device_us": [c for _, _, c in r]}
+    expected = 1 + n + 2 * n * reps  # warm-up, the graph's first launch, then both ways per rep
+    out = {"n": n, "reps": reps, "capture_us": float(r["capture_us"]), "result_ok": got == expected}
+    for name in ("individual", "graph"):
+        rows = r[name]
+        out[name] = {"submit_us": [a for a, _, _ in rows], "wall_us": [b for _, b, _ in rows],
+                     "device_us": [c for _, _, c in rows]}
     return out
 
 
-def measure_graphs(quick: bool = False, chains=(1, 10, 100, 1000)) -> dict:
+def measure_graphs(quick: bool = False, chains=(1, 10, 100, 1000), code=graph_vs_one_by_one) -> dict:
     reps = 5 if quick else 30
-    return {"chains": [graph_vs_launches(n, reps) for n in chains]}
+    return {"chains": [graph_vs_launches(n, reps, code) for n in chains]}
 
 
 @experiment("submission.graphs", chapter=7, needs=(GPU,),
             title="Chains of 1 to 1000 small kernels: launched one by one vs one CUDA Graph launch")
-def record_graphs(quick: bool) -> dict:
-    return measure_graphs(quick)
+def record_graphs(quick: bool, code=graph_vs_one_by_one) -> dict:
+    return measure_graphs(quick, code=code)
 
 
 # -- figures, tables and verdicts --------------------------------------------------------------
@@ -442,7 +460,7 @@ def launch_rows(ev: Evidence) -> list[tuple[str, ...]]:
 
 
 def syscall_verdict(ev: Evidence) -> str:
-    """Seed 000's answer ('a single kernel call starts the command queue') vs the CPU time split."""
+    """Source question 000's answer ('a single kernel call starts the command queue') vs the CPU time split."""
     if not ev.ok:
         return ev.missing or "no data"
     c = ev.data["cpu_time"]
@@ -459,7 +477,7 @@ def syscall_verdict(ev: Evidence) -> str:
     # n * 0.1 µs and show as a clearly nonzero share
     if total > 0 and share < 0.1:
         lines.append(f"verdict: {share:.0%} of the CPU time was system time — launching is user-space work. "
-                     "Seed 000's answer says a kernel call starts the queue; in this run the start strobe was "
+                     "The answer in source question 000 says a kernel call starts the queue; in this run the start was "
                      "the usermode doorbell, a store the process makes itself (no system call per launch).")
     elif total > 0:
         lines.append(f"verdict: {share:.0%} of the CPU time was system time — more than user-space submission "
@@ -544,21 +562,59 @@ def graph_rows(ev: Evidence) -> list[tuple[str, ...]]:
              "yes" if r["result_ok"] else "NO") for r in graph_summary(ev.data)]
 
 
-def graph_verdict(ev: Evidence) -> str:
-    """Do graphs cut the per-kernel cost of a long chain, and from which N on? Decided from the data."""
-    if not ev.ok:
-        return ev.missing or "no data"
-    rows = graph_summary(ev.data)
+def graph_gain(graphs: Evidence, launches: Evidence, doorbell_us: float) -> dict:
+    """Where a CUDA Graph's gain comes from, in µs per kernel, for the longest recorded chain.
+
+    CPU side: submit time per kernel one by one vs as one graph launch. GPU side: the GPU's time
+    per separately launched x[0] += 1 kernel queued back to back (launch_overhead's 'tiny' row)
+    vs per kernel inside the graph. `doorbell_us`: what one doorbell store costs (the toy GPU's
+    model), set beside them so the size of "ringing the doorbell less often" is in view.
+    """
+    rows = graph_summary(graphs.data)
     big = max(rows, key=lambda r: r["n"])
-    wins = [r["n"] for r in rows if r["speedup_wall"] > 1.1]
-    if not all(r["result_ok"] for r in rows):
+    tiny = launch_summary(launches.data)["tiny"]
+    return {"n": big["n"], "one_by_one_us": big["individual_wall_us_per_kernel"],
+            "graph_us": big["graph_wall_us_per_kernel"],
+            "cpu_one_by_one_us": big["individual_submit_us_per_kernel"],
+            "cpu_graph_us": big["graph_submit_us_per_kernel"],
+            "gpu_separate_us": tiny["device_us"], "gpu_graph_us": big["graph_device_us_per_kernel"],
+            "doorbell_us": float(doorbell_us), "result_ok": all(r["result_ok"] for r in rows)}
+
+
+def graph_gain_rows(g: dict) -> list[tuple[str, str, str]]:
+    """Table rows: what each side costs per kernel, one by one vs in one graph."""
+    return [("CPU: submitting one kernel", f"{g['cpu_one_by_one_us']:.2f}", f"{g['cpu_graph_us']:.3f}"),
+            ("GPU: running one kernel, queued back to back", f"{g['gpu_separate_us']:.2f}", f"{g['gpu_graph_us']:.2f}"),
+            ("submit → done, per kernel (what the chain took)", f"{g['one_by_one_us']:.2f}", f"{g['graph_us']:.2f}"),
+            ("one doorbell store (toy GPU's model, for scale)", f"{g['doorbell_us']:.3f}", "")]
+
+
+def graph_verdict(graphs: Evidence, launches: Evidence, doorbell_us: float) -> str:
+    """Do graphs cut the per-kernel cost of a long chain, and which side's work do they remove?
+    Decided from the two recordings (or live runs)."""
+    for ev in (graphs, launches):
+        if not ev.ok:
+            return ev.missing or "no data"
+    g = graph_gain(graphs, launches, doorbell_us)
+    if not g["result_ok"]:
         return "verdict: the chain's result was wrong in some run — the timings are not trustworthy."
-    if big["speedup_wall"] > 1.1:
-        return (f"verdict: for a chain of {big['n']} kernels the graph finishes in {big['graph_wall_us_per_kernel']:.2f} µs "
-                f"per kernel against {big['individual_wall_us_per_kernel']:.2f} µs one by one "
-                f"({big['speedup_wall']:.1f}x); graphs pay off from N = {min(wins)} in this run.")
-    return (f"verdict: no gain here — {big['graph_wall_us_per_kernel']:.2f} vs "
-            f"{big['individual_wall_us_per_kernel']:.2f} µs per kernel at N = {big['n']}.")
+    if g["one_by_one_us"] < 1.1 * g["graph_us"]:
+        return (f"verdict: no clear gain here — {g['graph_us']:.2f} vs {g['one_by_one_us']:.2f} µs per kernel "
+                f"at N = {g['n']}.")
+    saved = g["one_by_one_us"] - g["graph_us"]
+    cpu_bound = g["cpu_one_by_one_us"] > g["gpu_separate_us"]
+    lines = [f"verdict: at N = {g['n']} the graph finishes in {g['graph_us']:.2f} µs per kernel against "
+             f"{g['one_by_one_us']:.2f} one by one ({g['one_by_one_us'] / g['graph_us']:.1f}x), {saved:.2f} µs saved per kernel."]
+    if cpu_bound:
+        lines.append(f"One by one, the chain ran at the CPU's pace: {g['cpu_one_by_one_us']:.2f} µs of driver work per "
+                     f"launch, while the GPU needs {g['gpu_separate_us']:.2f} µs per kernel.")
+    lines.append(f"As one graph the CPU's share falls to {g['cpu_graph_us']:.3f} µs per kernel (one launch call for "
+                 f"the chain), and the GPU runs the pre-built work at {g['gpu_graph_us']:.2f} µs per kernel instead of "
+                 f"{g['gpu_separate_us']:.2f}: the front end does less per kernel too.")
+    lines.append(f"One doorbell store costs about {g['doorbell_us']:.2f} µs (the toy's model): ringing it "
+                 f"{g['n']} times less often saves at most {g['doorbell_us'] / saved:.0%} of the gain. The gain is "
+                 "driver software on the CPU and front-end work on the GPU, not the doorbell.")
+    return "\n".join(lines)
 
 
 def table(ev: Evidence, rows: list[tuple[str, ...]], headers: tuple[str, ...], what: str):

@@ -99,14 +99,33 @@ def test_overlap_rows_ratios():
 
 def test_graph_summary_and_verdict_follow_the_numbers():
     good = obtained("submission.graphs", fake_graphs(4.0, 1.0))
+    lo = obtained("submission.launch_overhead", fake_launch_overhead())
     rows = launch.graph_summary(good.data)
     big = rows[-1]
     assert math.isclose(big["individual_wall_us_per_kernel"], 4.02)
     assert math.isclose(big["speedup_wall"], 4.02 / 1.02)
-    assert "pay off from N = 10" in launch.graph_verdict(good)
+    text = launch.graph_verdict(good, lo, 0.06)
+    assert "1.02 µs per kernel against 4.02" in text and "not the doorbell" in text
+    assert "CPU's pace: 4.00 µs" in text  # one by one, submit 4.0 µs/kernel > the GPU's 1.4 µs ('tiny')
     assert isinstance(launch.graph_figure(good), CourseFigure)
-    assert "no gain" in launch.graph_verdict(obtained("submission.graphs", fake_graphs(1.0, 1.0)))
-    assert "wrong" in launch.graph_verdict(obtained("submission.graphs", fake_graphs(ok=False)))
+    assert "no clear gain" in launch.graph_verdict(obtained("submission.graphs", fake_graphs(1.0, 1.0)), lo, 0.06)
+    assert "wrong" in launch.graph_verdict(obtained("submission.graphs", fake_graphs(ok=False)), lo, 0.06)
+
+
+def test_graph_gain_splits_cpu_and_gpu_work():
+    g = launch.graph_gain(obtained("submission.graphs", fake_graphs(4.0, 1.0)),
+                          obtained("submission.launch_overhead", fake_launch_overhead()), 0.06)
+    assert g["n"] == 100 and g["cpu_one_by_one_us"] == 4.0 and math.isclose(g["cpu_graph_us"], 0.03)
+    assert g["gpu_separate_us"] == 1.4 and g["gpu_graph_us"] == 1.0
+    rows = launch.graph_gain_rows(g)
+    assert rows[0] == ("CPU: submitting one kernel", "4.00", "0.030") and rows[-1][1] == "0.060"
+
+
+def test_graph_verdict_on_the_recording_says_what_the_gain_is():
+    """The H100 recording: 6.43 -> 1.26 µs per kernel at N = 1000, the doorbell a sliver of it."""
+    ctx = replay_ctx()
+    text = launch.graph_verdict(ctx.get("submission.graphs"), ctx.get("submission.launch_overhead"), 0.06)
+    assert "1.26 µs per kernel against 6.43" in text and "not the doorbell" in text
 
 
 def test_device_file_mappings_parses_proc_maps(tmp_path):
@@ -136,7 +155,7 @@ def test_replay_without_the_experiment_says_why(tmp_path, monkeypatch):
     ev = replay_ctx("old").get("submission.graphs", optional=True)
     assert not ev.ok and "no recording of 'submission.graphs'" in ev.missing
     assert launch.graph_figure(ev) is ev and launch.graph_rows(ev) == [] and launch.table(ev, [], ("a",), "x") is ev
-    assert launch.graph_verdict(ev) == ev.missing
+    assert launch.graph_verdict(ev, ev, 0.06) == ev.missing
     with pytest.raises(ReferenceDataError, match="submission.graphs"):
         ev.require()
 
