@@ -39,8 +39,11 @@ class Stream:
 
 
 class Event:
-    def __init__(self):
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
         self.t = None
+
+    def synchronize(self):
+        pass
 
     def record(self, stream=None):
         import time

@@ -32,6 +32,7 @@ from helpers.ch08_peer_to_peer import topology
 from helpers.core import gpu, validate
 from helpers.core.errors import CourseError, DeviceTimeoutError, InputError, SkipExperiment
 from helpers.core.experiments import P2P_REFERENCE, TWO_GPUS, experiment
+from helpers.core.gpu import cp
 from helpers.core.progress import Progress
 
 SIZES = {"large": 64 << 20, "medium": 1 << 20, "small": 4}
@@ -92,11 +93,24 @@ def device_names() -> list[dict]:
 
 
 # -- timing ---------------------------------------------------------------------------------
+def peer_copy(src, dst, stream):
+    """Copy CuPy array `src` (on one GPU) into `dst` (on another GPU) on `stream`, between two CUDA
+    events. With peer access enabled the copy engine writes straight into the peer's memory; with it
+    off, the driver chooses the path (through host memory). Returns the events: their elapsed time
+    is the copy's."""
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record(stream)
+    cp.cuda.runtime.memcpyPeerAsync(dst.data.ptr, dst.device.id, src.data.ptr, src.device.id,
+                                    src.nbytes, stream.ptr)
+    stop.record(stream)
+    return start, stop
+
+
 class _Pair:
     """Buffers, staging memory, streams and events for copies between two devices."""
 
-    def __init__(self, cp, a: int, b: int, nbytes: int):
-        self.cp, self.n = cp, nbytes
+    def __init__(self, cp, a: int, b: int, nbytes: int, code=peer_copy):
+        self.cp, self.n, self.code = cp, nbytes, code
         self.dev = {}
         for d in (a, b):
             with cp.cuda.Device(d):
@@ -113,14 +127,12 @@ class _Pair:
         cp, rt, n = self.cp, self.cp.cuda.runtime, self.n
         src, dst = self.dev[s]["src"].data.ptr, self.dev[t]["dst"].data.ptr
         ss, ts = self.dev[s]["streams"][lane], self.dev[t]["streams"][lane]
-        e0, e1 = self.events(s)
         if method in ("peer", "driver"):
-            with cp.cuda.Device(s):
-                e0.record(ss)
-                rt.memcpyPeerAsync(dst, t, src, s, n, ss.ptr)
-                e1.record(ss)
-            return lambda: _elapsed(e0, e1)
+            with cp.cuda.Device(s):  # the page's peer_copy: the same calls, on the source GPU's stream
+                p0, p1 = self.code(self.dev[s]["src"], self.dev[t]["dst"], ss)
+            return lambda: _elapsed(p0, p1)
         host = self.host[s].ptr
+        e0, e1 = self.events(s)
         f0, f1 = self.events(t)
         with cp.cuda.Device(s):
             e0.record(ss)
@@ -156,14 +168,14 @@ def _elapsed(e0, e1) -> float:
 
 
 def time_copy(method: str, src: int, dst: int, nbytes: int, *, both: bool = False,
-              reps: int = 20, warmup: int = 3) -> dict:
+              reps: int = 20, warmup: int = 3, code=peer_copy) -> dict:
     """Median/min seconds of `method` copies src -> dst (and dst -> src at once if `both`)."""
     validate.choice(method, "method", METHODS)
     src, dst = check_devices([src, dst])
     nbytes = validate.byte_size(nbytes, "nbytes", 1, 1 << 32)
     cp = gpu.cupy()
     _set_peer([src, dst], method == "peer")  # "driver" and "staged" run with peer access off
-    pair = _Pair(cp, src, dst, int(nbytes))
+    pair = _Pair(cp, src, dst, int(nbytes), code)
     fwd, back = [], []
     try:
         for r in range(warmup + reps):
@@ -237,7 +249,7 @@ def _host_legs(devs, sizes, reps, warmup) -> dict:
     return out
 
 
-def measure_matrices(quick: bool = False, devices=None, reps: int | None = None) -> dict:
+def measure_matrices(quick: bool = False, devices=None, reps: int | None = None, code=peer_copy) -> dict:
     """All P2P matrices for the given devices (default: all), in seconds (median)."""
     n = device_count()
     devs = check_devices(range(n) if devices is None else devices, n)
@@ -258,7 +270,8 @@ def measure_matrices(quick: bool = False, devices=None, reps: int | None = None)
                         for b, j in enumerate(devs):
                             if i == j:
                                 continue
-                            r = time_copy(method, i, j, nb, both=way == "both", reps=reps, warmup=warmup)
+                            r = time_copy(method, i, j, nb, both=way == "both", reps=reps, warmup=warmup,
+                                          code=code)
                             mats[method][way][key][a][b] = r["median_s"]
                             bar.step(f"{method} {way} {key} {i}->{j}")
     finally:
@@ -295,10 +308,10 @@ def topology_experiment(quick: bool) -> dict:
 
 @experiment("p2p.matrices", chapter=8, needs=(TWO_GPUS,), reference=P2P_REFERENCE,
             title="P2P bandwidth and latency matrices: peer access, staged via host, driver default")
-def matrices_experiment(quick: bool) -> dict:
+def matrices_experiment(quick: bool, code=peer_copy) -> dict:
     _need_two()
     devs = list(range(min(device_count(), 4)))  # 4 GPUs at most keeps it well under a minute
-    return measure_matrices(quick, devs)
+    return measure_matrices(quick, devs, code=code)
 
 
 NCCL_TIMEOUT_S = 180.0

@@ -437,10 +437,14 @@ def test_one_gpu_topology():
 def test_verdicts_follow_the_numbers():
     from helpers.ch08_peer_to_peer import view
 
-    fast = view.seed_verdict(fake_matrices(peer_gbps=300, staged_gbps=25))
-    same = view.seed_verdict(fake_matrices(peer_gbps=26, staged_gbps=25))
-    twice = view.seed_verdict(fake_matrices(peer_gbps=50, staged_gbps=25))
-    assert "far more than the seed's 2x" in fast and "only" in same and "same order as the seed's 2x" in twice
+    # a PCIe claim is judged only on a PCIe link; NVLink data says what it measured and no more
+    fast_nvlink = view.source_verdict(fake_matrices(peer_gbps=300, staged_gbps=25), "NV18")
+    same = view.source_verdict(fake_matrices(peer_gbps=26, staged_gbps=25), "PIX")
+    twice = view.source_verdict(fake_matrices(peer_gbps=50, staged_gbps=25), "PHB")
+    assert "x faster" in fast_nvlink and "says nothing about the source's PCIe claim" in fast_nvlink
+    assert "confirmed" not in fast_nvlink
+    assert "not what this machine shows" in same and "is confirmed" in twice
+    assert "cannot judge" in view.source_verdict(fake_matrices(peer_gbps=50, staged_gbps=25), None)
     assert view.peer_vs_staged(fake_matrices(peer_gbps=50, staged_gbps=25)) == pytest.approx(2.0, rel=0.01)
     d = fake_matrices(peer_gbps=300, staged_gbps=25)
     d["matrices"]["driver"] = fake_matrices(peer_gbps=40)["matrices"]["peer"]

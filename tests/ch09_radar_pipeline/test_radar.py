@@ -322,8 +322,9 @@ def test_machine_params_and_verdicts_from_a_fake_recording():
     assert p.source == "fake"
     assert abs(p.pinned_Bps / 25e9 - 1) < 0.01 and abs(p.pageable_Bps / 6e9 - 1) < 0.01
     assert abs(p.memcpy_Bps / 8e9 - 1) < 0.01 and abs(p.kernel_s_per_byte / 1e-11 - 1) < 0.01
-    v = radar.seed_verdicts(radar.runs_of(designs))
+    v = radar.source_verdicts(radar.runs_of(designs))
     assert "4 of 4 designs" in v[0] and "3 of 4" in v[1] and "pageable" in v[1]
+    assert not any("lowest tail" in line for line in v) and "not ranked" in v[2]  # one run each: no ranking
 
 
 # ---------------------------------------------------------------- live (GPU)
@@ -534,3 +535,138 @@ def test_a_closed_card_leaves_the_process_without_children():
     p.wait(10)
     assert kids == [], f"child processes left after close(): {kids}"
     assert not os.path.exists(f"/dev/shm/{info['shm']}")
+
+
+# ---------------------------------------------------------------- the page's step, waits, timeline, breaking points
+
+def test_the_shown_step_is_the_loops_and_a_changed_step_runs(fake_gpu):
+    seen = []
+
+    def my_step(xp, src_ptr, dst, mf, stream, process):
+        seen.append(dst.nbytes)
+        return radar.process_frame(xp, src_ptr, dst, mf, stream, process)
+
+    r = radar.run_pipeline("registered", 1 << 20, 20e-3, 8, check_every=3, step=my_step)
+    assert len(seen) == len(r.seq) and set(seen) == {1 << 20} and r.max_error < 1e-4
+
+
+@pytest.mark.parametrize("sync", radar.SYNC_MODES)
+def test_every_wait_mode_runs_the_pipeline_and_is_recorded(fake_gpu, sync):
+    waits = []
+
+    def waiter(event, mode, timeout_s):
+        waits.append(mode)
+        radar.wait_done(event, mode, timeout_s)
+
+    r = radar.run_pipeline("registered", 1 << 20, 20e-3, 8, check_every=0, sync=sync, waiter=waiter)
+    assert len(r.seq) + r.dropped == 8 and r.extra["sync"] == sync
+    assert set(waits) <= {sync}
+
+
+def test_a_wait_that_never_ends_times_out():
+    class Never:
+        done = False
+
+    with pytest.raises(radar.DeviceTimeoutError):
+        radar.wait_done(Never(), "poll", 0.01)
+
+
+def test_bad_sync_mode_is_refused(fake_gpu):
+    with pytest.raises(InputError):
+        radar.run_pipeline("registered", 1 << 20, 20e-3, 4, sync="sleepy")
+
+
+def test_realtime_records_what_was_granted_and_restores_the_thread(fake_gpu):
+    before = os.sched_getaffinity(0), os.sched_getscheduler(0)
+    r = radar.run_pipeline("registered", 1 << 20, 20e-3, 6, check_every=0, realtime=True)
+    granted = r.extra["realtime"]
+    assert set(granted) == {"cpu_affinity", "sched_fifo"}
+    assert granted["sched_fifo"] == "SCHED_FIFO priority 10" or granted["sched_fifo"].startswith("not permitted")
+    assert (os.sched_getaffinity(0), os.sched_getscheduler(0)) == before
+
+
+def test_timeline_puts_copy_before_kernels_on_one_clock(fake_gpu):
+    r = radar.run_pipeline("pipelined", 1 << 20, 20e-3, 6, check_every=0, timeline=True).to_dict()
+    tl = r["extra"]["timeline"]
+    assert [f["seq"] for f in tl] == r["seq"]
+    for f in tl:
+        assert f["copy_ms"][0] <= f["copy_ms"][1] <= f["kernels_ms"][1] and f["ready_ms"] <= f["seen_ms"]
+    ev = Evidence("radar.timeline", {"runs": [r], "frames": 6}, Mode.LIVE, "Test GPU", "a test")
+    fig = radar.timeline_figure(ev, "pipelined")
+    assert isinstance(fig, CourseFigure) and "LIVE" in fig.description()
+    with pytest.raises(radar.RadarInputError):
+        radar.timeline_figure(ev, "staged")
+
+
+def _run(design, n, period, lat_ms, dropped=0, sync=None, rt=None):
+    extra = {"sync": sync or "poll-loop"} | ({"realtime": rt} if rt else {})
+    return {"design": design, "frame_bytes": n, "period_s": period, "frames": len(lat_ms), "buffers": 1,
+            "latency_us": [int(x * 1e3) for x in lat_ms], "dropped": dropped, "cpu_s": 0.1, "wall_s": 1.0,
+            "extra": extra}
+
+
+def test_bootstrap_interval_holds_the_mean_and_narrows_with_agreeing_runs():
+    m, lo, hi = radar.bootstrap_ci([1.0, 1.1, 0.9, 1.05, 0.95])
+    assert lo <= m <= hi and hi - lo < 0.2
+    m2, lo2, hi2 = radar.bootstrap_ci([1.0, 3.0, 0.5, 2.0, 1.5])
+    assert hi2 - lo2 > hi - lo
+    with pytest.raises(radar.RadarInputError):
+        radar.bootstrap_ci([])
+
+
+def test_breaking_points_and_separation_from_repeated_runs():
+    fast, slow = [2.0] * 99 + [2.5], [2.0] * 80 + [9.0] * 20  # ms; a period of 8 ms
+    data = {"sweep": [_run("registered", 4 << 20, 8e-3, fast) for _ in range(5)]
+                     + [_run("pageable", 4 << 20, 8e-3, fast) for _ in range(5)]
+                     + [_run("pageable", 16 << 20, 8e-3, slow) for _ in range(5)],
+            "realtime": [_run("registered", 16 << 20, 4e-3, fast, sync="spin", rt={"sched_fifo": "not permitted (EPERM)"})]}
+    bp = radar.breaking_points(data)
+    assert bp["pageable"].startswith("breaks at 16 MiB") and bp["registered"].startswith("held up to 4 MiB")
+    assert bp["staged"].startswith("not run")
+    rows = radar.breaking_rows(data)
+    assert [r[-1] for r in rows] == ["holds", "holds", "BREAKS"] and all(len(r) == len(radar.BREAKING_HEADERS) for r in rows)
+    a = radar.tail_stats(data["sweep"][:5])
+    b = radar.tail_stats(data["sweep"][10:])
+    assert radar.separated(a, b) and not radar.separated(a, radar.tail_stats(data["sweep"][5:10]))
+    rt = radar.realtime_rows(data)
+    assert rt[0][0] == "spin" and "EPERM" in rt[0][1]
+
+
+def test_breaking_point_experiment_is_bounded_and_stops_climbing_a_broken_design(monkeypatch):
+    calls = []
+
+    def fake(design, n, period, frames, **kw):
+        calls.append((design, n, period, kw.get("sync"), kw.get("realtime", False)))
+        lat = [int(period * 2e6)] * frames if design == "pageable" else [100] * frames  # pageable always misses
+        return radar.RunResult(design, n, period, 4, 1, frames, lat, list(range(frames)), 0, 0.1, 1.0,
+                               extra={"sync": kw.get("sync") or "poll-loop"})
+
+    monkeypatch.setattr(radar, "run_pipeline", fake)
+    out = experiments.get("radar.breaking_point").run(True)
+    assert [c for c in calls if c[0] == "pageable"] == [("pageable", 4 << 20, 8e-3, None, False)] * radar.QUICK_REPEATS
+    assert len([c for c in calls if c[0] == "registered" and c[3] is None]) == len(radar.QUICK_LADDER) * radar.QUICK_REPEATS
+    assert {(c[3], c[4]) for c in calls if c[3]} == set(radar.RT_CONFIGS)
+    assert out["truncated"] == [] and len(out["realtime"]) == len(radar.RT_CONFIGS)
+
+
+def test_new_experiments_show_their_code_and_replay_as_pending_until_recorded():
+    assert experiments.get("radar.timeline").shown is radar.process_frame
+    assert experiments.get("radar.breaking_point").shown is radar.wait_done
+    ctx = course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
+    for eid in ("radar.timeline", "radar.breaking_point"):
+        ev = ctx.get(eid, optional=True)
+        assert ev.ok or "record" in ev.missing  # pending until the lead records it on the H100
+
+
+def test_model_parameters_say_what_a_constant_kernel_time_means():
+    flat = _params(kernel_s_per_byte=0.0, kernel_t0_s=300e-6).describe()
+    assert any("the same for 4 MiB and 16 MiB" in line for line in flat)
+    grows = _params().describe()
+    assert any("for a 4 MiB frame" in line for line in grows)
+
+
+def test_pipeline_diagram_names_the_stages():
+    d = radar.pipeline_diagram()
+    svg = d.svg()
+    for word in ("capture card", "copy engine", "SMs", "ring slot"):
+        assert word in svg

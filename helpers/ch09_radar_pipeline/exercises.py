@@ -1,0 +1,97 @@
+"""Chapter 9's exercises: expected values come from the chapter's data here, never from the page.
+
+    from helpers.ch09_radar_pipeline import exercises
+    exercises.registered_frame_ms(answer, params)   # derivation from the model's parameters
+    exercises.dropped_frames(answer)                # reasoning: a slow consumer and a 2-slot ring
+    exercises.rank_from_one_run(answer)             # conceptual: what one run of 2,000 frames can rank
+    exercises.detect_kernel(my_detect)              # coding: a Numba detection kernel on the range-Doppler map
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.ch09_radar_pipeline import radar
+from helpers.core import checks
+from helpers.core.checks import Hint, factor_hint
+
+
+def registered_frame_ms(answer, params: radar.MachineParams) -> bool | None:
+    """9.1 — ms per 16 MiB frame for 'registered': pinned copy + processing + polling overhead."""
+    n = 16 << 20
+    expected = (params.copy_s(n, True) + params.kernel_s(n) + params.overhead_s) * 1e3
+    no_overhead = (params.copy_s(n, True) + params.kernel_s(n)) * 1e3
+    return checks.close("9.1 registered, 16 MiB, per frame", answer, expected, 0.05,
+                        hints=[factor_hint(1000, "that looks like µs: the answer is in ms"),
+                               Hint(lambda a, e: abs(a - no_overhead) < 0.02 * no_overhead,
+                                    "you left out the polling overhead: the host sees 'done' that much later")],
+                        hint="add the pinned copy time t0 + n/B, the processing time for 16 MiB and the overhead",
+                        why="one frame at a time: the copy, then the kernels queued behind it, then the host noticing")
+
+
+def dropped_frames(answer) -> bool | None:
+    """9.2 — the model's drops for a 5 ms consumer, a 2 ms card and a 2-slot ring, over 100 frames."""
+    slow = radar.MachineParams(pinned_t0_s=5e-3, pinned_Bps=1e30, pageable_t0_s=5e-3, pageable_Bps=1e30,
+                               memcpy_Bps=1e30, kernel_s_per_byte=0.0, kernel_t0_s=0.0, overhead_s=0.0,
+                               source="exercise")
+    expected = radar.simulate(slow, "registered", 1 << 20, 2e-3, 100, slots=2)["dropped"]
+    return checks.equal("9.2 frames dropped", answer, expected,
+                        hint="in steady state the consumer finishes one frame per 5 ms while 2.5 arrive; "
+                             "the 2 slots only delay the first loss",
+                        why="the consumer keeps 1 of every 2.5 frames (plus the ring's head start); the rest are lost")
+
+
+RANK_OPTIONS = {
+    "a": "Yes: the design with the lowest p99.9 is the best, whatever the sample size.",
+    "b": "No: p99.9 of 2,000 frames rests on the two or so largest samples; to rank, repeat the runs and compare "
+         "intervals.",
+    "c": "Yes, if the difference is more than 5%.",
+    "d": "No: tails cannot be measured at all; only medians can.",
+}
+RANK_WHY = {
+    "a": "With 2,000 frames the 99.9th percentile is set by about two samples: one descheduling or one page fault "
+         "moves it. A single run per design cannot tell a real difference from luck.",
+    "b": "Right. A tail estimate needs many samples beyond it, or repeated runs; the breaking-point experiment runs "
+         "each configuration several times and gives a bootstrap interval, and only intervals that do not overlap "
+         "rank two designs.",
+    "c": "A fixed threshold ignores how noisy the estimate is. Two runs of the same design can differ by more than "
+         "5% at p99.9; the spread between repeats is what tells you.",
+    "d": "Tails can be measured — with enough samples and repeats. A real-time system is judged by them.",
+}
+
+
+def rank_from_one_run(answer) -> bool | None:
+    """9.3 — can one run of 2,000 frames per design rank designs by p99.9?"""
+    return checks.choice("9.3 ranking tails from one run", answer, RANK_OPTIONS, "b", RANK_WHY)
+
+
+def _detect_trial(fn) -> list[str]:
+    """Run the learner's kernel on maps whose shapes are not multiples of the block, against NumPy."""
+    from helpers.core.gpu import cuda
+
+    rng = np.random.default_rng(3)
+    for shape, block in (((19, 23), (8, 8)), ((7, 40), (4, 16))):
+        power = rng.exponential(1.0, shape).astype(np.float32)
+        thr = float(np.quantile(power, 0.9))
+        out = np.full((shape[0] + 2, shape[1] + 2), 7, dtype=np.int8)  # a frame of guard cells
+        d_out = cuda.to_device(out)
+        grid = (-(-shape[0] // block[0]), -(-shape[1] // block[1]))
+        fn[grid, block](cuda.to_device(power), np.float32(thr), d_out[1:-1, 1:-1])
+        got = d_out.copy_to_host()
+        want = (power > thr).astype(np.int8)
+        if not np.array_equal(got[1:-1, 1:-1], want):
+            wrong = np.argwhere(got[1:-1, 1:-1] != want)[0]
+            return [f"on a {shape[0]}x{shape[1]} map, cell {tuple(int(x) for x in wrong)} is wrong (1 where the "
+                    "power exceeds the threshold, else 0; are rows and columns the right way round?)"]
+        inner = got.copy()
+        inner[1:-1, 1:-1] = 7
+        if np.any(inner != 7):
+            return [f"on a {shape[0]}x{shape[1]} map, a thread wrote outside the map (check both bounds)"]
+    return []
+
+
+def detect_kernel(fn) -> bool | None:
+    """9.4 — a Numba kernel detect(power, threshold, out): out[i, j] = 1 where power > threshold."""
+    return checks.code("9.4 detection kernel", fn, _detect_trial,
+                       why="one thread per map cell, bounds checked: the last stage of the pipeline, after the "
+                           "range-Doppler map, and cheap next to the FFTs")

@@ -1,0 +1,121 @@
+"""Chapter 8's exercises, diagram and one-GPU copy: expected values from the recording, wrong answers caught."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import course
+from helpers.ch08_peer_to_peer import exercises, local, view
+from helpers.core import experiments
+from helpers.core.mode import Mode
+
+
+@pytest.fixture
+def replay():
+    return course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
+
+
+def test_speedup_expects_the_recorded_ratio_and_hints_at_slips(replay, capsys):
+    mats = replay.get("p2p.matrices")
+    r = view.peer_vs_staged(mats.data)
+    assert 10 < r < 20  # NVLink vs two PCIe legs on the H200 pair
+    assert exercises.speedup(r, mats) is True
+    assert exercises.speedup(1 / r, mats) is False
+    assert "above 1" in capsys.readouterr().out
+    assert exercises.speedup(None, mats) is None
+
+
+def test_verdict_never_judges_a_pcie_claim_with_nvlink_data(replay):
+    mats, topo = replay.get("p2p.matrices"), replay.get("p2p.topology")
+    link = view.link_kind(topo.data)
+    assert link == "NV18"
+    text = view.source_verdict(mats.data, link)
+    assert "says nothing about the source's PCIe claim" in text and "confirmed" not in text
+    assert "confirmed" in view.source_verdict(mats.data, "PIX") or "not what" in view.source_verdict(mats.data, "PIX")
+    assert "cannot judge" in view.source_verdict(mats.data, None)
+
+
+def test_capture_bytes_and_the_conceptual_question(capsys):
+    frame = 1920 * 1080 * 4
+    assert exercises.capture_bytes(2 * frame, 0) is True
+    assert exercises.capture_bytes(frame, 0) is False
+    assert exercises.nvlink_judges_pcie("b") is True
+    assert exercises.nvlink_judges_pcie("a") is False
+    assert "different links" in capsys.readouterr().out
+
+
+def test_rdma_pages_are_64_kib():
+    assert view.rdma_pages(4 << 20) == 64 and view.rdma_pages(1) == 1
+    rows = view.capture_rows(4 << 20, placements=("same_switch",))
+    assert {r["rdma_pages_64k"] for r in rows} == {64}
+    assert "64 KiB pages" in " ".join(view.capture_table(rows).headers)
+
+
+def test_copy_kernel_check_passes_a_grid_stride_loop_and_catches_wrong_ones():
+    _in_simulator('''
+from helpers.ch08_peer_to_peer import exercises
+from numba import cuda
+
+@cuda.jit
+def good(src, dst):
+    i, s = cuda.grid(1), cuda.gridsize(1)
+    while i < src.size:
+        dst[i] = src[i]
+        i += s
+
+@cuda.jit
+def one_each(src, dst):
+    i = cuda.grid(1)
+    if i < src.size:
+        dst[i] = src[i]
+
+@cuda.jit
+def past_end(src, dst):
+    i, s = cuda.grid(1), cuda.gridsize(1)
+    while i < src.size + 1:
+        if i < src.size:
+            dst[i] = src[i]
+        i += s
+
+assert exercises.copy_kernel(good) is True
+assert exercises.copy_kernel(one_each) is False
+assert exercises.copy_kernel(past_end) is True  # guarded write: the extra step writes nothing
+assert exercises.copy_kernel(None) is None
+''')
+
+
+def test_paths_diagram_shows_the_three_routes():
+    svg = view.p2p_paths_diagram().svg()
+    for word in ("NVSwitch", "PCIe switch", "pinned host buffer", "root complex"):
+        assert word in svg
+
+
+def test_d2d_experiment_is_one_gpu_shows_its_code_and_replays_as_pending(replay):
+    exp = experiments.get("p2p.d2d_copy")
+    assert exp.needs == (experiments.GPU,) and exp.shown is local.time_d2d
+    ev = replay.get("p2p.d2d_copy", optional=True)
+    assert ev.ok or "record" in ev.missing
+    rows = local.d2d_rows({"nbytes": 1 << 20, "times_s": {"copy engine": [1e-5, 2e-5, 1e-5], "kernel": [4e-5] * 3}})
+    assert rows == [("copy engine", "10.0", "210"), ("kernel", "40.0", "52")]
+
+
+def test_matrices_experiment_shows_peer_copy():
+    from helpers.ch08_peer_to_peer import p2p
+    assert experiments.get("p2p.matrices").shown is p2p.peer_copy
+
+
+def _in_simulator(body: str) -> None:
+    """Run `body` in a fresh Python on Numba's CUDA simulator (numba binds to the simulator or a GPU
+    once per process, so the check's kernels get a process of their own, as in tests/ch04)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=root)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(body)], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=root)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]

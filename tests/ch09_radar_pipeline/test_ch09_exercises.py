@@ -1,0 +1,82 @@
+"""Chapter 9's exercises: expected values from the model and the recording, wrong answers and kernels caught."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from helpers.ch09_radar_pipeline import exercises, radar
+
+
+def _params():
+    return radar.MachineParams(pinned_t0_s=10e-6, pinned_Bps=50e9, pageable_t0_s=20e-6, pageable_Bps=10e9,
+                               memcpy_Bps=8e9, kernel_s_per_byte=0.0, kernel_t0_s=300e-6, overhead_s=60e-6, source="t")
+
+
+def test_registered_frame_ms_and_its_hints(capsys):
+    p = _params()
+    n = 16 << 20
+    want = (10e-6 + n / 50e9 + 300e-6 + 60e-6) * 1e3
+    assert exercises.registered_frame_ms(want, p) is True
+    assert exercises.registered_frame_ms(want * 1000, p) is False
+    assert "µs" in capsys.readouterr().out
+    assert exercises.registered_frame_ms(want - 0.06, p) is False
+    assert "overhead" in capsys.readouterr().out
+
+
+def test_dropped_frames_follows_the_model():
+    slow = radar.MachineParams(5e-3, 1e30, 5e-3, 1e30, 1e30, 0.0, 0.0, 0.0, "x")
+    want = radar.simulate(slow, "registered", 1 << 20, 2e-3, 100, slots=2)["dropped"]
+    assert 55 <= want <= 62
+    assert exercises.dropped_frames(want) is True and exercises.dropped_frames(want + 5) is False
+
+
+def test_ranking_question():
+    assert exercises.rank_from_one_run("b") is True and exercises.rank_from_one_run("a") is False
+
+
+def test_detect_kernel_check():
+    _in_simulator('''
+from helpers.ch09_radar_pipeline import exercises
+from numba import cuda
+
+@cuda.jit
+def good(power, threshold, out):
+    i, j = cuda.grid(2)
+    if i < power.shape[0] and j < power.shape[1]:
+        out[i, j] = 1 if power[i, j] > threshold else 0
+
+@cuda.jit
+def swapped(power, threshold, out):
+    j, i = cuda.grid(2)
+    if i < power.shape[0] and j < power.shape[1]:
+        out[i, j] = 1 if power[i, j] > threshold else 0
+
+@cuda.jit
+def no_bounds(power, threshold, out):
+    i, j = cuda.grid(2)
+    out[i, j] = 1 if power[i, j] > threshold else 0
+
+@cuda.jit
+def unfinished(power, threshold, out):
+    raise NotImplementedError
+
+assert exercises.detect_kernel(good) is True
+assert exercises.detect_kernel(swapped) is False
+assert exercises.detect_kernel(no_bounds) is False  # threads past the map's edge: a crash or a stray write
+assert exercises.detect_kernel(unfinished) is None
+''')
+
+
+def _in_simulator(body: str) -> None:
+    """Run `body` in a fresh Python on Numba's CUDA simulator (numba binds to the simulator or a GPU
+    once per process, so the check's kernels get a process of their own, as in tests/ch04)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=root)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(body)], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=root)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
