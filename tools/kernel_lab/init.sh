@@ -5,7 +5,8 @@
 # JSON between two marker lines on the second serial port (/dev/ttyS1, the host reads it),
 # and powers off. The first serial port is the console (the host keeps it as the boot log).
 #   kl.run=gem kl.drivers=vgem,virtio_gpu           the GEM / PRIME / dma-buf walkthrough
-#   kl.run=evict kl.buffers=8 kl.flips=0,1,2,...     TTM placement and eviction on bochs
+#   kl.run=evict kl.buffers=8 kl.flips=0,1,2,.../3,0,...   TTM placement and eviction on bochs,
+#                                                    one run per /-separated flip sequence
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc

@@ -2,10 +2,12 @@
  * The kernel lab's probe: runs as part of /init inside a Linux VM (tools/kernel_lab/init.sh)
  * and prints ONE JSON object on stdout describing what real DRM ioctls returned.
  *
- *   probe gem DRIVER...     GEM handles, dumb buffers, the fake mmap offset, PRIME export and
+ *   probe gem [DRIVER...]   GEM handles, dumb buffers, the fake mmap offset, PRIME export and
  *                           import, dma-buf fdinfo/bufinfo/SET_NAME/SYNC, flink + GEM_OPEN,
- *                           GEM_CLOSE, for each DRM driver named (vgem, virtio_gpu)
- *   probe evict N F0,F1,... N 1024x768 XRGB8888 dumb buffers on bochs (16 MiB of VRAM,
+ *                           GEM_CLOSE, for each DRM driver named (vgem, virtio_gpu), or
+ *                           for every /dev/dri/card* when none is named (a learner's own machine)
+ *   probe evict N F0,F1,.../G0,G1,...
+ *                           per '/'-separated flip sequence: N 1024x768 XRGB8888 dumb buffers on bochs (16 MiB of VRAM,
  *                           drivers/gpu/drm/drm_gem_vram_helper.c on TTM); one legacy SETCRTC
  *                           per entry of the flip sequence; after each flip which buffer sits
  *                           where in VRAM (debugfs vram-mm + the first word of each range read
@@ -365,6 +367,9 @@ static void evict(int nbufs, const int *seq, int nseq) {
     char card[64] = "", vram_mm[128] = "";
     obj(NULL);
     jstr("driver", "bochs-drm");
+    arr("flips");
+    for (int k = 0; k < nseq; k++) jint(NULL, seq[k]);
+    end_arr();
     int fd = open_card("bochs-drm", card);
     if (fd < 0) { jstr("error", "no bochs-drm card"); end_obj(); return; }
     jstr("node", card);
@@ -380,8 +385,11 @@ static void evict(int nbufs, const int *seq, int nseq) {
         jstr("error", "GETRESOURCES found no CRTC or connector"); end_obj(); close(fd); return;
     }
     struct drm_mode_modeinfo modes[64], mode;
+    /* count_modes 0 makes the kernel probe the connector (drm_mode_getconnector), then fetch */
     struct drm_mode_get_connector gc = {.connector_id = conns[0]};
-    gc.modes_ptr = (uintptr_t)modes; gc.count_modes = 64;
+    if (ioctl(fd, DRM_IOCTL_MODE_GETCONNECTOR, &gc)) { jerr("error", errno); end_obj(); close(fd); return; }
+    gc = (struct drm_mode_get_connector){.connector_id = conns[0], .count_modes = 64};
+    gc.modes_ptr = (uintptr_t)modes;
     if (ioctl(fd, DRM_IOCTL_MODE_GETCONNECTOR, &gc)) { jerr("error", errno); end_obj(); close(fd); return; }
     int found = 0;
     for (uint32_t i = 0; i < gc.count_modes && i < 64; i++)
@@ -421,10 +429,17 @@ static void evict(int nbufs, const int *seq, int nseq) {
     jint("bar0_size", (long long)bar_size);
 
     /* function tracing of the TTM and VRAM-helper calls a flip makes */
-    int traced = write_file(TRACEFS "/set_ftrace_filter",
-                            "ttm_bo_validate ttm_bo_mem_space ttm_mem_evict_first ttm_bo_move_memcpy "
-                            "drm_gem_vram_pin drm_gem_vram_unpin ttm_bo_pin ttm_bo_unpin") == 0
-                 && write_file(TRACEFS "/current_tracer", "function") == 0;
+    /* one function per write: set_ftrace_filter takes one name per write(2) */
+    static const char *const traced_fns[] = {"ttm_bo_validate", "ttm_bo_mem_space", "ttm_mem_evict_first",
+                                             "ttm_bo_move_memcpy", "drm_gem_vram_pin", "drm_gem_vram_unpin",
+                                             "ttm_bo_pin", "ttm_bo_unpin"};
+    int traced = write_file(TRACEFS "/set_ftrace_filter", "") == 0;
+    for (size_t k = 0; traced && k < sizeof traced_fns / sizeof *traced_fns; k++) {
+        int tf = open(TRACEFS "/set_ftrace_filter", O_WRONLY | O_APPEND);
+        traced = tf >= 0 && write(tf, traced_fns[k], strlen(traced_fns[k])) == (ssize_t)strlen(traced_fns[k]);
+        if (tf >= 0) close(tf);
+    }
+    traced = traced && write_file(TRACEFS "/current_tracer", "function") == 0;
     jbool("ftrace", traced);
 
     arr("steps");
@@ -525,23 +540,37 @@ int main(int argc, char **argv) {
         jstr("run", "gem");
         arr("devices");
         for (int i = 2; i < argc; i++) gem_walkthrough(argv[i]);
+        for (int i = 0; argc == 2 && i < 8; i++) {  /* no driver named: every card there is */
+            char path[64], name[64];
+            snprintf(path, sizeof path, "/dev/dri/card%d", i);
+            int fd = open(path, O_RDWR | O_CLOEXEC);
+            if (fd < 0) continue;
+            int ok = drm_driver_name(fd, name, sizeof name) == 0;
+            close(fd);
+            if (ok) gem_walkthrough(name);
+        }
         end_arr();
     } else if (argc == 4 && strcmp(argv[1], "evict") == 0) {
-        int n = atoi(argv[2]), seq[256], k = 0;
-        char *s = argv[3], *tok;
-        while ((tok = strsep(&s, ",")) && k < 256) {
-            int v = atoi(tok);
-            if (v < 0 || v >= n) break;
-            seq[k++] = v;
-        }
+        /* one run per '/'-separated sequence, each on fresh buffers (closing the card frees them) */
+        int n = atoi(argv[2]);
+        char *all = argv[3], *one;
         jstr("run", "evict");
-        if (n < 1 || n > MAX_FB || k == 0) {
-            jstr("error", "usage: probe evict N(1..16) F0,F1,... (each below N)");
-        } else {
-            arr("devices");
+        arr("devices");
+        while ((one = strsep(&all, "/"))) {
+            int seq[256], k = 0, bad = 0;
+            char *tok;
+            while ((tok = strsep(&one, ",")) && k < 256) {
+                int v = atoi(tok);
+                if (v < 0 || v >= n) { bad = 1; break; }
+                seq[k++] = v;
+            }
+            if (n < 1 || n > MAX_FB || k == 0 || bad) {
+                obj(NULL); jstr("error", "usage: probe evict N(1..16) F0,F1,.../F0,... (each below N)"); end_obj();
+                continue;
+            }
             evict(n, seq, k);
-            end_arr();
         }
+        end_arr();
     } else {
         jstr("error", "usage: probe gem DRIVER... | probe evict N F0,F1,...");
     }

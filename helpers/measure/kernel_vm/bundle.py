@@ -59,6 +59,11 @@ class Bundle:
     def kernel_release(self) -> str:
         return self.manifest["kernel_release"]
 
+    @property
+    def probe(self) -> Path:
+        """The probe as built for the initramfs (it also runs on a host that has /dev/dri)."""
+        return self.kernel.parent / "probe"
+
 
 def cache_dir() -> Path:
     """Where bundles are built and kept (COURSE_KERNEL_LAB_DIR, else build/kernel_lab)."""
@@ -138,6 +143,7 @@ def build(log=print) -> Bundle:
         entries += [(f"lib/modules/{m.name}", m.read_bytes(), 0o644) for m in modules]
         (d / "initrd.img").write_bytes(gzip.compress(cpio_newc(entries), compresslevel=6, mtime=0))
         shutil.copyfile(vmlinuz, d / "vmlinuz")
+        shutil.copy2(probe, d / "probe")
     manifest = {"kernel_package": kernel_pkg, "kernel_deb": debs[kernel_pkg].name,
                 "busybox_deb": debs[BUSYBOX].name, "kernel_release": release,
                 "modules": [m.name for m in modules], "source_hash": source_hash(),

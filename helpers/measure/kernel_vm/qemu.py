@@ -105,9 +105,9 @@ class Boot:
 def kernel_cmdline(params: dict[str, str]) -> str:
     """The kernel command line: the lab's fixed part and one kl.NAME=VALUE per parameter."""
     for k, v in params.items():
-        if not re.fullmatch(r"[a-z_]+", k) or not re.fullmatch(r"[A-Za-z0-9_,.-]+", str(v)):
+        if not re.fullmatch(r"[a-z_]+", k) or not re.fullmatch(r"[A-Za-z0-9_,./-]+", str(v)):
             raise InputError(f"kernel lab parameter {k}={v!r}: names are lower-case words, values letters, "
-                             "digits and , . _ - (they travel on the kernel command line)")
+                             "digits and , . / _ - (they travel on the kernel command line)")
     return CMDLINE + "".join(f" kl.{k}={v}" for k, v in params.items())
 
 
