@@ -243,6 +243,18 @@ def describe(ev: Evidence, run_index: int = 0) -> str:
     return " ".join(lines)
 
 
+def timeline_csv(ev: Evidence, run_index: int = 0) -> str:
+    """The figure's data as CSV: one row per flip and resident buffer, with the victims."""
+    run = ev.require()["runs"][run_index]
+    model = ttm.scanout_flips(run["flips"], buffer_bytes(run), vram_bytes(run))
+    lines = ["flip,shown,buffer,vram_offset_mib,kernel_evicted,model_evicted"]
+    for t, m in zip(timeline(run), model, strict=True):
+        for b, mib in sorted(t["where_mib"].items(), key=lambda kv: kv[1]):
+            lines.append(f"{t['step']},{t['show']},{b},{mib:g},{' '.join(map(str, t['evicted']))},"
+                         f"{' '.join(map(str, m['evicted']))}")
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------------------------
 # Lab 4: a learner's policy against the kernel's choices
 # --------------------------------------------------------------------------------------------
