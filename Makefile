@@ -17,6 +17,7 @@
 #                         has CuPy: its packages are then reused
 #   WHEELHOUSE=dir [dir]  install offline from these wheel folders (see `make wheelhouse`)
 #   BROWSER_TESTS=1       0 leaves the headless-Chromium tests out of `make test` (it says so)
+#   KERNEL_LAB_TESTS=1    0 leaves the kernel lab's VM tests (Linux under QEMU) out of `make test` (it says so)
 #   MATRIX_MODE=auto      `make matrix`: auto, live, replay (COURSE_MODE=replay) or hidden
 #                         (CUDA_VISIBLE_DEVICES= empty); MATRIX_OUT=file.json is its result
 #   COURSE_REPO_URL=...   the repository the site's launch buttons open (see book/teaching.md)
@@ -33,6 +34,7 @@ WHEELHOUSE ?=
 LAB_FLAGS ?=
 PORT ?= 8888
 BROWSER_TESTS ?= 1
+KERNEL_LAB_TESTS ?= 1
 STUDENT_DIR ?= build/student
 SUBMISSIONS ?=
 BOOK_LABS ?=
@@ -61,7 +63,8 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
 .PHONY: lab test venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser student grade \
-	book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table
+	book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table \
+	kernel-lab test-kernel-lab kernel-lab-tests-left-out
 
 # $(call install,extras): create the environment if missing, install the course with those extras
 # (pip adds only what is missing, so `make test` after `make lab` installs just the test and book tools).
@@ -92,11 +95,26 @@ lab: $(LAB_STAMP)
 
 # Everything CI runs. Each step prints its own summary; the first failure stops the run.
 test: $(STAMP)
-	$(MAKE) --no-print-directory test-lint test-unit test-notebooks test-labs test-lab book \
+	$(MAKE) --no-print-directory test-lint test-unit \
+		$(if $(filter 1,$(KERNEL_LAB_TESTS)),test-kernel-lab,kernel-lab-tests-left-out) \
+		test-notebooks test-labs test-lab book \
 		$(if $(filter 1,$(BROWSER_TESTS)),test-browser,browser-tests-left-out)
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not browser and not built_site" tests
+	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm" tests
+
+# The kernel lab (helpers/measure/kernel_vm): build its bundle from Debian's packages into
+# build/kernel_lab/ (kernel + initramfs with the DRM modules and tools/kernel_lab/probe.c; needs
+# apt-get, gcc and libdrm-dev), then boot it under QEMU (TCG, or KVM where a guest runs on it).
+# Built before the notebooks so Chapter 6, part 2 runs live in CI.
+kernel-lab: $(STAMP)
+	$(BIN)/python -m helpers.measure.kernel_vm build
+
+test-kernel-lab: kernel-lab
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m kernel_vm --durations=0 tests/measure/test_kernel_vm_live.py
+
+kernel-lab-tests-left-out:
+	@echo "make test: KERNEL LAB VM TESTS NOT RUN (KERNEL_LAB_TESTS=$(KERNEL_LAB_TESTS)); install qemu-system-x86 and run 'make test-kernel-lab'"
 
 test-lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book)

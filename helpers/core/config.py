@@ -15,6 +15,10 @@ environment (Numba's CUDA simulator when there is no GPU) is made by `course.sta
 | COURSE_NVIDIA_SMI | the nvidia-smi that tells whether other processes share the GPU | `nvidia-smi` on PATH |
 | NUMBA_ENABLE_CUDASIM | Numba's own switch; 1 runs kernels on its CUDA simulator | set by course.start without a GPU |
 | NBGRADER_EXECUTION | nbgrader's own flag; graded checks are quiet under autograde | unset |
+| COURSE_QEMU | the QEMU binary the kernel lab boots Linux with | `qemu-system-x86_64` on PATH |
+| COURSE_KERNEL_LAB_DIR | where the kernel lab's bundle (kernel + initramfs) is built and kept | build/kernel_lab |
+| COURSE_KERNEL_LAB_KERNEL | the Debian kernel package the bundle is made from | what `linux-image-amd64` depends on |
+| COURSE_KERNEL_LAB_ACCEL | QEMU accelerator: auto (KVM when /dev/kvm is usable, else TCG), tcg or kvm | auto |
 
 The build and test tools in tools/ (not part of the package a notebook imports; some run
 without it) read a few more themselves: TOOL_VARIABLES lists them for the README's table.
@@ -36,7 +40,8 @@ BWCHECK_SOURCE = REPO_ROOT / "tools" / "bwcheck" / "bwcheck.cu"  # the C cross-c
 
 #: every variable the course reads, for the README's table and its test
 VARIABLES = ("COURSE_MODE", "COURSE_REFERENCE", "COURSE_P2P_REFERENCE", "COURSE_DATA_DIR", "COURSE_STRACE",
-             "BWCHECK", "COURSE_STATE_DIR", "COURSE_NVIDIA_SMI", "NUMBA_ENABLE_CUDASIM", "NBGRADER_EXECUTION")
+             "BWCHECK", "COURSE_STATE_DIR", "COURSE_NVIDIA_SMI", "NUMBA_ENABLE_CUDASIM", "NBGRADER_EXECUTION",
+             "COURSE_QEMU", "COURSE_KERNEL_LAB_DIR", "COURSE_KERNEL_LAB_KERNEL", "COURSE_KERNEL_LAB_ACCEL")
 
 #: variables the scripts in tools/ read (site build, offline installs, browser tests)
 TOOL_VARIABLES = ("COURSE_REPO_URL", "COURSE_REPO_BRANCH", "COURSE_REPO_PROVIDER", "COURSE_JUPYTERHUB_URL",
@@ -133,6 +138,33 @@ def numba_simulator_on() -> bool:
 def nbgrader_grading() -> bool:
     """True while nbgrader autogrades or validates a notebook."""
     return _get("NBGRADER_EXECUTION") in ("autograde", "validate")
+
+
+def qemu_setting() -> str | None:
+    """COURSE_QEMU as given (the kernel lab checks it runs), or None for qemu-system-x86_64 on PATH."""
+    return _get("COURSE_QEMU") or None
+
+
+def kernel_lab_dir() -> Path:
+    """The kernel lab's cache folder: COURSE_KERNEL_LAB_DIR, else build/kernel_lab of this checkout."""
+    env = _get("COURSE_KERNEL_LAB_DIR")
+    return Path(env) if env else REPO_ROOT / "build" / "kernel_lab"
+
+
+def kernel_lab_kernel_package() -> str | None:
+    """COURSE_KERNEL_LAB_KERNEL (a Debian linux-image-*-amd64 package name), or None."""
+    return _get("COURSE_KERNEL_LAB_KERNEL") or None
+
+
+KERNEL_LAB_ACCELS = ("auto", "tcg", "kvm")
+
+
+def kernel_lab_accel() -> str:
+    """COURSE_KERNEL_LAB_ACCEL (auto when unset); an unknown value is an InputError naming the choices."""
+    value = _get("COURSE_KERNEL_LAB_ACCEL").lower() or "auto"
+    if value not in KERNEL_LAB_ACCELS:
+        raise InputError(f"COURSE_KERNEL_LAB_ACCEL={value!r} is not one of {', '.join(KERNEL_LAB_ACCELS)}")
+    return value
 
 
 def tool_on_path(name: str) -> str | None:

@@ -107,6 +107,12 @@ def missing_needs(exp: experiments.Experiment, live: bool, live_reason: str, for
         if need == experiments.NVCC and not (config.bwcheck_setting() or config.tool_on_path("nvcc")
                                              or config.BWCHECK_SOURCE.with_suffix("").exists()):
             return "nvcc is not installed here and tools/bwcheck is not built (run `make bwcheck`)"
+        if need == experiments.QEMU:
+            from helpers.measure.kernel_vm import qemu
+
+            hint = qemu.available()
+            if hint:
+                return hint
     return None
 
 
@@ -161,6 +167,14 @@ def _replay(ctx, exp: experiments.Experiment, why: str, optional: bool, params: 
     if params:
         why += (f"; the recording was made with the recorder's own parameters, not "
                 f"{', '.join(f'{k}={v!r}' for k, v in params.items())}")
+    if exp.reference == experiments.KERNEL_LAB_REFERENCE:  # a VM transcript, not a GPU recording
+        from helpers.measure.kernel_vm import transcript
+
+        try:
+            t = transcript.load(exp.id)
+        except ReferenceDataError as exc:
+            return _missing(exp, str(exc), why, optional, source="no kernel-lab transcript")
+        return Evidence(exp.id, t.data, Mode.REPLAY, t.label, why, t.provenance)
     try:
         ref = ctx.reference(exp.reference)
     except ReferenceDataError as exc:

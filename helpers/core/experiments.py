@@ -48,12 +48,16 @@ GPU = "gpu"  # one usable CUDA GPU, and the course in live mode
 TWO_GPUS = "two_gpus"  # two or more CUDA GPUs
 STRACE = "strace"  # the strace binary (COURSE_STRACE or PATH)
 NVCC = "nvcc"  # nvcc, or a built tools/bwcheck (BWCHECK)
-NEEDS = (GPU, TWO_GPUS, STRACE, NVCC)
+QEMU = "qemu"  # qemu-system-x86_64 (COURSE_QEMU or PATH): the kernel lab boots Linux in it
+NEEDS = (GPU, TWO_GPUS, STRACE, NVCC, QEMU)
 
 # Which reference file holds an experiment's recording.
 DEFAULT_REFERENCE = "default"  # COURSE_REFERENCE, else h100-pcie
 P2P_REFERENCE = "p2p"  # COURSE_P2P_REFERENCE, else h200x2-nvlink
-REFERENCES = (DEFAULT_REFERENCE, P2P_REFERENCE)
+# not a GPU recording: a transcript of a run in the kernel lab's VM, data/kernel_lab/<id>.json,
+# written by `python -m helpers.measure.kernel_vm record` (the GPU recorder leaves these out)
+KERNEL_LAB_REFERENCE = "kernel_lab"
+REFERENCES = (DEFAULT_REFERENCE, P2P_REFERENCE, KERNEL_LAB_REFERENCE)
 
 _ID = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
 _REGISTRY: dict[str, Experiment] = {}

@@ -89,6 +89,8 @@ def reference_file(which: str) -> str:
     """The file an experiment's recording is replayed from, as configured here."""
     if which == experiments.P2P_REFERENCE:
         return f"{config.p2p_reference_name()}.json"
+    if which == experiments.KERNEL_LAB_REFERENCE:
+        return "data/kernel_lab/<id>.json, by `python -m helpers.measure.kernel_vm record`"
     return f"{reference.default_reference_name() or config.DEFAULT_REFERENCE}.json"
 
 
@@ -194,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"record: refusing to record without a live GPU — {info.reason}", file=sys.stderr)
         return EXIT_REFUSED
     # an experiment whose recording lives elsewhere in the file (recorded_in) is not run on its own
-    chosen = [e for e in registry.values() if e.recorded_in is None
+    # kernel-lab experiments are recorded in a VM by `python -m helpers.measure.kernel_vm record`
+    chosen = [e for e in registry.values() if e.recorded_in is None and e.reference != experiments.KERNEL_LAB_REFERENCE
               and (not args.only or any(fnmatch.fnmatch(e.id, g) for g in args.only))]
     if not chosen:
         print(f"record: no experiment matches {args.only}", file=sys.stderr)

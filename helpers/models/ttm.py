@@ -671,3 +671,41 @@ def panel(link: LinkModel | None = None):
         c.observe(redraw, names="value")
     redraw()
     return w.VBox([w.HBox([vram, wl]), w.HBox([pol, seed]), out])
+
+
+# --------------------------------------------------------------------------------------------
+# Driving the model with a real kernel's sequence (Chapter 6, part 2; Lab 4)
+# --------------------------------------------------------------------------------------------
+def scanout_flips(flips: Sequence[int], buffer_bytes: int, vram_bytes: int, *,
+                  policy: str | Policy = "lru") -> list[dict]:
+    """The model run on a display's flip sequence, as DRM's VRAM helper drives real TTM.
+
+    Each flip shows buffer ``flips[i]``: the kernel pins it in VRAM for scanout, evicting if
+    needed, then unpins the buffer shown before, which goes to the LRU tail (``ttm_bo_unpin``).
+    In the kernel lab's Linux 6.1, the function trace of a flip on bochs shows
+    ``drm_gem_vram_pin <- drm_gem_vram_plane_helper_prepare_fb`` then
+    ``drm_gem_vram_unpin <- drm_gem_vram_simple_display_pipe_cleanup_fb``. Buffers start outside VRAM (the
+    helper creates them in system memory) and are evicted to system memory. One entry per
+    flip: ``{"step", "show", "evicted": [buffer indices], "resident": [buffer indices]}``.
+
+    VRAM here is the model's buddy allocator, not the kernel's drm_mm range manager; with equal
+    buffer sizes both need exactly one eviction per missing buffer once VRAM is full.
+    """
+    buffer_bytes = validate.byte_size(buffer_bytes, "buffer_bytes")
+    m = TTMModel(vram_bytes, vram_bytes, chunk_size=4096, policy=policy)
+    out, shown = [], None
+    for step, b in enumerate(flips):
+        b = validate.whole_number(b, f"flips[{step}] (a buffer index)", lo=0)
+        m.step = step
+        before = len(m.moves)
+        name = f"fb{b}"
+        if name not in m.bos:
+            m.create(name, buffer_bytes, (Domain.VRAM, Domain.SYSTEM))
+        m.pin(name)
+        if shown is not None:
+            m.unpin(shown)
+        shown = name
+        evicted = [int(mv.bo[2:]) for mv in m.moves[before:] if mv.reason == "evict"]
+        resident = sorted(int(n[2:]) for n, bo in m.bos.items() if bo.domain is Domain.VRAM)
+        out.append({"step": step, "show": b, "evicted": evicted, "resident": resident})
+    return out

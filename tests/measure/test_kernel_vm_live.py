@@ -1,0 +1,39 @@
+"""The kernel lab for real: boot Linux under QEMU (`make test-kernel-lab`; marked kernel_vm).
+
+Two boots, about 10-25 s each under TCG on a 2-core machine (more when it is busy). Without
+QEMU these tests fail and say what to install: `make test` runs them only where the kernel
+lab is installed (KERNEL_LAB_TESTS=0 leaves them out, and says so).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.ch06_gem_ttm_dmabuf import real_drm, real_ttm
+from helpers.measure.kernel_vm import qemu
+
+pytestmark = pytest.mark.kernel_vm
+
+
+@pytest.fixture(autouse=True)
+def _qemu_here():
+    hint = qemu.available()
+    assert hint is None, hint
+
+
+def test_gem_walkthrough_runs_in_the_vm():
+    data = real_drm.gem_prime(quick=True)
+    assert data["vm"]["accel"] in ("TCG", "KVM")
+    for dev in data["devices"]:
+        f = real_drm.facts(dev)
+        assert f["handles"] == [1, 2] and f["import_same_handle"] and f["second_close"] == "Invalid argument"
+
+
+def test_the_model_evicts_what_the_kernel_evicts_live():
+    flips = [[0, 1, 2, 3, 4, 5, 2, 6, 0, 7, 1]]
+    data = real_ttm.eviction(quick=True, buffers=8, flips=flips)
+    run = data["runs"][0]
+    assert run["flips"] == flips[0]
+    assert sum(len(t["evicted"]) for t in real_ttm.timeline(run)) >= 4
+    assert real_ttm.compare(run) == []
+    assert real_ttm.intact(run)
