@@ -62,7 +62,7 @@ INHERIT := $(if $(CUDA_EXTRA),,--inherit)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
-.PHONY: lab test venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser student grade \
+.PHONY: lab test venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser test-hub hub student grade \
 	book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table \
 	kernel-lab test-kernel-lab kernel-lab-tests-left-out
 
@@ -98,10 +98,10 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory test-lint test-unit \
 		$(if $(filter 1,$(KERNEL_LAB_TESTS)),test-kernel-lab,kernel-lab-tests-left-out) \
 		test-notebooks test-labs test-lab book \
-		$(if $(filter 1,$(BROWSER_TESTS)),test-browser,browser-tests-left-out)
+		$(if $(filter 1,$(BROWSER_TESTS)),test-browser test-hub,browser-tests-left-out)
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm" tests
+	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm and not hub" tests
 
 # The kernel lab (helpers/measure/kernel_vm): build its bundle from Debian's packages into
 # build/kernel_lab/ (kernel + initramfs with the DRM modules and tools/kernel_lab/probe.c; needs
@@ -169,8 +169,17 @@ test-browser: $(STAMP)
 	$(BIN)/python tools/labbrowser.py --notebook notebooks/00_your_machine.ipynb -- \
 		$(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
 
+# A class on a real JupyterHub (tools/hubclass.py): the hub and its proxy (configurable-http-proxy,
+# from the npm registry into build/hub) on 127.0.0.1, one lab through nbgrader's exchange end to
+# end, one student in headless Chromium. `make hub` starts the same hub for trying it by hand.
+test-hub: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m hub tests/site/test_hub.py
+
+hub: $(STAMP)
+	$(BIN)/python tools/hubclass.py serve --port $(PORT)
+
 browser-tests-left-out:
-	@echo "make test: BROWSER TESTS NOT RUN (BROWSER_TESTS=$(BROWSER_TESTS)); run 'make test-browser' where Chromium is installed"
+	@echo "make test: BROWSER AND HUB TESTS NOT RUN (BROWSER_TESTS=$(BROWSER_TESTS)); run 'make test-browser test-hub' where Chromium is installed"
 
 # The site's JavaScript, served locally (book/_static, generated): plotly.js from the installed
 # plotly; the Jupyter widget manager and MathJax from the npm registry, or from a WHEELHOUSE
