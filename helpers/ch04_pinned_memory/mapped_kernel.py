@@ -54,7 +54,7 @@ def time_mapped_sum(nbytes: int, repeats: int, blocks: int = 528) -> dict:
             start, end = cuda.event(), cuda.event()
             start.record()
             if way == "copy_then_sum_ms":
-                dev.copy_to_device(host)  # one bulk DMA copy over the link
+                dev.copy_to_device(np.asarray(host))  # one bulk DMA copy over the link (from the same pinned pages)
             sum_into[blocks, 256](x, out)  # every read of x: a PCIe read (zero-copy) or GPU memory
             end.record()
             end.synchronize()
