@@ -47,28 +47,30 @@ def _candidate_roots() -> Iterator[Path]:
     yield Path(__file__).resolve().parents[2]
 
 
-def reference(lab: str) -> types.ModuleType:
-    """The instructor-only module of `lab` ("lab2" ... "lab5"): reference answers, hidden cases."""
-    lab = validate.text(lab, "lab (e.g. 'lab4')")
-    name = f"{INSTRUCTOR_PACKAGE}.labs.{lab}"
+def instructor_module(name: str) -> types.ModuleType:
+    """The instructor-only module `instructor.<name>`; InstructorOnlyError where it is absent."""
+    full = f"{INSTRUCTOR_PACKAGE}.{validate.text(name, 'instructor module')}"
     try:
-        return importlib.import_module(name)
+        return importlib.import_module(full)
     except ModuleNotFoundError as exc:
-        if exc.name not in (INSTRUCTOR_PACKAGE, f"{INSTRUCTOR_PACKAGE}.labs", name):
+        if not (exc.name == INSTRUCTOR_PACKAGE or full.startswith(f"{exc.name}.") or exc.name == full):
             raise
     for root in _candidate_roots():
-        if (root / INSTRUCTOR_PACKAGE / "__init__.py").is_file() and (root / INSTRUCTOR_PACKAGE / "labs").is_dir():
-            sys.path.insert(0, str(root))
+        if (root / INSTRUCTOR_PACKAGE / "__init__.py").is_file():
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
             importlib.invalidate_caches()
-            try:
-                return importlib.import_module(name)
-            except ModuleNotFoundError:
-                sys.path.remove(str(root))
-                break
+            sys.modules.pop(INSTRUCTOR_PACKAGE, None)
+            return importlib.import_module(full)
     raise InstructorOnlyError(
-        f"{name} is not here: reference answers and hidden grading cases belong to the instructor's copy "
-        "of the course (its instructor/ folder), which the student distribution does not contain. "
-        "Your instructor grades this part; the examples in the notebook are for you.")
+        f"{full} is not here: reference answers, hidden grading cases and the answers of per-learner problems "
+        "belong to the instructor's copy of the course (its instructor/ folder), which the student distribution "
+        "does not contain. Your instructor grades with them; the examples in the notebooks are for you.")
+
+
+def reference(lab: str) -> types.ModuleType:
+    """The instructor-only module of `lab` ("lab2" ... "lab5"): reference answers, hidden cases."""
+    return instructor_module(f"labs.{validate.text(lab, 'lab (e.g. lab4)')}")
 
 
 @contextmanager
