@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.core import reference
-from instructor.labs import lab4
 from helpers.models import ttm
 from helpers.models.buddy import OutOfSpace
 from helpers.models.ttm import Domain, MiB
+from instructor.labs import lab4
 
 LINK = ttm.LinkModel(latency_s=1e-5, h2d_bytes_per_s=50e9, d2h_bytes_per_s=40e9, source="test")
 
