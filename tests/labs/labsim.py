@@ -26,8 +26,23 @@ def cells(lab: str):
     return [(c.metadata["nbgrader"], c.source) for c in nb.cells if c.cell_type == "code"]
 
 
-def score(lab: str, solutions: dict[str, str] | None = None, *, monkeypatch) -> dict[str, float]:
-    """Points per graded check for the source lab with `solutions` (grade_id -> source) swapped in."""
+def strip_hidden(source: str) -> str:
+    """A check cell as the student version has it: nbgrader's hidden-test region removed."""
+    out, hidden = [], False
+    for ln in source.splitlines():
+        if "BEGIN HIDDEN TESTS" in ln:
+            hidden = True
+        elif "END HIDDEN TESTS" in ln:
+            hidden = False
+        elif not hidden:
+            out.append(ln)
+    return "\n".join(out)
+
+
+def score(lab: str, solutions: dict[str, str] | None = None, *, monkeypatch, hidden: bool = True) -> dict[str, float]:
+    """Points per graded check for the source lab with `solutions` (grade_id -> source) swapped in.
+
+    hidden=False runs the checks as the student version has them (published examples only)."""
     from helpers.core import grading
 
     solutions = solutions or {}
@@ -38,10 +53,13 @@ def score(lab: str, solutions: dict[str, str] | None = None, *, monkeypatch) -> 
     ns: dict = {"display": lambda *a, **k: None, "__name__": "__main__"}
     points: dict[str, float] = {}
     grading.results.clear()
+    FEEDBACK.clear()
     for meta, src in cells(lab):
         gid = meta["grade_id"]
         src = solutions.get(gid, src)
         graded = meta.get("grade") and not meta.get("solution")
+        if graded and not hidden:
+            src = strip_hidden(src)
         out = io.StringIO()
         try:
             with contextlib.redirect_stdout(out):
@@ -49,12 +67,11 @@ def score(lab: str, solutions: dict[str, str] | None = None, *, monkeypatch) -> 
         except Exception as exc:  # a failed check (CheckFailed) or any error: no points, like nbgrader
             if graded:
                 points[gid] = 0.0
-                points.setdefault("_feedback", {})[gid] = f"{type(exc).__name__}: {exc}"
+                FEEDBACK[gid] = f"{type(exc).__name__}: {exc}"
             continue
         if graded:
             points[gid] = float(meta["points"])
     return points
 
 
-def total(points: dict) -> float:
-    return sum(v for k, v in points.items() if not k.startswith("_"))
+FEEDBACK: dict[str, str] = {}  # the last failure message of each check, for assertion messages
