@@ -4,6 +4,7 @@
 #               run every check CI runs
 #   make student                  student versions of the labs into build/student (nbgrader)
 #   make grade SUBMISSIONS=dir    autograde submitted labs, xv6-style report (nbgrader)
+#   make student-repo DEST=dir    what a class hands out (no solutions, no instructor/), scanned
 # One environment, two stamps: `make lab` installs the learner set (the course, JupyterLab, Numba,
 # plotly, ipywidgets, hypothesis for Lab 4; CuPy only where an NVIDIA driver is found) and writes
 # $(VENV)/.course-lab; `make test` adds the test and book extras and writes $(VENV)/.course-test.
@@ -60,7 +61,7 @@ INHERIT := $(if $(CUDA_EXTRA),,--inherit)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
-.PHONY: lab test venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser student grade \
+.PHONY: lab test venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser student student-repo grade \
 	book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table
 
 # $(call install,extras): create the environment if missing, install the course with those extras
@@ -99,7 +100,7 @@ test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not browser and not built_site" tests
 
 test-lint: $(STAMP)
-	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book)
+	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book instructor)
 	$(BIN)/python tools/nbhygiene.py $(NOTEBOOKS)
 
 # Every notebook top to bottom on a fresh kernel (nbval-lax: errors fail, outputs are not
@@ -132,6 +133,13 @@ matrix-table:
 # Instructors: student versions (solutions removed by nbgrader's ClearSolutions etc.).
 student: $(STAMP)
 	$(BIN)/python tools/labgrade.py student --out $(STUDENT_DIR)
+
+# Instructors: the student distribution in DEST (chapters, the labs' student versions, helpers,
+# data, a student README; never instructor/), then a scan that fails on any solution marker,
+# solution or hidden-test line, instructor file or copy of a reference implementation.
+student-repo: $(STAMP)
+	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=folder"; exit 2; }
+	$(BIN)/python tools/studentdist.py build "$(DEST)"
 
 # Instructors: grade a folder of submissions (notebooks, or one sub-folder per student).
 grade: $(STAMP)
