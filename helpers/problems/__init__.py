@@ -107,8 +107,14 @@ def _lab2(rng) -> tuple[str, str, dict]:
 def _lab3(rng) -> tuple[str, str, dict]:
     p = random_machine(rng, "your simulated machine")
     frame = int(rng.choice([1, 2, 4, 8, 16])) * MiB
-    period = float(rng.choice([2e-3, 4e-3, 8e-3, 16e-3]))
-    deadline = period * float(rng.choice([1.0, 1.5, 2.0, 3.0]))
+    copy, kernel = p.copy_s(frame, True), p.kernel_s(frame)
+    one_at_a_time = copy + kernel + p.overhead_s
+    if rng.random() < 0.5:  # faster than one frame at a time allows: only overlap can keep up
+        period = rng.uniform(max(copy, kernel) + p.overhead_s, one_at_a_time)
+    else:
+        period = one_at_a_time * rng.uniform(1.1, 2.5)
+    period = float(min(max(round(period, 4), 2e-4), 0.5))
+    deadline = float(round(max(period * rng.uniform(1.0, 3.0), one_at_a_time * rng.uniform(0.9, 1.5)), 4))
     text = (f"A capture card delivers {frame >> 20} MiB every {period * 1e3:g} ms; each frame must be processed within "
             f"{deadline * 1e3:g} ms of its arrival. Your machine's model parameters are `data['params']`.\n"
             "Which design, how many device buffers and how many ring slots (the cheapest that meets every deadline "
