@@ -62,11 +62,11 @@ def recorded_sweep(host_kind: str = "pinned", direction: str = "h2d") -> tuple[n
 
 
 def perturb_sweep(nbytes, times_s, rng: np.random.Generator, *, keep: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """A recorded sweep made someone else's: times scaled (bandwidth 0.6-1.6x), a fixed cost added
+    """A recorded sweep made someone else's: times scaled (bandwidth 0.4-1.1x, a slower or similar link), a fixed cost added
     (0-50 % of the smallest copy), 1 % fresh noise, and (keep < 1) a random share of sizes dropped.
     The shape — flat for small copies, linear for large — is the recording's own."""
     n, t = np.asarray(nbytes, dtype=float), np.asarray(times_s, dtype=float)
-    scale = rng.uniform(0.6, 1.6)
+    scale = rng.uniform(0.9, 2.5)
     shift = rng.uniform(0.0, 0.5) * float(t.min()) * scale
     out = (t * scale + shift) * rng.lognormal(0.0, 0.01, t.size)
     mask = np.ones(n.size, bool)
