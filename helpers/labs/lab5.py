@@ -7,6 +7,7 @@ from hidden cases the learner has not seen, so copying these numbers earns nothi
 
 from __future__ import annotations
 
+from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
 from helpers.labs.cases import Case
 from helpers.models import routes
@@ -65,7 +66,7 @@ def examples(part: str) -> list[Case]:
     if part == "order":
         return [Case(f"simulated matrix {s}, GPU{a}->GPU{b}, {n} B", {"M": _matrix(s), "src": a, "dst": b, "nbytes": n},
                      list(w)) for s, a, b, n, w in _ORDER]
-    raise ValueError(f"Lab 5 has no part {part!r}; parts: {PARTS}")
+    raise InputError(f"Lab 5 has no part {part!r}; parts: {PARTS}")
 
 
 def measured_cases(matrices: Evidence) -> list[Case]:
