@@ -4,6 +4,7 @@
 #               run every check CI runs
 #   make student                  student versions of the labs into build/student (nbgrader)
 #   make grade SUBMISSIONS=dir    autograde submitted labs, xv6-style report (nbgrader)
+#   make student-repo DEST=dir    what a class hands out (no solutions, no instructor/), scanned
 # One environment, two stamps: `make lab` installs the learner set (the course, JupyterLab, Numba,
 # plotly, ipywidgets, hypothesis for Lab 4; CuPy only where an NVIDIA driver is found) and writes
 # $(VENV)/.course-lab; `make test` adds the test and book extras and writes $(VENV)/.course-test.
@@ -62,8 +63,8 @@ INHERIT := $(if $(CUDA_EXTRA),,--inherit)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
-.PHONY: lab test venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser test-hub hub student grade \
-	book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table \
+.PHONY: lab test venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser test-hub hub student \
+	student-repo grade book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table \
 	kernel-lab test-kernel-lab kernel-lab-tests-left-out
 
 # $(call install,extras): create the environment if missing, install the course with those extras
@@ -117,7 +118,7 @@ kernel-lab-tests-left-out:
 	@echo "make test: KERNEL LAB VM TESTS NOT RUN (KERNEL_LAB_TESTS=$(KERNEL_LAB_TESTS)); install qemu-system-x86 and run 'make test-kernel-lab'"
 
 test-lint: $(STAMP)
-	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book)
+	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book instructor)
 	$(BIN)/python tools/nbhygiene.py $(NOTEBOOKS)
 
 # Every notebook top to bottom on a fresh kernel (nbval-lax: errors fail, outputs are not
@@ -150,6 +151,13 @@ matrix-table:
 # Instructors: student versions (solutions removed by nbgrader's ClearSolutions etc.).
 student: $(STAMP)
 	$(BIN)/python tools/labgrade.py student --out $(STUDENT_DIR)
+
+# Instructors: the student distribution in DEST (chapters, the labs' student versions, helpers,
+# data, a student README; never instructor/), then a scan that fails on any solution marker,
+# solution or hidden-test line, instructor file or copy of a reference implementation.
+student-repo: $(STAMP)
+	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=folder"; exit 2; }
+	$(BIN)/python tools/studentdist.py build "$(DEST)"
 
 # Instructors: grade a folder of submissions (notebooks, or one sub-folder per student).
 grade: $(STAMP)

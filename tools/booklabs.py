@@ -47,9 +47,8 @@ NOTE = """\
 **Student version.** This page is {lab} as a learner gets it: the code to write is a
 `# YOUR CODE HERE` stub, and the checks, run when this site was built, report that it is
 not written yet. To work on it, download it (the page's download button) into your copy of
-the course. Instructors: the worked solutions are the nbgrader source notebooks in the
-course repository's `labs/` folder; `make book BOOK_LABS=solution` (or `COURSE_BOOK_LABS=solution`)
-builds a site that shows them (see *Teaching with this course*).
+the course. Its checks try your code on published examples; your instructor grades it with
+hidden cases of the same kind (see *Teaching with this course*).
 ```
 """
 
@@ -166,12 +165,14 @@ def read_state(build: Path) -> dict | None:
 
 # --------------------------------------------------------------------------- leak check
 def _regions(source: str) -> tuple[list[str], list[str]]:
-    """(lines inside BEGIN/END SOLUTION regions, lines outside them), stripped."""
+    """(lines inside BEGIN/END SOLUTION or BEGIN/END HIDDEN TESTS regions, lines outside them), stripped.
+
+    Hidden tests are the instructor's grading cases: a student site must not show them either."""
     inside, outside, on = [], [], False
     for ln in source.splitlines():
-        if "BEGIN SOLUTION" in ln:
+        if "BEGIN SOLUTION" in ln or "BEGIN HIDDEN TESTS" in ln:
             on = True
-        elif "END SOLUTION" in ln:
+        elif "END SOLUTION" in ln or "END HIDDEN TESTS" in ln:
             on = False
         else:
             (inside if on else outside).append(ln.strip())

@@ -1,4 +1,4 @@
-"""Routing transfers over a measured topology (Lab 5's model and its brute-force optimum).
+"""Routing transfers over a measured topology: the link model of Chapter 8 and Lab 5.
 
 Nodes are "host" and "GPU0".."GPU{n-1}". Every directed link a -> b has a latency (s) and a
 bandwidth (bytes/s), taken from a recording: GPU -> GPU links from the peer-access copies,
@@ -6,17 +6,14 @@ host links from pinned host<->device copies. A transfer of n bytes crossing one 
 latency + n / bandwidth (the t0 + n/B model of Chapter 0); a route is a path of links, stored
 and forwarded, so its time is the sum over its links.
 
-A set of transfers runs at once. Each link serves the transfers routed over it one after
-another, so its busy time is the sum of their costs on it; no transfer finishes before its
-own route time. The set completes (the makespan) at the larger of the two: the busiest
-link's busy time, the slowest single route. `optimal` tries every assignment of routes (direct,
-via host, via each other GPU) and returns the smallest makespan: exact, and fine for the
-handful of transfers of the lab.
+This module holds the model's data — `LinkMatrix` (a link's cost), the candidate routes
+between two GPUs, matrices from a recording or simulated ones — and nothing of Lab 5's
+answers: a route's time, a set's makespan and the best routes are what the learner writes
+(the instructor's reference is outside the student distribution).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -25,7 +22,6 @@ from helpers.core.errors import CourseError, InputError
 from helpers.models import copy_cost
 
 HOST = "host"
-MAX_ASSIGNMENTS = 500_000
 
 
 class RoutingError(CourseError):
@@ -92,42 +88,6 @@ def routes(m: LinkMatrix, src: int, dst: int) -> list[tuple[str, ...]]:
     if not out:
         raise RoutingError(f"no route at all from {a} to {b}")
     return out
-
-
-def route_time(m: LinkMatrix, path: tuple[str, ...], nbytes: int) -> float:
-    """Seconds for one transfer along `path` with nothing else running (store and forward)."""
-    if len(path) < 2:
-        raise RoutingInputError(f"a route needs at least two nodes, got {path!r}")
-    return sum(m.cost(a, b, nbytes) for a, b in zip(path, path[1:], strict=False))
-
-
-def makespan(m: LinkMatrix, transfers: list[tuple[int, int, int]], paths: list[tuple[str, ...]]) -> float:
-    """Completion time of `transfers` (src, dst, nbytes) on the given paths: the busiest link's
-    busy time or the longest single route time, whichever is larger."""
-    if len(paths) != len(transfers):
-        raise RoutingInputError(f"{len(transfers)} transfers but {len(paths)} routes")
-    busy: dict[tuple[str, str], float] = {}
-    for (s, d, n), path in zip(transfers, paths, strict=True):
-        if path[0] != gpu_name(s, m.n_gpus) or path[-1] != gpu_name(d, m.n_gpus):
-            raise RoutingInputError(f"route {path} does not go from GPU{s} to GPU{d}")
-        for a, b in zip(path, path[1:], strict=False):
-            busy[(a, b)] = busy.get((a, b), 0.0) + m.cost(a, b, n)
-    longest = max((route_time(m, p, n) for (_, _, n), p in zip(transfers, paths, strict=True)), default=0.0)
-    return max(max(busy.values(), default=0.0), longest)
-
-
-def optimal(m: LinkMatrix, transfers: list[tuple[int, int, int]]) -> tuple[float, list[tuple[str, ...]]]:
-    """The smallest makespan over every assignment of routes, and one assignment reaching it."""
-    options = [routes(m, s, d) for s, d, _ in transfers]
-    total = math.prod(len(o) for o in options)
-    if total > MAX_ASSIGNMENTS:
-        raise RoutingError(f"{total} route assignments is too many to try them all (limit {MAX_ASSIGNMENTS})")
-    best, best_paths = math.inf, None
-    for combo in itertools.product(*options):
-        t = makespan(m, transfers, list(combo))
-        if t < best:
-            best, best_paths = t, list(combo)
-    return best, best_paths
 
 
 def from_recording(data: dict, *, peer_method: str = "peer") -> LinkMatrix:

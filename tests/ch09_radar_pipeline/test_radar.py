@@ -209,7 +209,7 @@ def test_errors_are_course_errors():
 
 def test_float32_map_matches_float64_reference():
     x = radar.synth_frame(1 << 20, 3, 1)
-    got = radar.range_doppler(np, x, radar.matched_filter(np))
+    got = radar.doppler_map(np, x, radar.matched_filter(np))
     assert got.dtype == np.float32 and got.shape == x.shape
     assert radar.map_error(got, radar.reference_map(x)) < 1e-4
 
@@ -347,7 +347,7 @@ def test_live_pipeline_processes_frames_correctly(design):
 @pytest.mark.gpu
 def test_live_pipeline_with_a_wrong_process_step_fails_the_check():
     def wrong(xp, frame, mf):
-        return radar.range_doppler(xp, frame[::-1], mf)
+        return radar.doppler_map(xp, frame[::-1], mf)
 
     r = radar.run_pipeline("registered", 1 << 20, 4e-3, 30, check_every=5, process=wrong)
     assert r.max_error > 1e-2
@@ -380,7 +380,7 @@ def test_consumer_loop_bookkeeping_on_a_fake_gpu(fake_gpu, design):
 
 def test_consumer_loop_detects_a_wrong_processing_step(fake_gpu):
     def wrong(xp, frame, mf):
-        return radar.range_doppler(xp, frame[::-1], mf)
+        return radar.doppler_map(xp, frame[::-1], mf)
 
     r = radar.run_pipeline("pipelined", 1 << 20, 6e-3, 20, check_every=2, process=wrong)
     assert r.max_error > 1e-2

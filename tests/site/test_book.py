@@ -190,7 +190,8 @@ def test_student_site_labs_have_no_solution_and_say_so(tmp_path):
     text = (root / "book" / "labs" / LAB2.name).read_text()
     nb = nbformat.read(root / "book" / "labs" / LAB2.name, as_version=4)
     title, note, rest = nb.cells[0].source.split("\n\n", 2)  # the note sits under the title
-    assert title.startswith("# Lab 2") and "Student version" in note and "BOOK_LABS=solution" in note
+    assert title.startswith("# Lab 2") and "Student version" in note and "hidden cases" in note
+    assert "labs/" not in note and "solution" not in note.lower()  # a student page does not say where solutions are
     assert rest.startswith("Chapter 0")
     assert len(nb.cells) == len(nbformat.read(LAB2, as_version=4).cells)
     assert "YOUR CODE HERE" in text
