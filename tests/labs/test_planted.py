@@ -22,7 +22,7 @@ FULL = {
     "lab3": {"rd_matches_reference": 5, "rd_finds_target": 3, "deadline_report": 4, "choose_design": 6,
              "choose_design_cheapest": 4},
     "lab4": {"buddy_examples": 3, "buddy_properties": 7, "policy_cyclic": 4, "policy_hot_cold": 4,
-             "policy_priority": 2},
+             "policy_priority": 2, "kernel_match": 5},
     "lab5": {"check_route_time": 5, "check_makespan": 5, "check_best_routes": 10, "check_order": 5},
 }
 
