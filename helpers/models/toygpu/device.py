@@ -1,43 +1,42 @@
 """The toy GPU itself: a device model that runs in its own process.
 
 The driver (helpers.models.toygpu.driver) starts it with `python -m helpers.models.toygpu ...` and
-from then on reaches it the way a driver reaches hardware:
+from then on reaches it the way a driver reaches hardware (the plumbing is
+helpers.models.device_process, portable Python on Linux, macOS and Windows):
 
-- BAR0, the register file, is a file mapped with mmap in both processes. The device is
-  the only writer of its bytes; a CPU load from it is a register read.
+- One block of shared memory holds BAR0, VRAM and the device-visible system memory, mapped in
+  both processes. The device is the only writer of BAR0's bytes; a CPU load from it is a
+  register read.
 - A CPU store to a register is a *posted write*: it travels to the device, which decides
   what it means (a doorbell, a reset, an error for a read-only register). In the model the
-  write travels as a 16-byte (offset, value) message through a pipe, which is also what
-  wakes the device up: it sleeps in select(2) instead of spinning on a core.
-- BAR1 (VRAM) and the system-memory region are further shared mappings. The CPU reaches
-  VRAM directly through BAR1; the device reaches system memory only by DMA, following
+  write travels as a 16-byte (offset, value) message through the device process's stdin,
+  which is also what wakes the device up: it sleeps on its inbox instead of spinning on a core.
+- The CPU reaches VRAM through BAR1; the device reaches system memory only by DMA, following
   bus addresses in its commands and descriptors.
-- Interrupts travel back as one byte on a second pipe, when INT_MASK lets them.
+- Interrupts travel back as one byte on the device process's stdout, when INT_MASK lets them.
 
 Robustness rules this module keeps:
 - bad programming never raises out of the device loop: it becomes ERROR_CODE/ERROR_INFO,
   halts the ring and raises the ERROR interrupt; every command is bounded in work, so the
   device always returns to reading its register writes;
-- it never outlives the process that started it: it exits when its write pipe reaches EOF
-  (the parent's end closes when the parent dies, however it dies) or when its parent
-  process id changes, checked at least every 50 ms.
+- it never outlives the process that started it: it exits when its stdin reaches end of file
+  (the parent's end closes when the parent dies, however it dies) or, on POSIX, when its
+  parent process id changes, checked at least every 50 ms; on its way out it unlinks the
+  shared memory, so a killed notebook leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import mmap
 import os
-import select
-import shutil
-import signal
 import struct
 import sys
 import traceback
 
 import numpy as np
 
+from helpers.models.device_process import Lifeline, SharedBlock, quiet_interrupts
 from helpers.models.toygpu import commands as C
 from helpers.models.toygpu import regs as R
 from helpers.models.toygpu.link import LinkModel, LinkParams
@@ -57,11 +56,11 @@ class Fault(Exception):
 class Device:
     """The device state machine: registers, ring, MMU, DMA engine, interrupts."""
 
-    def __init__(self, bar0, vram, sysmem, irq_fd: int | None, link: LinkModel):
+    def __init__(self, bar0, vram, sysmem, notify, link: LinkModel):
         self.regs = np.ndarray((R.BAR0_SIZE // 8,), dtype="<u8", buffer=bar0)
         self.vram = np.ndarray((len(vram),), dtype=np.uint8, buffer=vram)
         self.sys = np.ndarray((len(sysmem),), dtype=np.uint8, buffer=sysmem)
-        self.irq_fd = irq_fd
+        self.notify = notify  # callable sending one interrupt notification, or None
         self.link = link
         self.ring_base = self.ring_size = 0
         self.regs[:] = 0
@@ -102,13 +101,8 @@ class Device:
     def interrupt(self, cause: R.Irq) -> None:
         """Set an INT_STATUS bit and, if INT_MASK allows it, notify the CPU."""
         self._set("INT_STATUS", self._get("INT_STATUS") | int(cause))
-        if self._get("INT_MASK") & int(cause) and self.irq_fd is not None:
-            try:
-                os.write(self.irq_fd, b"\x01")
-            except BlockingIOError:
-                pass  # the CPU already has notifications waiting
-            except BrokenPipeError:
-                raise SystemExit(0) from None  # nobody listens any more
+        if self._get("INT_MASK") & int(cause) and self.notify is not None:
+            self.notify()
 
     def on_write(self, offset: int, value: int) -> None:
         """A posted register write arrived: apply its meaning."""
@@ -344,54 +338,64 @@ class Device:
             self.execute(w, depth + 1)
 
 
-def serve(dev: Device, wfd: int, parent_pid: int) -> None:
+def layout(vram_bytes: int, sysmem_bytes: int) -> dict[str, tuple[int, int]]:
+    """Where BAR0, VRAM and system memory sit in the device's one shared block: name -> (offset, size)."""
+    return {"bar0": (0, R.BAR0_SIZE), "vram": (R.BAR0_SIZE, vram_bytes),
+            "sysmem": (R.BAR0_SIZE + vram_bytes, sysmem_bytes)}
+
+
+def serve(dev: Device, line: Lifeline) -> None:
     """The device's main loop: take register writes, execute commands, watch the parent."""
     pending = b""
-    while True:
-        if os.getppid() != parent_pid:
-            return  # re-parented: the process that started us is gone
-        busy = dev.can_step()
-        ready, _, _ = select.select([wfd], [], [], 0 if busy else POLL_S)
-        if ready:
-            try:
-                data = os.read(wfd, MSG.size * 4096)
-            except BlockingIOError:
-                data = None
-            if data == b"":
-                return  # EOF: the driver closed its end, or its process died
-            if data:
-                pending += data
-                whole = len(pending) - len(pending) % MSG.size
-                for off, val in MSG.iter_unpack(pending[:whole]):
-                    dev.on_write(off, val)
-                pending = pending[whole:]
+    while not line.gone():
+        data = line.get(0 if dev.can_step() else POLL_S)
+        if data is None:
+            return  # end of file: the driver closed its end, or its process died
+        if data:
+            pending += data
+            whole = len(pending) - len(pending) % MSG.size
+            for off, val in MSG.iter_unpack(pending[:whole]):
+                dev.on_write(off, val)
+            pending = pending[whole:]
         if dev.can_step():
             dev.step()
 
 
+def _notifier():
+    """Send one byte on stdout per interrupt; exit quietly once nobody listens."""
+    fd = sys.stdout.fileno()
+
+    def notify() -> None:
+        try:
+            os.write(fd, b"\x01")
+        except OSError:
+            raise SystemExit(0) from None
+
+    return notify
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the device process (started by the driver, not by hand)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the notebook, not the device
+    quiet_interrupts()
     p = argparse.ArgumentParser(description="toy GPU device process")
-    p.add_argument("--dir", required=True)
-    p.add_argument("--wfd", type=int, required=True)
-    p.add_argument("--irqfd", type=int, required=True)
+    p.add_argument("--shm", required=True)
+    p.add_argument("--vram", type=int, required=True)
+    p.add_argument("--sysmem", type=int, required=True)
     p.add_argument("--parent", type=int, required=True)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--link", default="{}")
     a = p.parse_args(argv)
-    if os.getppid() != a.parent:
+    line = Lifeline(a.parent)
+    if line.gone():
         return 0
-    os.set_blocking(a.irqfd, False)
-    maps = []
-    for name in ("bar0", "vram", "sysmem"):
-        with open(os.path.join(a.dir, name), "r+b") as f:
-            maps.append(mmap.mmap(f.fileno(), 0))
-    shutil.rmtree(a.dir, ignore_errors=True)  # both sides have mapped them: nothing to leak
-    link = LinkModel(LinkParams(**json.loads(a.link)), seed=a.seed)
-    dev = Device(*maps, irq_fd=a.irqfd, link=link)
+    block = SharedBlock.attach(a.shm)
     try:
-        serve(dev, a.wfd, a.parent)
+        parts = [block.buf[o:o + n] for o, n in layout(a.vram, a.sysmem).values()]
+        link = LinkModel(LinkParams(**json.loads(a.link)), seed=a.seed)
+        dev = Device(*parts, notify=_notifier(), link=link)
+        serve(dev, line)
     except KeyboardInterrupt:
         pass
+    finally:
+        block.unlink()  # the driver unlinks it too; whoever is last, nothing is left behind
     return 0

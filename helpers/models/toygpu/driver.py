@@ -27,29 +27,25 @@ NVC361_NOTIFY_CHANNEL_PENDING in src/common/sdk/nvidia/inc/class/clc361.h).
 
 from __future__ import annotations
 
+import json
 import math
-import mmap
 import os
-import select
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
 import weakref
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 
 import numpy as np
 
 from helpers.core import validate
 from helpers.core.errors import CourseError, DeviceTimeoutError, InputError, InputTypeError
+from helpers.models.device_process import DeviceProcess, SharedBlock
 from helpers.models.toygpu import commands as C
 from helpers.models.toygpu import regs as R
-from helpers.models.toygpu.device import MSG
+from helpers.models.toygpu.device import MSG, layout
 from helpers.models.toygpu.link import LinkModel, LinkParams
 
 DEFAULT_TIMEOUT_S = 5.0
+POSTED_CREDITS = 256  # posted writes in flight at most (PCIe's flow-control credits; 4 KiB of messages)
 
 
 # -- exceptions ------------------------------------------------------------------------------
@@ -183,22 +179,11 @@ def _check_ring_entries(ring_entries) -> int:
     return n
 
 
-def _shutdown(proc: subprocess.Popen, wfd: int, irq_fd: int, tmpdir: str, bar_fds: tuple = (),
-              stderr=None) -> None:
-    """Stop the device: close its write pipe (it exits on EOF), then make sure it is gone."""
-    for fd in (wfd, irq_fd, *bar_fds):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    try:
-        proc.wait(timeout=2.0)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5.0)
-    shutil.rmtree(tmpdir, ignore_errors=True)
-    if stderr is not None:
-        stderr.close()
+def _shutdown(device: DeviceProcess, block: SharedBlock) -> None:
+    """Stop the device (it exits when its lifeline closes), then free the shared memory."""
+    device.stop()
+    block.unlink()
+    block.close()
 
 
 # -- the driver -------------------------------------------------------------------------------
@@ -226,42 +211,21 @@ class ToyGPU:
         self.last_ns = 0.0
         self._writes_sent = 0
 
-        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        self._dir = tempfile.mkdtemp(prefix="toygpu-", dir=shm)
-        maps, self._bar_fds = {}, {}
-        for name, size in (("bar0", R.BAR0_SIZE), ("vram", vram_bytes), ("sysmem", sysmem_bytes)):
-            path = os.path.join(self._dir, name)
-            with open(path, "wb") as f:
-                f.truncate(size)
-            with open(path, "r+b") as f:
-                maps[name] = mmap.mmap(f.fileno(), size)
-            # kept open: the device unlinks the files once mapped, and bar_files reopens them
-            # through /proc/self/fd like a device node
-            self._bar_fds[name] = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-        self._bar0, self._vram_map, self._sys_map = maps["bar0"], maps["vram"], maps["sysmem"]
-        self._regs = np.ndarray((R.BAR0_SIZE // 8,), dtype="<u8", buffer=self._bar0)
-        self.vram_view = np.ndarray((vram_bytes,), dtype=np.uint8, buffer=self._vram_map)
-        self.sys_view = np.ndarray((sysmem_bytes,), dtype=np.uint8, buffer=self._sys_map)
-
-        w_r, self._wfd = os.pipe()
-        self._irq_r, irq_w = os.pipe()
-        os.set_blocking(self._wfd, False)
-        os.set_blocking(self._irq_r, False)
-        root = str(Path(__file__).resolve().parents[3])
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-        self._stderr = tempfile.TemporaryFile()
-        args = [sys.executable, "-m", "helpers.models.toygpu", "--dir", self._dir,
-                "--wfd", str(w_r), "--irqfd", str(irq_w), "--parent", str(os.getpid()),
-                "--seed", str(seed), "--link", _json(link or LinkParams())]
+        self._block = SharedBlock.create("course-toygpu", R.BAR0_SIZE + vram_bytes + sysmem_bytes)
         try:
-            self.proc = subprocess.Popen(args, pass_fds=(w_r, irq_w), env=env, cwd=root,
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=self._stderr)
-        finally:
-            os.close(w_r)
-            os.close(irq_w)
-        self._finalizer = weakref.finalize(self, _shutdown, self.proc, self._wfd, self._irq_r, self._dir,
-                                           tuple(self._bar_fds.values()), self._stderr)
+            self._device = DeviceProcess("helpers.models.toygpu", [
+                "--shm", self._block.name, "--vram", str(vram_bytes), "--sysmem", str(sysmem_bytes),
+                "--parent", str(os.getpid()), "--seed", str(seed), "--link", _json(link or LinkParams())])
+        except BaseException:
+            self._block.unlink()
+            raise
+        self.proc = self._device.proc
+        self._finalizer = weakref.finalize(self, _shutdown, self._device, self._block)
+        views = {name: self._block.buf[o:o + n] for name, (o, n) in layout(vram_bytes, sysmem_bytes).items()}
+        self._regs = np.ndarray((R.BAR0_SIZE // 8,), dtype="<u8", buffer=views["bar0"])
+        self.vram_view = np.ndarray((vram_bytes,), dtype=np.uint8, buffer=views["vram"])
+        self.sys_view = np.ndarray((sysmem_bytes,), dtype=np.uint8, buffer=views["sysmem"])
+        self._irqs_seen = 0
         self._sys = _Arena(sysmem_bytes)
         self.ring: Buffer | None = None
         self.fence_slot: Buffer | None = None
@@ -271,7 +235,7 @@ class ToyGPU:
         try:
             deadline = time.monotonic() + start_timeout
             while not self._peek("STATUS") & R.Status.READY:
-                if self.proc.poll() is not None:
+                if not self._device.alive():
                     raise DeviceLostError(f"the toy GPU process exited during start-up:\n{self._stderr_text()}")
                 if time.monotonic() > deadline:
                     raise DeviceTimeoutError(f"the toy GPU did not become READY within {start_timeout} s")
@@ -293,31 +257,23 @@ class ToyGPU:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    @property
-    def bar_files(self) -> dict[str, str]:
-        """The files behind the device's memory, like sysfs's resourceN files of a PCI device.
-
-        'bar0' (registers; writes must go through write(), which is the device's bus),
-        'bar1' (VRAM: mmap it to get a CPU mapping of the aperture) and 'sysmem' (the
-        device-visible system memory). Lab 1 maps BAR1 itself with mmap.
-        """
+    def bar1_buffer(self) -> memoryview:
+        """The raw bytes behind BAR1, shared with the device (what mmap of a BAR gives a driver)."""
         self._ensure_alive()
-        return {bar: f"/proc/self/fd/{self._bar_fds[name]}"
-                for bar, name in (("bar0", "bar0"), ("bar1", "vram"), ("sysmem", "sysmem"))}
+        return self._block.buf[R.BAR0_SIZE:R.BAR0_SIZE + len(self.vram_view)]
 
     @property
     def alive(self) -> bool:
         """True while the device process runs."""
-        return self._finalizer.alive and self.proc.poll() is None
+        return self._finalizer.alive and self._device.alive()
 
     def _stderr_text(self) -> str:
-        self._stderr.seek(0)
-        return self._stderr.read().decode(errors="replace")[-2000:]
+        return self._device.stderr_text()
 
     def _ensure_alive(self) -> None:
         if not self._finalizer.alive:
             raise DeviceLostError("this toy GPU was closed; start a new one with ToyGPU()")
-        if self.proc.poll() is not None:
+        if not self._device.alive():
             raise DeviceLostError(f"the toy GPU process exited (status {self.proc.returncode}). "
                                   f"{self._stderr_text()}".strip())
 
@@ -332,10 +288,12 @@ class ToyGPU:
         """Read a register without a bus transaction (debug backdoor; no modelled cost)."""
         return int(self._regs[R.offset(name) // 8])
 
-    def _flush(self, timeout: float | None = None) -> None:
-        """Wait until the device has received every posted write (a read never passes them)."""
+    def _flush(self, timeout: float | None = None, in_flight: int = 0) -> None:
+        """Wait until at most `in_flight` posted writes are still on their way to the device.
+
+        0 (a read never passes earlier writes) or fewer than POSTED_CREDITS (room to post one more)."""
         deadline = None
-        while self._peek("BUS_WRITES_SEEN") < self._writes_sent:
+        while self._writes_sent - self._peek("BUS_WRITES_SEEN") > in_flight:
             self._ensure_alive()
             now = time.monotonic()
             deadline = deadline or now + (timeout or self.timeout)
@@ -371,19 +329,11 @@ class ToyGPU:
         off = self._offset(reg)
         value = _int("register value", value)
         self._ensure_alive()
-        msg = MSG.pack(off, value)
-        deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                os.write(self._wfd, msg)
-                break
-            except BlockingIOError:
-                self._ensure_alive()
-                if time.monotonic() > deadline:
-                    raise DeviceTimeoutError("the toy GPU stopped accepting register writes") from None
-                select.select([], [self._wfd], [], 0.05)
-            except BrokenPipeError:
-                raise DeviceLostError("the toy GPU process is gone") from None
+        self._flush(in_flight=POSTED_CREDITS - 1)  # out of credits: wait for the device to take some
+        try:
+            self._device.send(MSG.pack(off, value))
+        except (BrokenPipeError, OSError, ValueError):
+            raise DeviceLostError(f"the toy GPU process is gone. {self._stderr_text()}".strip()) from None
         self._writes_sent += 1
         self.last_ns = self.link.uc_writes(1, 8)
         self.counters.mmio_writes += 1
@@ -606,14 +556,10 @@ class ToyGPU:
         return int(self.fence_slot.view[:8].view("<u8")[0])
 
     def _drain_irq(self) -> bool:
-        got = False
-        while True:
-            try:
-                if not os.read(self._irq_r, 4096):
-                    return got
-                got = True
-            except BlockingIOError:
-                return got
+        """True when interrupt notifications arrived since the last look."""
+        n = self._device.notifications
+        got, self._irqs_seen = n != self._irqs_seen, n
+        return got
 
     def _service_interrupt(self) -> None:
         status = self.read("INT_STATUS")
@@ -634,6 +580,7 @@ class ToyGPU:
         timeout = self.timeout if timeout is None else _check_timeout("timeout", timeout)
         deadline = time.monotonic() + timeout
         while True:
+            self._device.notified.clear()  # before looking: a notification after the look ends the sleep
             done = (self.read("LAST_FENCE") if how == "register" else self.fence_value()) >= value
             if done:
                 return
@@ -647,7 +594,7 @@ class ToyGPU:
                     f"fence {value} not reached within {timeout} s (last fence {self.fence_value()}, "
                     f"STATUS {self.read('STATUS'):#x}, head {self.read('RING_HEAD')}, write pointer {self.wptr})")
             if how == "irq":
-                select.select([self._irq_r], [], [], min(remaining, 0.05))
+                self._device.notified.wait(min(remaining, 0.05))
             else:
                 time.sleep(min(remaining, 0.0002))
 
@@ -717,6 +664,4 @@ def _chunks(addr: int, dva: int, n: int) -> list[tuple[int, int, int]]:
 
 
 def _json(p: LinkParams) -> str:
-    import json
-
     return json.dumps(asdict(p))
