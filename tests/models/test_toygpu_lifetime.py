@@ -111,21 +111,22 @@ def test_device_ignores_terminal_interrupts(sig):
         g.close()
 
 
-def test_bar1_buffer_is_the_device_memory_and_closes_with_it():
-    """bar1_buffer is the shared memory behind BAR1: a second view sees the same VRAM."""
+def test_the_aperture_reaches_vram_and_closes_with_the_device():
+    """aperture() is BAR1 as an array: stores land in VRAM where BAR1's table maps them."""
     import numpy as np
 
     from helpers.models.toygpu import DeviceLostError
 
-    gpu = start_device(bring_up=False)
-    view = np.frombuffer(gpu.bar1_buffer(), dtype=np.uint8)
-    assert view.size == gpu.vram_view.size
-    view[4096:4104] = np.arange(8, dtype=np.uint8)
-    assert list(gpu.bar1_read(4096, 8)) == list(range(8))
-    del view
+    gpu = start_device()
+    ap = gpu.aperture()
+    dva = gpu.alloc_vram(4096)
+    at = gpu.bar1_map_dva(dva, 4096)
+    ap[at + 8:at + 16] = np.arange(8, dtype=np.uint8)
+    assert list(gpu.download(dva, 16)[8:]) == list(range(8))
+    assert list(ap[at + 8:at + 12]) == [0, 1, 2, 3]
     gpu.close()
     with pytest.raises(DeviceLostError):
-        gpu.bar1_buffer()
+        gpu.aperture()
 
 
 def test_a_killed_parent_leaves_no_shared_memory():

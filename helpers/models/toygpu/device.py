@@ -56,7 +56,7 @@ class Fault(Exception):
 class Device:
     """The device state machine: registers, ring, MMU, DMA engine, interrupts."""
 
-    def __init__(self, bar0, vram, sysmem, notify, link: LinkModel):
+    def __init__(self, bar0, vram, sysmem, notify, link: LinkModel, bar1_bytes: int | None = None):
         self.regs = np.ndarray((R.BAR0_SIZE // 8,), dtype="<u8", buffer=bar0)
         self.vram = np.ndarray((len(vram),), dtype=np.uint8, buffer=vram)
         self.sys = np.ndarray((len(sysmem),), dtype=np.uint8, buffer=sysmem)
@@ -67,6 +67,7 @@ class Device:
         self._set("ID", R.DEVICE_ID)
         self._set("VRAM_SIZE", len(vram))
         self._set("SYSMEM_SIZE", len(sysmem))
+        self._set("BAR1_SIZE", len(vram) if bar1_bytes is None else bar1_bytes)
         self.reset()
 
     # -- registers -------------------------------------------------------------------------
@@ -80,8 +81,12 @@ class Device:
         self._set(name, self._get(name) + int(n))
 
     def reset(self) -> None:
-        """Power-on state: keep identity and BUS_WRITES_SEEN, zero everything else."""
-        keep = {n: self._get(n) for n in ("ID", "VRAM_SIZE", "SYSMEM_SIZE", "BUS_WRITES_SEEN")}
+        """Power-on state: keep identity, BAR1's binding and BUS_WRITES_SEEN, zero everything else.
+
+        BAR1 is the bus's view of the device: an engine reset must not pull VRAM out from
+        under a CPU mapping (its page table lives in VRAM, which a reset leaves alone)."""
+        keep = {n: self._get(n) for n in ("ID", "VRAM_SIZE", "SYSMEM_SIZE", "BAR1_SIZE", "BAR1_PT_BASE",
+                                          "BUS_WRITES_SEEN")}
         self.regs[:] = 0
         for r in R.REGISTERS:
             self._set(r.name, r.reset)
@@ -112,6 +117,8 @@ class Device:
             self._add("BUS_WRITES_SEEN", 1)
 
     def _on_write(self, offset: int, value: int) -> None:
+        if offset == R.BUS_BAR1_FAULT:
+            return self.error(R.ErrorCode.BAR1_FAULT, value)
         reg = R.BY_OFFSET.get(offset) if offset % R.REG_BYTES == 0 else None
         if reg is None:
             return self.error(R.ErrorCode.BAD_REGISTER, offset)
@@ -125,9 +132,25 @@ class Device:
             return None
         if name == "DOORBELL":
             return self._doorbell(value)
+        if name == "VRAM_DATA":
+            return self._vram_data(value)
+        if name == "BAR1_PT_BASE" and value & R.BAR1_PT_ENABLE:
+            base, entries = value & ~R.BAR1_PT_ENABLE, self._get("BAR1_SIZE") // R.PAGE_SIZE
+            if base % R.PAGE_SIZE or base + entries * 8 > len(self.vram):
+                self._set(name, 0)  # translation stays off: every aperture page reads as unmapped
+                return self.error(R.ErrorCode.PAGE_TABLE, value)
         self._set(name, value)
         if name == "INT_MASK" and self._get("INT_STATUS") & value:
             self.interrupt(R.Irq(self._get("INT_STATUS") & value & 0x7))
+        return None
+
+    def _vram_data(self, value: int) -> None:
+        """The BAR0 window: store 8 bytes at VRAM_WINDOW and advance it."""
+        at = self._get("VRAM_WINDOW")
+        if at % 8 or at + 8 > len(self.vram):
+            return self.error(R.ErrorCode.VRAM_WINDOW, at)
+        self.vram[at:at + 8].view("<u8")[0] = value
+        self._set("VRAM_WINDOW", at + 8)
         return None
 
     def _control(self, value: int) -> None:
@@ -381,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shm", required=True)
     p.add_argument("--vram", type=int, required=True)
     p.add_argument("--sysmem", type=int, required=True)
+    p.add_argument("--bar1", type=int, default=None)
     p.add_argument("--parent", type=int, required=True)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--link", default="{}")
@@ -392,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parts = [block.buf[o:o + n] for o, n in layout(a.vram, a.sysmem).values()]
         link = LinkModel(LinkParams(**json.loads(a.link)), seed=a.seed)
-        dev = Device(*parts, notify=_notifier(), link=link)
+        dev = Device(*parts, notify=_notifier(), link=link, bar1_bytes=a.bar1)
         serve(dev, line)
     except KeyboardInterrupt:
         pass

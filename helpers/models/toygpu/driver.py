@@ -39,6 +39,7 @@ import numpy as np
 from helpers.core import validate
 from helpers.core.errors import CourseError, DeviceTimeoutError, InputError, InputTypeError
 from helpers.models.device_process import DeviceProcess, SharedBlock
+from helpers.models.toygpu import bar1 as B1
 from helpers.models.toygpu import commands as C
 from helpers.models.toygpu import regs as R
 from helpers.models.toygpu.device import MSG, layout
@@ -81,7 +82,7 @@ class CommandError(DeviceError):
 
 
 class MemoryFaultError(DeviceError):
-    """An address did not translate: outside system memory, unmapped DVA, read-only page."""
+    """An address did not translate: outside system memory, unmapped DVA or BAR1 page, read-only page."""
 
 
 class RingFullError(ToyGPUError):
@@ -101,6 +102,7 @@ ERROR_CLASS: dict[R.ErrorCode, type[DeviceError]] = {
     _E.IB_DEPTH: CommandError,
     _E.SYSMEM_RANGE: MemoryFaultError, _E.MMU_FAULT: MemoryFaultError,
     _E.MMU_WRITE_FAULT: MemoryFaultError, _E.PAGE_TABLE: MemoryFaultError,
+    _E.BAR1_FAULT: MemoryFaultError, _E.VRAM_WINDOW: MemoryFaultError,
     _E.INTERNAL: DeviceError,
 }
 
@@ -133,6 +135,35 @@ class Buffer:
     addr: int
     nbytes: int
     view: np.ndarray  # uint8, shares memory with the device
+
+
+class Aperture:
+    """The CPU's view of BAR1 as a byte array: slicing reads and stores go through the device's
+    BAR1 translation (ToyGPU.bar1_read / bar1_write), so unmapped pages read as all ones."""
+
+    def __init__(self, gpu: ToyGPU):
+        self._gpu = gpu
+        self.size = gpu.bar1_size
+
+    def _range(self, key) -> tuple[int, int]:
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise InputError("index BAR1 with a slice such as ap[4096:8192]")
+        start, stop, _ = key.indices(self.size)
+        return start, max(stop - start, 0)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, key) -> np.ndarray:
+        start, n = self._range(key)
+        return self._gpu.bar1_read(start, n, width=1)
+
+    def __setitem__(self, key, data) -> None:
+        start, n = self._range(key)
+        buf = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        if buf.size != n:
+            raise InputError(f"{buf.size} bytes do not fit a {n}-byte slice of BAR1")
+        self._gpu.bar1_write(start, buf, width=1)
 
 
 class _Arena:
@@ -193,11 +224,15 @@ class ToyGPU:
     def __init__(self, *, vram_bytes: int = 4 << 20, sysmem_bytes: int = 4 << 20, seed: int = 1,
                  link: LinkParams | None = None, ring_entries: int = 64,
                  timeout: float = DEFAULT_TIMEOUT_S, start_timeout: float = 30.0,
-                 bring_up: bool = True):
+                 bring_up: bool = True, bar1_bytes: int | None = None):
         for name, v in (("vram_bytes", vram_bytes), ("sysmem_bytes", sysmem_bytes)):
             _int(name, v, R.PAGE_SIZE * 8, (1 << 30) + 1)
             if v % R.PAGE_SIZE:
                 raise InputError(f"{name} must be a multiple of {R.PAGE_SIZE}, got {v}")
+        bar1_bytes = vram_bytes if bar1_bytes is None else _int("bar1_bytes", bar1_bytes, R.PAGE_SIZE * 16,
+                                                                 vram_bytes + 1)
+        if bar1_bytes % R.PAGE_SIZE:
+            raise InputError(f"bar1_bytes must be a multiple of {R.PAGE_SIZE}, got {bar1_bytes}")
         _int("seed", seed, 0, 1 << 63)
         if link is not None and not isinstance(link, LinkParams):
             raise InputTypeError(f"link must be LinkParams, got {type(link).__name__}")
@@ -215,6 +250,7 @@ class ToyGPU:
         try:
             self._device = DeviceProcess("helpers.models.toygpu", [
                 "--shm", self._block.name, "--vram", str(vram_bytes), "--sysmem", str(sysmem_bytes),
+                "--bar1", str(bar1_bytes),
                 "--parent", str(os.getpid()), "--seed", str(seed), "--link", _json(link or LinkParams())])
         except BaseException:
             self._block.unlink()
@@ -225,6 +261,7 @@ class ToyGPU:
         self._regs = np.ndarray((R.BAR0_SIZE // 8,), dtype="<u8", buffer=views["bar0"])
         self.vram_view = np.ndarray((vram_bytes,), dtype=np.uint8, buffer=views["vram"])
         self.sys_view = np.ndarray((sysmem_bytes,), dtype=np.uint8, buffer=views["sysmem"])
+        self.bar1_size = bar1_bytes
         self._irqs_seen = 0
         self._sys = _Arena(sysmem_bytes)
         self.ring: Buffer | None = None
@@ -257,10 +294,10 @@ class ToyGPU:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def bar1_buffer(self) -> memoryview:
-        """The raw bytes behind BAR1, shared with the device (what mmap of a BAR gives a driver)."""
+    def aperture(self) -> Aperture:
+        """BAR1 as a byte array the CPU indexes: `ap[a:b]` loads, `ap[a:b] = data` stores (translated)."""
         self._ensure_alive()
-        return self._block.buf[R.BAR0_SIZE:R.BAR0_SIZE + len(self.vram_view)]
+        return Aperture(self)
 
     @property
     def alive(self) -> bool:
@@ -329,17 +366,21 @@ class ToyGPU:
         off = self._offset(reg)
         value = _int("register value", value)
         self._ensure_alive()
-        self._flush(in_flight=POSTED_CREDITS - 1)  # out of credits: wait for the device to take some
-        try:
-            self._device.send(MSG.pack(off, value))
-        except (BrokenPipeError, OSError, ValueError):
-            raise DeviceLostError(f"the toy GPU process is gone. {self._stderr_text()}".strip()) from None
-        self._writes_sent += 1
+        self._post(off, value)
         self.last_ns = self.link.uc_writes(1, 8)
         self.counters.mmio_writes += 1
         self.counters.cpu_model_ns += self.last_ns
         if check:
             self.check()
+
+    def _post(self, offset: int, value: int) -> None:
+        """Put one message on the bus to the device (a posted write, or a bus error report)."""
+        self._flush(in_flight=POSTED_CREDITS - 1)  # out of credits: wait for the device to take some
+        try:
+            self._device.send(MSG.pack(offset, value))
+        except (BrokenPipeError, OSError, ValueError):
+            raise DeviceLostError(f"the toy GPU process is gone. {self._stderr_text()}".strip()) from None
+        self._writes_sent += 1
 
     def check(self) -> None:
         """Read STATUS; if the device is in error, read the code and raise its DeviceError."""
@@ -348,41 +389,58 @@ class ToyGPU:
             info = self.read("ERROR_INFO")
             raise ERROR_CLASS.get(code, DeviceError)(code, info)
 
-    # -- CPU access to VRAM through BAR1 ----------------------------------------------------
+    # -- CPU access to VRAM through BAR1 -------------------------------------------------
     def _bar1_range(self, offset: int, nbytes: int, width: int) -> None:
-        _int("BAR1 offset", offset, 0, len(self.vram_view))
-        _int("byte count", nbytes, 0, len(self.vram_view) + 1)
+        _int("BAR1 offset", offset, 0, self.bar1_size)
+        _int("byte count", nbytes, 0, self.bar1_size + 1)
         if width not in (1, 2, 4, 8, 16, 32, 64):
             raise InputError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
         if offset % width or nbytes % width:
             raise InputError(f"offset {offset} and length {nbytes} must be multiples of the width {width}")
-        if offset + nbytes > len(self.vram_view):
-            raise InputError(f"BAR1 access [{offset}, {offset + nbytes}) runs past VRAM ({len(self.vram_view)} bytes)")
+        if offset + nbytes > self.bar1_size:
+            raise InputError(f"BAR1 access [{offset}, {offset + nbytes}) runs past the aperture "
+                             f"({self.bar1_size} bytes)")
+
+    def _aperture(self, offset: int, nbytes: int) -> list[tuple[int, int, int | None]]:
+        """The device's BAR1 translation of an access; a refused one is reported to the device."""
+        self._flush()  # posted writes (page-table updates among them) arrive before this access
+        runs = B1.pieces(self._regs, self.vram_view, offset, nbytes)
+        bad = next((a for a, _, v in runs if v is None), None)
+        if bad is not None:
+            self._post(R.BUS_BAR1_FAULT, bad)
+        return runs
 
     def bar1_read(self, offset: int, nbytes: int, *, width: int = 8) -> np.ndarray:
-        """Copy `nbytes` of VRAM out through BAR1 with uncached loads of `width` bytes.
+        """Copy `nbytes` out through BAR1, from aperture `offset`, with uncached loads of `width` bytes.
 
-        The bytes really come out of the shared mapping; the time is the link model's:
-        one round trip per load, which is why CPU reads from a BAR are slow. Widths above 8
-        model vector loads (16/32 B) and streaming loads from a write-combined mapping
-        (MOVNTDQA fetching a 64-byte line per round trip).
+        The bytes really come out of VRAM, wherever BAR1's page table maps each aperture page
+        (unmapped pages read as all ones, and the device records BAR1_FAULT); the time is the
+        link model's: one round trip per load, which is why CPU reads from a BAR are slow.
+        Widths above 8 model vector loads (16/32 B) and streaming loads from a write-combined
+        mapping (MOVNTDQA fetching a 64-byte line per round trip).
         """
         self._bar1_range(offset, nbytes, width)
+        out = np.full(nbytes, R.BAR1_UNMAPPED_BYTE, dtype=np.uint8)
+        for a, n, v in self._aperture(offset, nbytes):
+            if v is not None:
+                out[a - offset:a - offset + n] = self.vram_view[v:v + n]
         n = nbytes // width
         self.last_ns = self.link.uc_reads(n, width)
         self.counters.mmio_reads += n
         self.counters.bar_bytes_read += nbytes
         self.counters.cpu_model_ns += self.last_ns
-        return self.vram_view[offset:offset + nbytes].copy()
+        return out
 
     def bar1_write(self, offset: int, data, *, mode: str = "wc", width: int = 8) -> None:
-        """Store `data` into VRAM through BAR1, write-combined ('wc') or uncached ('uc')."""
+        """Store `data` through BAR1 at aperture `offset`, write-combined ('wc') or uncached ('uc').
+
+        Stores to unmapped aperture pages are dropped (the device records BAR1_FAULT)."""
         buf = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8) if not isinstance(data, np.ndarray) \
             else np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         if mode not in ("wc", "uc"):
             raise InputError(f"mode must be 'wc' (write-combined) or 'uc' (uncached), got {mode!r}")
         self._bar1_range(offset, buf.size, width)
-        self.vram_view[offset:offset + buf.size] = buf
+        self._store(offset, buf)
         if mode == "wc":
             self.last_ns = self.link.wc_writes(buf.size)
             self.counters.wc_bursts += self.link.wc_bursts(buf.size)
@@ -393,26 +451,60 @@ class ToyGPU:
         self.counters.bar_bytes_written += buf.size
         self.counters.cpu_model_ns += self.last_ns
 
+    def _store(self, offset: int, buf: np.ndarray) -> None:
+        for a, n, v in self._aperture(offset, buf.size):
+            if v is not None:
+                self.vram_view[v:v + n] = buf[a - offset:a - offset + n]
+
+    def peer_write(self, offset: int, data) -> None:
+        """Another PCIe device writes `data` into BAR1 at aperture `offset` (a peer-to-peer write).
+
+        Translated like the CPU's stores; no CPU time or CPU bus counters (the card pays)."""
+        buf = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        self._bar1_range(offset, buf.size, 1)
+        self._store(offset, buf)
+
     # -- bring-up ---------------------------------------------------------------------------
     def bring_up(self, ring_entries: int = 64) -> None:
-        """Identify, reset, set up the page table and the ring, unmask interrupts."""
+        """Identify, reset, set up both page tables and the ring, unmask interrupts.
+
+        VRAM layout: BAR1's page table first, then the device MMU's table, then pages for
+        buffers (handed out shuffled, so the MMU does real work). Both tables are mapped into
+        the start of the aperture, so the driver updates them with write-combined stores
+        through BAR1; only the entries that map the tables themselves go through the slow
+        BAR0 window (NVIDIA's driver likewise sets BAR1's table up through another BAR
+        rather than BAR0: kern_bus_gm107.c, kbusStateInitLockedKernel_GM107)."""
         dev_id = self.read("ID")
         if dev_id != R.DEVICE_ID:
             raise ToyGPUError(f"ID register reads {dev_id:#x}, expected {R.DEVICE_ID:#x}: not a toy GPU")
         self.vram_size, self.sysmem_size = self.read("VRAM_SIZE"), self.read("SYSMEM_SIZE")
+        self.bar1_size = self.read("BAR1_SIZE")
         self.write("CONTROL", R.Control.RESET)
-        pages = self.vram_size // R.PAGE_SIZE
-        self.pt_entries = pages
-        pt_pages = math.ceil(pages * 8 / R.PAGE_SIZE)
-        self.bar1_write(0, np.zeros(pt_pages * R.PAGE_SIZE, np.uint8))  # an empty page table
+        pages, ap_pages = self.vram_size // R.PAGE_SIZE, self.bar1_size // R.PAGE_SIZE
+        b1_pages, pt_pages = math.ceil(ap_pages * 8 / R.PAGE_SIZE), math.ceil(pages * 8 / R.PAGE_SIZE)
+        self.pt_entries, self.bar1_pt_base = pages, 0
+        self.pt_base = b1_pages * R.PAGE_SIZE
+        # aperture pages [0, pt_pages) show the MMU table, the next b1_pages BAR1's own table
+        self._bar1_pt_at = pt_pages * R.PAGE_SIZE  # where BAR1's table appears in the aperture
+        tables = [self.pt_base + k * R.PAGE_SIZE for k in range(pt_pages)] + \
+                 [k * R.PAGE_SIZE for k in range(b1_pages)]
+        self.write("VRAM_WINDOW", self.bar1_pt_base, check=False)
+        for vram in tables:
+            self.write("VRAM_DATA", vram | R.PTE_VALID | R.PTE_WRITABLE, check=False)
+        self.write("BAR1_PT_BASE", self.bar1_pt_base | R.BAR1_PT_ENABLE)
+        self._bar1_fixed = len(tables)  # aperture pages that show the tables themselves
+        self._bar1_free = [False] * len(tables) + [True] * (ap_pages - len(tables))
+        rest = len(tables) * 8
+        self.bar1_write(self._bar1_pt_at + rest, np.zeros(b1_pages * R.PAGE_SIZE - rest, np.uint8))
+        self.bar1_write(0, np.zeros(pt_pages * R.PAGE_SIZE, np.uint8))  # an empty MMU table
         rng = np.random.default_rng(self.seed)
-        self._free_pages = [int(p) for p in rng.permutation(np.arange(pt_pages, pages))]
-        self._next_dva = R.PAGE_SIZE  # DVA 0 stays unmapped: a null device pointer faults
+        self._free_pages = [int(p) for p in rng.permutation(np.arange(b1_pages + pt_pages, pages))]
+        self._dva_free = [False] + [True] * (pages - 1)  # DVA 0 stays unmapped: a null device pointer faults
         self._program_device(ring_entries)
 
     def _program_device(self, ring_entries: int) -> None:
         _check_ring_entries(ring_entries)
-        self.write("PT_BASE", 0, check=False)
+        self.write("PT_BASE", self.pt_base, check=False)
         self.write("PT_ENTRIES", self.pt_entries, check=False)
         if self.ring is None or self.ring.nbytes != ring_entries * C.ENTRY_BYTES:
             if self.ring is not None:
@@ -430,6 +522,7 @@ class ToyGPU:
     def recover(self) -> None:
         """After a device error: reset and program the device again, keeping memory and mappings."""
         self.write("CONTROL", R.Control.RESET)
+        self.write("BAR1_PT_BASE", self.bar1_pt_base | R.BAR1_PT_ENABLE, check=False)  # as bring-up left it
         self._program_device(self.ring_entries)
 
     def clear_error(self) -> None:
@@ -458,25 +551,27 @@ class ToyGPU:
         """
         _int("nbytes", nbytes, 1, len(self.vram_view) + 1)
         n = math.ceil(nbytes / R.PAGE_SIZE)
-        first = self._next_dva // R.PAGE_SIZE
-        if n > len(self._free_pages) or first + n > self.pt_entries:
+        first = _first_fit(self._dva_free, n) if n <= len(self._free_pages) else None
+        if first is None:
             raise MemoryError(f"toy VRAM exhausted: {n} pages wanted, {len(self._free_pages)} free")
         phys = [self._free_pages.pop() for _ in range(n)]
         flags = R.PTE_VALID | (R.PTE_WRITABLE if writable else 0)
         ptes = np.array([p * R.PAGE_SIZE | flags for p in phys], dtype="<u8")
         self.bar1_write(first * 8, ptes)
-        self._next_dva += n * R.PAGE_SIZE
         return first * R.PAGE_SIZE
 
     def unmap(self, dva: int, nbytes: int) -> None:
         """Invalidate the pages covering [dva, dva+nbytes) and free them; later use faults."""
         _int("dva", dva, 0, self.pt_entries * R.PAGE_SIZE)
-        first, last = dva // R.PAGE_SIZE, (dva + max(nbytes, 1) - 1) // R.PAGE_SIZE
-        ptes = self.vram_view[first * 8:(last + 1) * 8].view("<u8")
+        first, last = dva // R.PAGE_SIZE, min((dva + max(nbytes, 1) - 1) // R.PAGE_SIZE, self.pt_entries - 1)
+        at = self.pt_base + first * 8
+        ptes = self.vram_view[at:at + (last + 1 - first) * 8].view("<u8")
         for p in ptes.tolist():
             if p & R.PTE_VALID:
                 self._free_pages.append(p // R.PAGE_SIZE)
         self.bar1_write(first * 8, np.zeros(last + 1 - first, dtype="<u8"))
+        for k in range(max(first, 1), last + 1):
+            self._dva_free[k] = True
 
     def translate(self, dva: int) -> int | None:
         """The VRAM offset behind a DVA, read from the page table (None if unmapped)."""
@@ -484,8 +579,44 @@ class ToyGPU:
         page = dva // R.PAGE_SIZE
         if page >= self.pt_entries:
             return None
-        pte = int(self.vram_view[page * 8:page * 8 + 8].view("<u8")[0])
+        at = self.pt_base + page * 8
+        pte = int(self.vram_view[at:at + 8].view("<u8")[0])
         return (pte & R.PTE_ADDR_MASK) + dva % R.PAGE_SIZE if pte & R.PTE_VALID else None
+
+    # -- BAR1 mappings ----------------------------------------------------------------------
+    def bar1_map(self, vram_pages: list[int]) -> int:
+        """Map VRAM pages (VRAM offsets, page-aligned) at consecutive aperture pages; returns
+        the aperture offset of the first (what kbusMapFbAperture_GM107 does for a buffer)."""
+        n = len(vram_pages)
+        if n < 1 or any(not isinstance(v, int) or v % R.PAGE_SIZE or not 0 <= v < self.vram_size
+                        for v in vram_pages):
+            raise InputError(f"bar1_map needs page-aligned VRAM offsets below {self.vram_size}")
+        first = _first_fit(self._bar1_free, n)
+        if first is None:
+            raise MemoryError(f"BAR1 aperture exhausted: {n} contiguous pages wanted")
+        ptes = np.array([v | R.PTE_VALID | R.PTE_WRITABLE for v in vram_pages], dtype="<u8")
+        self.bar1_write(self._bar1_pt_at + first * 8, ptes)
+        return first * R.PAGE_SIZE
+
+    def bar1_map_dva(self, dva: int, nbytes: int) -> int:
+        """Map the VRAM behind [dva, dva+nbytes) into BAR1; returns the aperture offset of `dva`."""
+        first = dva // R.PAGE_SIZE
+        pages = []
+        for p in range(first, (dva + max(nbytes, 1) - 1) // R.PAGE_SIZE + 1):
+            v = self.translate(p * R.PAGE_SIZE)
+            if v is None:
+                raise InputError(f"DVA {p * R.PAGE_SIZE:#x} is not mapped: allocate it with alloc_vram first")
+            pages.append(v)
+        return self.bar1_map(pages) + dva % R.PAGE_SIZE
+
+    def bar1_unmap(self, offset: int, nbytes: int) -> None:
+        """Take [offset, offset+nbytes) of the aperture out of BAR1; later CPU accesses fault."""
+        first, last = offset // R.PAGE_SIZE, (offset + max(nbytes, 1) - 1) // R.PAGE_SIZE
+        if first < self._bar1_fixed or last >= len(self._bar1_free):
+            raise InputError(f"aperture [{offset:#x}, +{nbytes}) is not a buffer mapping of this driver")
+        self.bar1_write(self._bar1_pt_at + first * 8, np.zeros(last + 1 - first, dtype="<u8"))
+        for k in range(first, last + 1):
+            self._bar1_free[k] = True
 
     # -- the ring ---------------------------------------------------------------------------
     def space(self) -> int:
@@ -656,6 +787,17 @@ class ToyGPU:
         names = ("MODEL_TIME_NS", "CNT_DOORBELLS", "CNT_COMMANDS", "CNT_BYTES_H2D",
                  "CNT_BYTES_D2H", "CNT_DESCRIPTORS")
         return {n: self._peek(n) for n in names}
+
+
+def _first_fit(free: list[bool], n: int) -> int | None:
+    """The first run of `n` free pages in `free` (taken: marked used), or None."""
+    run = 0
+    for i, ok in enumerate(free):
+        run = run + 1 if ok else 0
+        if run == n:
+            free[i + 1 - n:i + 1] = [False] * n
+            return i + 1 - n
+    return None
 
 
 def _chunks(addr: int, dva: int, n: int) -> list[tuple[int, int, int]]:

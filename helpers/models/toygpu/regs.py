@@ -59,7 +59,7 @@ class Status(IntFlag):
 class Control(IntFlag):
     """Bits of CONTROL."""
 
-    RESET = 1 << 0        # self-clearing: drop all state except the RW configuration
+    RESET = 1 << 0        # self-clearing: back to power-on state, except BAR1's binding (BAR1_PT_BASE)
     RING_ENABLE = 1 << 1  # start fetching from the ring (RING_BASE/RING_SIZE must be valid)
     CLEAR_ERROR = 1 << 2  # self-clearing: forget the error, resume at the failed command + 1
 
@@ -90,8 +90,10 @@ class ErrorCode(IntEnum):
     MMU_WRITE_FAULT = 12  # a write to a page mapped read-only (INFO: the DVA)
     BAD_DESCRIPTOR = 13   # a zero or oversized length, or too many descriptors (INFO: the value)
     IB_DEPTH = 14         # an indirect buffer nested deeper than the device allows
-    PAGE_TABLE = 15       # PT_BASE/PT_ENTRIES outside VRAM (INFO: the value)
+    PAGE_TABLE = 15       # PT_BASE/PT_ENTRIES or BAR1_PT_BASE outside VRAM or misaligned (INFO: the value)
     INTERNAL = 16         # a bug in the device model itself (its traceback goes to stderr)
+    BAR1_FAULT = 17       # a CPU access to a BAR1 aperture page with no valid entry (INFO: the aperture offset)
+    VRAM_WINDOW = 18      # a VRAM_DATA write outside VRAM (INFO: the VRAM offset)
 
 
 ERROR_TEXT = {
@@ -110,19 +112,29 @@ ERROR_TEXT = {
     ErrorCode.MMU_WRITE_FAULT: "write to a read-only page (MMU permission fault)",
     ErrorCode.BAD_DESCRIPTOR: "bad descriptor (zero or oversized length, or too many descriptors)",
     ErrorCode.IB_DEPTH: "indirect buffers nested too deeply",
-    ErrorCode.PAGE_TABLE: "page table outside VRAM",
+    ErrorCode.PAGE_TABLE: "page table outside VRAM or not page-aligned",
     ErrorCode.INTERNAL: "internal error of the device model (a bug: please report it)",
+    ErrorCode.BAR1_FAULT: "CPU access to an unmapped BAR1 page (reads return all ones, writes are dropped)",
+    ErrorCode.VRAM_WINDOW: "VRAM_DATA write outside VRAM",
 }
 
-# Page-table entries: 64 bits each, in VRAM at PT_BASE; entry i maps device virtual page i.
+# Page-table entries: 64 bits each, in VRAM. The device MMU's table sits at PT_BASE (entry i
+# maps device virtual page i); BAR1's table sits at BAR1_PT_BASE (entry i maps aperture page i).
 PTE_VALID = 1 << 0      # the page is mapped
-PTE_WRITABLE = 1 << 1   # the device may write it (else a write is MMU_WRITE_FAULT)
+PTE_WRITABLE = 1 << 1   # the device may write it (else a write is MMU_WRITE_FAULT; BAR1 ignores it)
 PTE_ADDR_MASK = ~(PAGE_SIZE - 1) & (1 << 64) - 1  # bits 12-63: VRAM offset of the page
+BAR1_PT_ENABLE = 1 << 0  # BAR1_PT_BASE bit 0: translate the aperture through the table (else all unmapped)
+BAR1_UNMAPPED_BYTE = 0xFF  # what a CPU load from an unmapped aperture page returns (PCIe: all ones)
+
+# Bus messages that are not register writes: the bus tells the device about a CPU access its
+# BAR1 translation refused (value: the aperture offset), as a PCIe completer logs an
+# Unsupported Request. Far outside BAR0, so no register write can look like one.
+BUS_BAR1_FAULT = 0xFFFF_FFFF_FFFF_0001
 
 _R = Register
 REGISTERS: tuple[Register, ...] = (
     _R("ID", 0x000, RO, "constant 0x544F594750550001 ('TOYGPU', version 1): read it first", DEVICE_ID),
-    _R("VRAM_SIZE", 0x008, RO, "bytes of device memory (all of it visible through BAR1)"),
+    _R("VRAM_SIZE", 0x008, RO, "bytes of device memory (VRAM)"),
     _R("SYSMEM_SIZE", 0x010, RO, "bytes of system memory the device may DMA to and from"),
     _R("STATUS", 0x018, RO, "bits READY, BUSY, ERROR, RING_ON"),
     _R("ERROR_CODE", 0x020, RO, "the first error since the last reset or CLEAR_ERROR (ErrorCode)"),
@@ -147,6 +159,12 @@ REGISTERS: tuple[Register, ...] = (
     _R("CNT_DESCRIPTORS", 0x0B8, RO, "DMA descriptors processed"),
     _R("BUS_WRITES_SEEN", 0x0C0, RO, "register writes the device has received (a CPU read waits for this to catch up)"),
     _R("SCRATCH", 0x0C8, RW, "free for the driver: write a value, read it back"),
+    _R("BAR1_SIZE", 0x0D0, RO, "bytes of the BAR1 aperture the CPU sees (may be less than VRAM_SIZE)"),
+    _R("BAR1_PT_BASE", 0x0D8, RW, "VRAM offset of BAR1's page table (4096-byte aligned; entry i maps aperture page i) "
+       "| 1 to turn translation on; while off, every aperture page is unmapped. Kept across CONTROL.RESET"),
+    _R("VRAM_WINDOW", 0x0E0, RW, "VRAM offset (8-byte aligned) the next VRAM_DATA write lands at; advances by 8 per write"),
+    _R("VRAM_DATA", 0x0E8, WO, "write 8 bytes into VRAM at VRAM_WINDOW: the BAR0 window into device memory "
+       "(how a driver writes BAR1's own page table)"),
 )
 
 BY_NAME: dict[str, Register] = {r.name: r for r in REGISTERS}
