@@ -62,7 +62,7 @@ class Device:
         self.sys = np.ndarray((len(sysmem),), dtype=np.uint8, buffer=sysmem)
         self.notify = notify  # callable sending one interrupt notification, or None
         self.link = link
-        self.ring_base = self.ring_size = 0
+        self.ring_base = self.ring_size = self.rptr_addr = 0
         self.regs[:] = 0
         self._set("ID", R.DEVICE_ID)
         self._set("VRAM_SIZE", len(vram))
@@ -92,7 +92,7 @@ class Device:
             self._set(r.name, r.reset)
         for n, v in keep.items():
             self._set(n, v)
-        self.ring_base = self.ring_size = 0
+        self.ring_base = self.ring_size = self.rptr_addr = 0
         self._set("STATUS", R.Status.READY)
 
     def error(self, code: R.ErrorCode, info: int = 0) -> None:
@@ -101,6 +101,7 @@ class Device:
             self._set("ERROR_CODE", int(code))
             self._set("ERROR_INFO", info)
             self._set("STATUS", self._get("STATUS") | R.Status.ERROR)
+            self._write_back()
         self.interrupt(R.Irq.ERROR)
 
     def interrupt(self, cause: R.Irq) -> None:
@@ -163,6 +164,7 @@ class Device:
             self._set("ERROR_CODE", 0)
             self._set("ERROR_INFO", 0)
             self._set("INT_STATUS", self._get("INT_STATUS") & ~R.Irq.ERROR)
+            self._write_back()
         self._set("STATUS", status)
         on = bool(value & R.Control.RING_ENABLE)
         self._set("CONTROL", value & R.Control.RING_ENABLE)
@@ -174,7 +176,12 @@ class Device:
             if base % C.ENTRY_BYTES or base + size * C.ENTRY_BYTES > len(self.sys):
                 self._set("CONTROL", 0)
                 return self.error(R.ErrorCode.RING_CONFIG, base)
-            self.ring_base, self.ring_size = base, size
+            rptr = self._get("RPTR_ADDR")
+            if rptr and (rptr % 8 or rptr + R.WRITE_BACK_BYTES > len(self.sys)):
+                self._set("CONTROL", 0)
+                return self.error(R.ErrorCode.RING_CONFIG, rptr)
+            self.ring_base, self.ring_size, self.rptr_addr = base, size, rptr
+            self._write_back()
             self._set("STATUS", self._get("STATUS") | R.Status.RING_ON)
         elif not on:
             self._set("STATUS", self._get("STATUS") & ~R.Status.RING_ON)
@@ -214,6 +221,7 @@ class Device:
         addr = self.ring_base + (head % self.ring_size) * C.ENTRY_BYTES
         words = self.sys[addr:addr + C.ENTRY_BYTES].view("<u8").copy()
         self._set("RING_HEAD", head + 1)  # consumed, even if it fails: CLEAR_ERROR resumes after it
+        self._write_back()
         try:
             self.execute(words, depth=0)
         except Fault as f:
@@ -222,6 +230,14 @@ class Device:
             traceback.print_exc(file=sys.stderr)
             self.error(R.ErrorCode.INTERNAL, 0)
         self._update_busy()
+
+    def _write_back(self) -> None:
+        """Publish the read pointer and the error code in system memory (USERD's GPGet, amdgpu's
+        rptr write-back), so the driver's hot path needs no MMIO reads."""
+        if self.rptr_addr:
+            area = self.sys[self.rptr_addr:self.rptr_addr + R.WRITE_BACK_BYTES].view("<u8")
+            area[1] = self._get("ERROR_CODE")  # an error notifier: the driver sees it without MMIO
+            area[0] = self._get("RING_HEAD")
 
     def execute(self, w: np.ndarray, depth: int) -> None:
         """Execute one 64-byte entry (raises Fault on bad programming)."""

@@ -266,6 +266,8 @@ class ToyGPU:
         self._sys = _Arena(sysmem_bytes)
         self.ring: Buffer | None = None
         self.fence_slot: Buffer | None = None
+        self.rptr_slot: Buffer | None = None
+        self.read_pointer = "memory"  # where the hot path learns the device's progress: "memory" or "mmio"
         self.wptr = 0
         self._head = 0
         self._next_fence = 0
@@ -510,11 +512,15 @@ class ToyGPU:
             if self.ring is not None:
                 self.free_sys(self.ring)
             self.ring = self.alloc_sys(ring_entries * C.ENTRY_BYTES, align=C.ENTRY_BYTES)
-        if self.fence_slot is None:
+        if self.fence_slot is None:  # one write-back page: the fence at 0, then read pointer and error code
             self.fence_slot = self.alloc_sys(64, align=64)
+            self.rptr_slot = Buffer(self.fence_slot.addr + 8, R.WRITE_BACK_BYTES,
+                                    self.fence_slot.view[8:8 + R.WRITE_BACK_BYTES])
+        self.rptr_slot.view[:] = 0
         self.ring_entries, self.wptr, self._head = ring_entries, 0, 0
         self.write("RING_BASE", self.ring.addr, check=False)
         self.write("RING_SIZE", ring_entries, check=False)
+        self.write("RPTR_ADDR", self.rptr_slot.addr, check=False)
         self.write("INT_MASK", R.Irq.FENCE | R.Irq.USER | R.Irq.ERROR, check=False)
         self.write("CONTROL", R.Control.RING_ENABLE)  # checks: raises if the device refused any of it
         self._drain_irq()
@@ -619,13 +625,23 @@ class ToyGPU:
             self._bar1_free[k] = True
 
     # -- the ring ---------------------------------------------------------------------------
-    def space(self) -> int:
-        """Free ring entries; re-reads RING_HEAD (an MMIO read) only when the cached value says full."""
-        free = self.ring_entries - (self.wptr - self._head)
-        if free <= 0:
+    def head(self) -> int:
+        """The device's read pointer: a load from the write-back slot in system memory (no bus
+        transaction), or with read_pointer='mmio' an uncached read of RING_HEAD (a round trip:
+        the way not to do it, kept so Chapter 7 can count the difference)."""
+        if self.read_pointer == "mmio":
             self._head = self.read("RING_HEAD")
-            free = self.ring_entries - (self.wptr - self._head)
-        return free
+        else:
+            self._head = int(self.rptr_slot.view.view("<u8")[0])
+        return self._head
+
+    def error_code(self) -> int:
+        """The device's error code as it wrote it back to memory (0: none): no bus transaction."""
+        return int(self.rptr_slot.view.view("<u8")[1])
+
+    def space(self) -> int:
+        """Free ring entries, from the read pointer last seen (refresh it with head())."""
+        return self.ring_entries - (self.wptr - self._head)
 
     def emit(self, command) -> None:
         """Write one entry into the ring (system memory); the device sees it after kick()."""
@@ -634,6 +650,8 @@ class ToyGPU:
             raise InputError(f"a command is {C.ENTRY_WORDS} uint64 words, got shape {words.shape}")
         if self.ring is None:
             raise ToyGPUError("the ring is not set up: call bring_up() first")
+        if self.space() <= 0:
+            self.head()
         if self.space() <= 0:
             raise RingFullError(f"the ring's {self.ring_entries} entries are all waiting for the device; "
                                 "kick() and wait, or use a bigger ring or an indirect buffer")
@@ -647,19 +665,20 @@ class ToyGPU:
         self.counters.doorbells += 1
 
     def _make_room(self, n: int, timeout: float) -> None:
+        """Wait (with a timeout) until `n` entries are free; looks at the read pointer once if
+        there is room, and keeps looking while there is not."""
         if n > self.ring_entries:
             raise RingFullError(f"{n} entries can never fit a ring of {self.ring_entries}; "
                                 "put the commands in an indirect buffer")
         deadline = time.monotonic() + timeout
+        self.head()
         while self.space() < n:
-            self._head = self.read("RING_HEAD")
-            if self.ring_entries - (self.wptr - self._head) >= n:
-                return
             self._ensure_alive()
             if time.monotonic() > deadline:
                 self.check()
                 raise DeviceTimeoutError(f"no room for {n} entries in the ring within {timeout} s")
             time.sleep(0.0002)
+            self.head()
 
     def submit(self, cmds, *, fence: bool = True, interrupt: bool = True,
                timeout: float | None = None) -> int | None:
@@ -703,7 +722,8 @@ class ToyGPU:
         """Wait until the fence reaches `value`; raise the device's error, or time out.
 
         how='irq' sleeps on the interrupt notification; 'poll' spins on the fence in system
-        memory (cheap loads); 'register' polls LAST_FENCE over MMIO (a round trip each).
+        memory (cheap loads), and on the error code the device writes back beside its read
+        pointer; 'register' polls LAST_FENCE over MMIO (a round trip each).
         """
         _int("fence value", value, 0)
         if how not in ("irq", "poll", "register"):
@@ -715,8 +735,10 @@ class ToyGPU:
             done = (self.read("LAST_FENCE") if how == "register" else self.fence_value()) >= value
             if done:
                 return
-            if self._drain_irq():
+            if how == "irq" and self._drain_irq():
                 self._service_interrupt()
+            elif how != "irq" and self.error_code():
+                self.check()  # the written-back error code says the ring halted: read why
             self._ensure_alive()
             remaining = deadline - time.monotonic()
             if remaining <= 0:

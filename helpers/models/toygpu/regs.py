@@ -78,7 +78,7 @@ class ErrorCode(IntEnum):
     NONE = 0
     RO_WRITE = 1          # a write to a read-only register (INFO: the offset)
     BAD_REGISTER = 2      # an access outside the register map or misaligned (INFO: the offset)
-    RING_CONFIG = 3       # RING_BASE/RING_SIZE invalid when the ring was enabled (INFO: the value)
+    RING_CONFIG = 3       # RING_BASE/RING_SIZE/RPTR_ADDR invalid when the ring was enabled (INFO: the value)
     RING_OFF = 4          # a doorbell while the ring is disabled
     EMPTY_DOORBELL = 5    # a doorbell that announces no new command (INFO: the write pointer)
     RING_OVERFLOW = 6     # the write pointer passed the read pointer by more than the ring size
@@ -100,7 +100,8 @@ ERROR_TEXT = {
     ErrorCode.NONE: "no error",
     ErrorCode.RO_WRITE: "write to a read-only register",
     ErrorCode.BAD_REGISTER: "access outside the register map or not 8-byte aligned",
-    ErrorCode.RING_CONFIG: "ring base or size invalid (base 64-byte aligned in system memory, size a power of two)",
+    ErrorCode.RING_CONFIG: "ring base, size or read-pointer address invalid (base 64-byte aligned in system memory, "
+                           "size a power of two, RPTR_ADDR 8-byte aligned with 16 bytes in system memory)",
     ErrorCode.RING_OFF: "doorbell rung while the ring is disabled",
     ErrorCode.EMPTY_DOORBELL: "doorbell rung with no new command in the ring",
     ErrorCode.RING_OVERFLOW: "write pointer more than one ring ahead of the read pointer (ring overflow)",
@@ -125,6 +126,7 @@ PTE_WRITABLE = 1 << 1   # the device may write it (else a write is MMU_WRITE_FAU
 PTE_ADDR_MASK = ~(PAGE_SIZE - 1) & (1 << 64) - 1  # bits 12-63: VRAM offset of the page
 BAR1_PT_ENABLE = 1 << 0  # BAR1_PT_BASE bit 0: translate the aperture through the table (else all unmapped)
 BAR1_UNMAPPED_BYTE = 0xFF  # what a CPU load from an unmapped aperture page returns (PCIe: all ones)
+WRITE_BACK_BYTES = 16      # the area at RPTR_ADDR: read pointer, then error code (little-endian u64 each)
 
 # Bus messages that are not register writes: the bus tells the device about a CPU access its
 # BAR1 translation refused (value: the aperture offset), as a PCIe completer logs an
@@ -165,6 +167,9 @@ REGISTERS: tuple[Register, ...] = (
     _R("VRAM_WINDOW", 0x0E0, RW, "VRAM offset (8-byte aligned) the next VRAM_DATA write lands at; advances by 8 per write"),
     _R("VRAM_DATA", 0x0E8, WO, "write 8 bytes into VRAM at VRAM_WINDOW: the BAR0 window into device memory "
        "(how a driver writes BAR1's own page table)"),
+    _R("RPTR_ADDR", 0x0F0, RW, "bus address (8-byte aligned) of a 16-byte write-back area in system memory: the device "
+       "writes its read pointer (RING_HEAD) there after every entry it fetches, and ERROR_CODE at +8 whenever it "
+       "changes, so the driver's hot path needs no MMIO reads; 0 = no write-back. Latched by RING_ENABLE"),
 )
 
 BY_NAME: dict[str, Register] = {r.name: r for r in REGISTERS}
