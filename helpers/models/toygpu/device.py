@@ -56,7 +56,8 @@ class Fault(Exception):
 class Device:
     """The device state machine: registers, ring, MMU, DMA engine, interrupts."""
 
-    def __init__(self, bar0, vram, sysmem, notify, link: LinkModel, bar1_bytes: int | None = None):
+    def __init__(self, bar0, vram, sysmem, notify, link: LinkModel, bar1_bytes: int | None = None,
+                 reserved_bytes: int = 0, firmware: bool = True, seed: int = 1):
         self.regs = np.ndarray((R.BAR0_SIZE // 8,), dtype="<u8", buffer=bar0)
         self.vram = np.ndarray((len(vram),), dtype=np.uint8, buffer=vram)
         self.sys = np.ndarray((len(sysmem),), dtype=np.uint8, buffer=sysmem)
@@ -68,6 +69,8 @@ class Device:
         self._set("VRAM_SIZE", len(vram))
         self._set("SYSMEM_SIZE", len(sysmem))
         self._set("BAR1_SIZE", len(vram) if bar1_bytes is None else bar1_bytes)
+        self._set("VRAM_RESERVED", reserved_bytes)
+        self.firmware = Firmware(self, seed) if firmware else None
         self.reset()
 
     # -- registers -------------------------------------------------------------------------
@@ -86,7 +89,7 @@ class Device:
         BAR1 is the bus's view of the device: an engine reset must not pull VRAM out from
         under a CPU mapping (its page table lives in VRAM, which a reset leaves alone)."""
         keep = {n: self._get(n) for n in ("ID", "VRAM_SIZE", "SYSMEM_SIZE", "BAR1_SIZE", "BAR1_PT_BASE",
-                                          "BUS_WRITES_SEEN")}
+                                          "VRAM_RESERVED", "BUS_WRITES_SEEN")}
         self.regs[:] = 0
         for r in R.REGISTERS:
             self._set(r.name, r.reset)
@@ -135,9 +138,11 @@ class Device:
             return self._doorbell(value)
         if name == "VRAM_DATA":
             return self._vram_data(value)
+        if name == "FW_CALL":
+            return self._firmware_call(value)
         if name == "BAR1_PT_BASE" and value & R.BAR1_PT_ENABLE:
             base, entries = value & ~R.BAR1_PT_ENABLE, self._get("BAR1_SIZE") // R.PAGE_SIZE
-            if base % R.PAGE_SIZE or base + entries * 8 > len(self.vram):
+            if not self._table_fits(base, entries):
                 self._set(name, 0)  # translation stays off: every aperture page reads as unmapped
                 return self.error(R.ErrorCode.PAGE_TABLE, value)
         self._set(name, value)
@@ -145,10 +150,22 @@ class Device:
             self.interrupt(R.Irq(self._get("INT_STATUS") & value & 0x7))
         return None
 
+    def _table_fits(self, base: int, entries: int) -> bool:
+        """A page table may start on a page boundary past the reserved VRAM and must end inside VRAM."""
+        return base % R.PAGE_SIZE == 0 and base >= self._get("VRAM_RESERVED") and base + entries * 8 <= len(self.vram)
+
+    def _firmware_call(self, call: int) -> None:
+        result, status = 0, R.FwStatus.NO_FIRMWARE
+        if self.firmware is not None:
+            args = [self._get(f"FW_ARG{i}") for i in range(3)]
+            result, status = self.firmware.call(call, *args)
+        self._set("FW_RESULT", result)
+        self._set("FW_STATUS", int(status))
+
     def _vram_data(self, value: int) -> None:
         """The BAR0 window: store 8 bytes at VRAM_WINDOW and advance it."""
         at = self._get("VRAM_WINDOW")
-        if at % 8 or at + 8 > len(self.vram):
+        if at % 8 or at + 8 > len(self.vram) or at < self._get("VRAM_RESERVED"):
             return self.error(R.ErrorCode.VRAM_WINDOW, at)
         self.vram[at:at + 8].view("<u8")[0] = value
         self._set("VRAM_WINDOW", at + 8)
@@ -277,7 +294,7 @@ class Device:
     def _segments(self, dva: int, n: int, write: bool) -> list[tuple[int, int]]:
         """Translate [dva, dva+n) through the page table into (VRAM offset, length) runs."""
         pt_base, pt_n = self._get("PT_BASE"), self._get("PT_ENTRIES")
-        if pt_base % R.PAGE_SIZE or pt_n > len(self.vram) // 8 or pt_base + pt_n * 8 > len(self.vram):
+        if pt_n > len(self.vram) // 8 or not self._table_fits(pt_base, pt_n):
             raise Fault(R.ErrorCode.PAGE_TABLE, pt_base)
         if dva + n > pt_n * R.PAGE_SIZE:
             first_bad = max(dva, pt_n * R.PAGE_SIZE)
@@ -377,6 +394,123 @@ class Device:
             self.execute(w, depth + 1)
 
 
+class Firmware:
+    """The device's own firmware: manages VRAM and the ring for a driver that asks (FW_CALL).
+
+    Chapters 2 and 7 use a driver that leaves page tables to the device, the way recent NVIDIA
+    GPUs run much of their resource manager on a processor of their own (the GSP) and the
+    kernel driver asks it by remote procedure call (open-gpu-kernel-modules,
+    src/nvidia/src/kernel/gpu/gsp/kernel_gsp.c, kgspInitRm_IMPL boots it;
+    src/nvidia/src/kernel/vgpu/rpc.c, rpcRmApiControl_GSP sends it a call). Lab 1's devices have no firmware: there the
+    driver builds every table itself. The firmware keeps its tables at the end of VRAM (BAR1's
+    last, the device MMU's below it) and hands out the rest, shuffled by the device's seed."""
+
+    def __init__(self, dev: Device, seed: int):
+        self.dev, self.seed = dev, seed
+        self.ready = False
+
+    def _build(self) -> None:
+        d, vram = self.dev, len(self.dev.vram)
+        pages, ap_pages = vram // R.PAGE_SIZE, d._get("BAR1_SIZE") // R.PAGE_SIZE
+        self.bar1_table = vram - -(-ap_pages * 8 // R.PAGE_SIZE) * R.PAGE_SIZE
+        self.pt_base = self.bar1_table - -(-pages * 8 // R.PAGE_SIZE) * R.PAGE_SIZE
+        self.pt_entries = pages
+        d.vram[self.pt_base:vram] = 0
+        first = -(-d._get("VRAM_RESERVED") // R.PAGE_SIZE)
+        rng = np.random.default_rng(self.seed)
+        self.free_pages = [int(p) for p in rng.permutation(np.arange(first, self.pt_base // R.PAGE_SIZE))]
+        self.dva_free = [False] + [True] * (pages - 1)  # DVA 0 stays unmapped: a null device pointer faults
+        self.bar1_free = [True] * ap_pages
+        self.ready = True
+
+    def _table(self, base: int, n: int) -> np.ndarray:
+        return self.dev.vram[base:base + n * 8].view("<u8")
+
+    def call(self, call: int, a0: int, a1: int, a2: int) -> tuple[int, R.FwStatus]:
+        """Run one call; (result, status). Never raises: bad arguments are a status."""
+        if call == R.FwCall.INIT:
+            return self._init(a0, a1, a2)
+        if not self.ready or call not in tuple(R.FwCall):
+            return 0, R.FwStatus.BAD_CALL
+        return {R.FwCall.MAP_VRAM: self._map_vram, R.FwCall.UNMAP_VRAM: self._unmap_vram,
+                R.FwCall.MAP_BAR1: self._map_bar1, R.FwCall.UNMAP_BAR1: self._unmap_bar1}[call](a0, a1)
+
+    def _init(self, ring: int, entries: int, write_back: int) -> tuple[int, R.FwStatus]:
+        if not self.ready:
+            self._build()
+        d = self.dev
+        for name, value in (("PT_BASE", self.pt_base), ("PT_ENTRIES", self.pt_entries),
+                            ("BAR1_PT_BASE", self.bar1_table | R.BAR1_PT_ENABLE), ("RING_BASE", ring),
+                            ("RING_SIZE", entries), ("RPTR_ADDR", write_back),
+                            ("INT_MASK", R.Irq.FENCE | R.Irq.USER | R.Irq.ERROR)):
+            d._set(name, value)
+        d._control(R.Control.RING_ENABLE)
+        return 0, (R.FwStatus.BAD_ARGUMENT if d._get("STATUS") & R.Status.ERROR else R.FwStatus.OK)
+
+    def _map_vram(self, nbytes: int, writable: int) -> tuple[int, R.FwStatus]:
+        n = -(-nbytes // R.PAGE_SIZE)
+        if n < 1 or n > self.pt_entries:
+            return 0, R.FwStatus.BAD_ARGUMENT
+        first = _first_fit(self.dva_free, n) if n <= len(self.free_pages) else None
+        if first is None:
+            return 0, R.FwStatus.NO_MEMORY
+        flags = R.PTE_VALID | (R.PTE_WRITABLE if writable else 0)
+        self._table(self.pt_base, self.pt_entries)[first:first + n] = \
+            [self.free_pages.pop() * R.PAGE_SIZE | flags for _ in range(n)]
+        return first * R.PAGE_SIZE, R.FwStatus.OK
+
+    def _pages(self, start: int, nbytes: int, limit: int) -> range | None:
+        first, last = start // R.PAGE_SIZE, (start + max(nbytes, 1) - 1) // R.PAGE_SIZE
+        return range(first, last + 1) if last < limit else None
+
+    def _unmap_vram(self, dva: int, nbytes: int) -> tuple[int, R.FwStatus]:
+        pages = self._pages(dva, nbytes, self.pt_entries)
+        if pages is None:
+            return 0, R.FwStatus.BAD_ARGUMENT
+        table = self._table(self.pt_base, self.pt_entries)
+        for p in pages:
+            pte = int(table[p])
+            if pte & R.PTE_VALID:
+                self.free_pages.append((pte & R.PTE_ADDR_MASK) // R.PAGE_SIZE)
+            table[p] = 0
+            self.dva_free[p] = p > 0
+        return 0, R.FwStatus.OK
+
+    def _map_bar1(self, dva: int, nbytes: int) -> tuple[int, R.FwStatus]:
+        pages = self._pages(dva, nbytes, self.pt_entries)
+        table = self._table(self.pt_base, self.pt_entries)
+        if pages is None or any(not int(table[p]) & R.PTE_VALID for p in pages):
+            return 0, R.FwStatus.BAD_ARGUMENT
+        first = _first_fit(self.bar1_free, len(pages))
+        if first is None:
+            return 0, R.FwStatus.NO_MEMORY
+        bar1 = self._table(self.bar1_table, len(self.bar1_free))
+        for k, p in enumerate(pages):
+            bar1[first + k] = int(table[p]) & R.PTE_ADDR_MASK | R.PTE_VALID | R.PTE_WRITABLE
+        return first * R.PAGE_SIZE + dva % R.PAGE_SIZE, R.FwStatus.OK
+
+    def _unmap_bar1(self, offset: int, nbytes: int) -> tuple[int, R.FwStatus]:
+        pages = self._pages(offset, nbytes, len(self.bar1_free))
+        if pages is None:
+            return 0, R.FwStatus.BAD_ARGUMENT
+        bar1 = self._table(self.bar1_table, len(self.bar1_free))
+        for p in pages:
+            bar1[p] = 0
+            self.bar1_free[p] = True
+        return 0, R.FwStatus.OK
+
+
+def _first_fit(free: list[bool], n: int) -> int | None:
+    """The first run of `n` free pages in `free` (taken: marked used), or None."""
+    run = 0
+    for i, ok in enumerate(free):
+        run = run + 1 if ok else 0
+        if run == n:
+            free[i + 1 - n:i + 1] = [False] * n
+            return i + 1 - n
+    return None
+
+
 def layout(vram_bytes: int, sysmem_bytes: int) -> dict[str, tuple[int, int]]:
     """Where BAR0, VRAM and system memory sit in the device's one shared block: name -> (offset, size)."""
     return {"bar0": (0, R.BAR0_SIZE), "vram": (R.BAR0_SIZE, vram_bytes),
@@ -421,6 +555,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vram", type=int, required=True)
     p.add_argument("--sysmem", type=int, required=True)
     p.add_argument("--bar1", type=int, default=None)
+    p.add_argument("--reserved", type=int, default=0)
+    p.add_argument("--no-firmware", action="store_true")
     p.add_argument("--parent", type=int, required=True)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--link", default="{}")
@@ -432,7 +568,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parts = [block.buf[o:o + n] for o, n in layout(a.vram, a.sysmem).values()]
         link = LinkModel(LinkParams(**json.loads(a.link)), seed=a.seed)
-        dev = Device(*parts, notify=_notifier(), link=link, bar1_bytes=a.bar1)
+        dev = Device(*parts, notify=_notifier(), link=link, bar1_bytes=a.bar1, reserved_bytes=a.reserved,
+                     firmware=not a.no_firmware, seed=a.seed)
         serve(dev, line)
     except KeyboardInterrupt:
         pass

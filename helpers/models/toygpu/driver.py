@@ -1,4 +1,4 @@
-"""The reference driver for the toy GPU: bring-up, MMIO, memory, the ring, fences, errors.
+"""The toy GPU as the chapters use it: its bus (MMIO, BAR1, system memory) and a small driver.
 
     from helpers.models.toygpu import ToyGPU, commands as cmd
     with ToyGPU(seed=1) as gpu:
@@ -8,12 +8,23 @@
         gpu.run([cmd.saxpy(x, x, 1024, 2.0)])          # submit, ring the doorbell, wait
         y = gpu.download(x, 4096).view(np.float32)
 
-The layers match a real driver's: `read`/`write` are MMIO on BAR0 (each costs modelled bus
-time and is counted); `bar1_read`/`bar1_write` are CPU loads and stores through the VRAM
-aperture (uncached or write-combined); `emit`/`kick`/`submit` fill the command ring in
-system memory and ring the doorbell; `wait` polls a fence in memory or sleeps on the
-interrupt notification, always with a timeout. A device error becomes an exception here,
-named after the error, with the device's ERROR_INFO in its message.
+Two layers, both open to read:
+
+- the bus and the services a kernel gives a driver: `read`/`write` are MMIO on BAR0 (each
+  costs modelled bus time and is counted in `counters`); `bar1_read`/`bar1_write`/`aperture`
+  are CPU loads and stores through BAR1, translated by the device's own BAR1 page table;
+  `alloc_sys` is device-visible system memory (dma_alloc_coherent); a device error becomes
+  an exception named after it, with the device's ERROR_INFO in its message.
+- a small driver on top: the device's firmware builds the page tables and programs the ring
+  when asked (`bring_up`, `alloc_vram`, `bar1_map_dva`: FW_CALL, see device.Firmware), and the
+  driver fills the ring in system memory, rings the doorbell and waits on fences
+  (`emit`/`kick`/`submit`/`wait`), learning the device's progress from the read pointer and
+  error code the device writes back to memory, not from MMIO reads.
+
+Lab 1's devices have no firmware: the learner writes what the firmware does here (BAR1's and
+the MMU's page tables, bring-up), a stricter ring discipline (refuse rather than wait, one DMA
+descriptor per page) and recovery. That answer lives in instructor/labs/lab1_driver.py, which
+the student distribution does not contain.
 
 Compare the real thing: the Linux amdgpu ring code (drivers/gpu/drm/amd/amdgpu/amdgpu_ring.c,
 amdgpu_ring_commit writes the write pointer, the doorbell) and fence code (amdgpu_fence.c,
@@ -28,7 +39,6 @@ NVC361_NOTIFY_CHANNEL_PENDING in src/common/sdk/nvidia/inc/class/clc361.h).
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 import weakref
@@ -219,12 +229,13 @@ def _shutdown(device: DeviceProcess, block: SharedBlock) -> None:
 
 # -- the driver -------------------------------------------------------------------------------
 class ToyGPU:
-    """A started toy GPU and the reference driver for it (see the module docstring)."""
+    """A started toy GPU: its bus, and the chapters' driver for it (see the module docstring)."""
 
     def __init__(self, *, vram_bytes: int = 4 << 20, sysmem_bytes: int = 4 << 20, seed: int = 1,
                  link: LinkParams | None = None, ring_entries: int = 64,
                  timeout: float = DEFAULT_TIMEOUT_S, start_timeout: float = 30.0,
-                 bring_up: bool = True, bar1_bytes: int | None = None):
+                 bring_up: bool = True, bar1_bytes: int | None = None, reserved_bytes: int = 0,
+                 firmware: bool = True):
         for name, v in (("vram_bytes", vram_bytes), ("sysmem_bytes", sysmem_bytes)):
             _int(name, v, R.PAGE_SIZE * 8, (1 << 30) + 1)
             if v % R.PAGE_SIZE:
@@ -233,6 +244,9 @@ class ToyGPU:
                                                                  vram_bytes + 1)
         if bar1_bytes % R.PAGE_SIZE:
             raise InputError(f"bar1_bytes must be a multiple of {R.PAGE_SIZE}, got {bar1_bytes}")
+        _int("reserved_bytes", reserved_bytes, 0, vram_bytes // 2 + 1)
+        if reserved_bytes % R.PAGE_SIZE:
+            raise InputError(f"reserved_bytes must be a multiple of {R.PAGE_SIZE}, got {reserved_bytes}")
         _int("seed", seed, 0, 1 << 63)
         if link is not None and not isinstance(link, LinkParams):
             raise InputTypeError(f"link must be LinkParams, got {type(link).__name__}")
@@ -250,7 +264,7 @@ class ToyGPU:
         try:
             self._device = DeviceProcess("helpers.models.toygpu", [
                 "--shm", self._block.name, "--vram", str(vram_bytes), "--sysmem", str(sysmem_bytes),
-                "--bar1", str(bar1_bytes),
+                "--bar1", str(bar1_bytes), "--reserved", str(reserved_bytes), *([] if firmware else ["--no-firmware"]),
                 "--parent", str(os.getpid()), "--seed", str(seed), "--link", _json(link or LinkParams())])
         except BaseException:
             self._block.unlink()
@@ -466,48 +480,41 @@ class ToyGPU:
         self._bar1_range(offset, buf.size, 1)
         self._store(offset, buf)
 
-    # -- bring-up ---------------------------------------------------------------------------
-    def bring_up(self, ring_entries: int = 64) -> None:
-        """Identify, reset, set up both page tables and the ring, unmask interrupts.
+    # -- bring-up, with the device's firmware ----------------------------------------------
+    def _fw(self, call: R.FwCall, *args: int) -> int:
+        """Ask the device's firmware (FW_ARGn, FW_CALL, then FW_STATUS/FW_RESULT); its result."""
+        for k, a in enumerate(args):
+            self.write(f"FW_ARG{k}", a, check=False)
+        self.write("FW_CALL", int(call), check=False)
+        status = R.FwStatus(self.read("FW_STATUS"))
+        if status is R.FwStatus.OK:
+            return self.read("FW_RESULT")
+        what = call.name.lower().replace("_", " ")
+        if status is R.FwStatus.NO_FIRMWARE:
+            raise ToyGPUError("this toy GPU has no firmware to ask (Lab 1's devices): the driver must build "
+                              "its page tables and program the ring itself")
+        if status is R.FwStatus.NO_MEMORY:
+            where = "BAR1 aperture" if call in (R.FwCall.MAP_BAR1,) else "toy VRAM"
+            raise MemoryError(f"{where} exhausted: firmware call {what} {args} found no room")
+        self.check()  # a refused INIT left a device error: raise it
+        raise InputError(f"the firmware refused {what} {args}: {status.name}")
 
-        VRAM layout: BAR1's page table first, then the device MMU's table, then pages for
-        buffers (handed out shuffled, so the MMU does real work). Both tables are mapped into
-        the start of the aperture, so the driver updates them with write-combined stores
-        through BAR1; only the entries that map the tables themselves go through the slow
-        BAR0 window (NVIDIA's driver likewise sets BAR1's table up through another BAR
-        rather than BAR0: kern_bus_gm107.c, kbusStateInitLockedKernel_GM107)."""
+    def bring_up(self, ring_entries: int = 64) -> None:
+        """Identify, reset, and have the firmware set up page tables, BAR1 and the ring.
+
+        The driver owns system memory (the ring, the fence and the write-back area); the
+        device's firmware owns VRAM's layout (see device.Firmware). Lab 1's devices have no
+        firmware: there you write this part."""
         dev_id = self.read("ID")
         if dev_id != R.DEVICE_ID:
             raise ToyGPUError(f"ID register reads {dev_id:#x}, expected {R.DEVICE_ID:#x}: not a toy GPU")
         self.vram_size, self.sysmem_size = self.read("VRAM_SIZE"), self.read("SYSMEM_SIZE")
         self.bar1_size = self.read("BAR1_SIZE")
         self.write("CONTROL", R.Control.RESET)
-        pages, ap_pages = self.vram_size // R.PAGE_SIZE, self.bar1_size // R.PAGE_SIZE
-        b1_pages, pt_pages = math.ceil(ap_pages * 8 / R.PAGE_SIZE), math.ceil(pages * 8 / R.PAGE_SIZE)
-        self.pt_entries, self.bar1_pt_base = pages, 0
-        self.pt_base = b1_pages * R.PAGE_SIZE
-        # aperture pages [0, pt_pages) show the MMU table, the next b1_pages BAR1's own table
-        self._bar1_pt_at = pt_pages * R.PAGE_SIZE  # where BAR1's table appears in the aperture
-        tables = [self.pt_base + k * R.PAGE_SIZE for k in range(pt_pages)] + \
-                 [k * R.PAGE_SIZE for k in range(b1_pages)]
-        self.write("VRAM_WINDOW", self.bar1_pt_base, check=False)
-        for vram in tables:
-            self.write("VRAM_DATA", vram | R.PTE_VALID | R.PTE_WRITABLE, check=False)
-        self.write("BAR1_PT_BASE", self.bar1_pt_base | R.BAR1_PT_ENABLE)
-        self._bar1_fixed = len(tables)  # aperture pages that show the tables themselves
-        self._bar1_free = [False] * len(tables) + [True] * (ap_pages - len(tables))
-        rest = len(tables) * 8
-        self.bar1_write(self._bar1_pt_at + rest, np.zeros(b1_pages * R.PAGE_SIZE - rest, np.uint8))
-        self.bar1_write(0, np.zeros(pt_pages * R.PAGE_SIZE, np.uint8))  # an empty MMU table
-        rng = np.random.default_rng(self.seed)
-        self._free_pages = [int(p) for p in rng.permutation(np.arange(b1_pages + pt_pages, pages))]
-        self._dva_free = [False] + [True] * (pages - 1)  # DVA 0 stays unmapped: a null device pointer faults
         self._program_device(ring_entries)
 
     def _program_device(self, ring_entries: int) -> None:
         _check_ring_entries(ring_entries)
-        self.write("PT_BASE", self.pt_base, check=False)
-        self.write("PT_ENTRIES", self.pt_entries, check=False)
         if self.ring is None or self.ring.nbytes != ring_entries * C.ENTRY_BYTES:
             if self.ring is not None:
                 self.free_sys(self.ring)
@@ -518,17 +525,13 @@ class ToyGPU:
                                     self.fence_slot.view[8:8 + R.WRITE_BACK_BYTES])
         self.rptr_slot.view[:] = 0
         self.ring_entries, self.wptr, self._head = ring_entries, 0, 0
-        self.write("RING_BASE", self.ring.addr, check=False)
-        self.write("RING_SIZE", ring_entries, check=False)
-        self.write("RPTR_ADDR", self.rptr_slot.addr, check=False)
-        self.write("INT_MASK", R.Irq.FENCE | R.Irq.USER | R.Irq.ERROR, check=False)
-        self.write("CONTROL", R.Control.RING_ENABLE)  # checks: raises if the device refused any of it
+        self._fw(R.FwCall.INIT, self.ring.addr, ring_entries, self.rptr_slot.addr)
+        self.pt_base, self.pt_entries = self._peek("PT_BASE"), self._peek("PT_ENTRIES")
         self._drain_irq()
 
     def recover(self) -> None:
         """After a device error: reset and program the device again, keeping memory and mappings."""
         self.write("CONTROL", R.Control.RESET)
-        self.write("BAR1_PT_BASE", self.bar1_pt_base | R.BAR1_PT_ENABLE, check=False)  # as bring-up left it
         self._program_device(self.ring_entries)
 
     def clear_error(self) -> None:
@@ -550,37 +553,21 @@ class ToyGPU:
         self._sys.free(buf.addr)
 
     def alloc_vram(self, nbytes: int, *, writable: bool = True) -> int:
-        """Map fresh VRAM pages at a new device virtual address (returned).
+        """Fresh VRAM pages at a new device virtual address (returned), from the firmware.
 
-        Virtual pages are contiguous; the physical pages behind them are drawn from a
-        shuffled free list, so the page table does real work. PTEs are written through BAR1.
-        """
+        Virtual pages are contiguous; the physical pages behind them are scattered, so the
+        device's page table does real work."""
         _int("nbytes", nbytes, 1, len(self.vram_view) + 1)
-        n = math.ceil(nbytes / R.PAGE_SIZE)
-        first = _first_fit(self._dva_free, n) if n <= len(self._free_pages) else None
-        if first is None:
-            raise MemoryError(f"toy VRAM exhausted: {n} pages wanted, {len(self._free_pages)} free")
-        phys = [self._free_pages.pop() for _ in range(n)]
-        flags = R.PTE_VALID | (R.PTE_WRITABLE if writable else 0)
-        ptes = np.array([p * R.PAGE_SIZE | flags for p in phys], dtype="<u8")
-        self.bar1_write(first * 8, ptes)
-        return first * R.PAGE_SIZE
+        return self._fw(R.FwCall.MAP_VRAM, nbytes, int(bool(writable)))
 
     def unmap(self, dva: int, nbytes: int) -> None:
-        """Invalidate the pages covering [dva, dva+nbytes) and free them; later use faults."""
+        """Take the pages covering [dva, dva+nbytes) out of the page table and free them; later use faults."""
         _int("dva", dva, 0, self.pt_entries * R.PAGE_SIZE)
-        first, last = dva // R.PAGE_SIZE, min((dva + max(nbytes, 1) - 1) // R.PAGE_SIZE, self.pt_entries - 1)
-        at = self.pt_base + first * 8
-        ptes = self.vram_view[at:at + (last + 1 - first) * 8].view("<u8")
-        for p in ptes.tolist():
-            if p & R.PTE_VALID:
-                self._free_pages.append(p // R.PAGE_SIZE)
-        self.bar1_write(first * 8, np.zeros(last + 1 - first, dtype="<u8"))
-        for k in range(max(first, 1), last + 1):
-            self._dva_free[k] = True
+        _int("nbytes", nbytes, 0, len(self.vram_view) + 1)
+        self._fw(R.FwCall.UNMAP_VRAM, dva, nbytes)
 
     def translate(self, dva: int) -> int | None:
-        """The VRAM offset behind a DVA, read from the page table (None if unmapped)."""
+        """The VRAM offset behind a DVA, read from the device's page table (a debug look, no bus time)."""
         _int("dva", dva, 0, 1 << 64)
         page = dva // R.PAGE_SIZE
         if page >= self.pt_entries:
@@ -589,40 +576,18 @@ class ToyGPU:
         pte = int(self.vram_view[at:at + 8].view("<u8")[0])
         return (pte & R.PTE_ADDR_MASK) + dva % R.PAGE_SIZE if pte & R.PTE_VALID else None
 
-    # -- BAR1 mappings ----------------------------------------------------------------------
-    def bar1_map(self, vram_pages: list[int]) -> int:
-        """Map VRAM pages (VRAM offsets, page-aligned) at consecutive aperture pages; returns
-        the aperture offset of the first (what kbusMapFbAperture_GM107 does for a buffer)."""
-        n = len(vram_pages)
-        if n < 1 or any(not isinstance(v, int) or v % R.PAGE_SIZE or not 0 <= v < self.vram_size
-                        for v in vram_pages):
-            raise InputError(f"bar1_map needs page-aligned VRAM offsets below {self.vram_size}")
-        first = _first_fit(self._bar1_free, n)
-        if first is None:
-            raise MemoryError(f"BAR1 aperture exhausted: {n} contiguous pages wanted")
-        ptes = np.array([v | R.PTE_VALID | R.PTE_WRITABLE for v in vram_pages], dtype="<u8")
-        self.bar1_write(self._bar1_pt_at + first * 8, ptes)
-        return first * R.PAGE_SIZE
-
     def bar1_map_dva(self, dva: int, nbytes: int) -> int:
-        """Map the VRAM behind [dva, dva+nbytes) into BAR1; returns the aperture offset of `dva`."""
-        first = dva // R.PAGE_SIZE
-        pages = []
-        for p in range(first, (dva + max(nbytes, 1) - 1) // R.PAGE_SIZE + 1):
-            v = self.translate(p * R.PAGE_SIZE)
-            if v is None:
-                raise InputError(f"DVA {p * R.PAGE_SIZE:#x} is not mapped: allocate it with alloc_vram first")
-            pages.append(v)
-        return self.bar1_map(pages) + dva % R.PAGE_SIZE
+        """Give the VRAM behind [dva, dva+nbytes) bus addresses in BAR1; returns the aperture offset of
+        `dva` (what kbusMapFbAperture_GM107 does for a buffer on NVIDIA's GPUs)."""
+        _int("dva", dva, 0, 1 << 64)
+        _int("nbytes", nbytes, 1, len(self.vram_view) + 1)
+        return self._fw(R.FwCall.MAP_BAR1, dva, nbytes)
 
     def bar1_unmap(self, offset: int, nbytes: int) -> None:
         """Take [offset, offset+nbytes) of the aperture out of BAR1; later CPU accesses fault."""
-        first, last = offset // R.PAGE_SIZE, (offset + max(nbytes, 1) - 1) // R.PAGE_SIZE
-        if first < self._bar1_fixed or last >= len(self._bar1_free):
-            raise InputError(f"aperture [{offset:#x}, +{nbytes}) is not a buffer mapping of this driver")
-        self.bar1_write(self._bar1_pt_at + first * 8, np.zeros(last + 1 - first, dtype="<u8"))
-        for k in range(first, last + 1):
-            self._bar1_free[k] = True
+        _int("BAR1 offset", offset, 0, self.bar1_size)
+        _int("nbytes", nbytes, 1, self.bar1_size + 1)
+        self._fw(R.FwCall.UNMAP_BAR1, offset, nbytes)
 
     # -- the ring ---------------------------------------------------------------------------
     def head(self) -> int:
@@ -809,17 +774,6 @@ class ToyGPU:
         names = ("MODEL_TIME_NS", "CNT_DOORBELLS", "CNT_COMMANDS", "CNT_BYTES_H2D",
                  "CNT_BYTES_D2H", "CNT_DESCRIPTORS")
         return {n: self._peek(n) for n in names}
-
-
-def _first_fit(free: list[bool], n: int) -> int | None:
-    """The first run of `n` free pages in `free` (taken: marked used), or None."""
-    run = 0
-    for i, ok in enumerate(free):
-        run = run + 1 if ok else 0
-        if run == n:
-            free[i + 1 - n:i + 1] = [False] * n
-            return i + 1 - n
-    return None
 
 
 def _chunks(addr: int, dva: int, n: int) -> list[tuple[int, int, int]]:

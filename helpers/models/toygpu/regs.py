@@ -72,6 +72,26 @@ class Irq(IntFlag):
     ERROR = 1 << 2  # a device error occurred
 
 
+class FwCall(IntEnum):
+    """Calls to the device's firmware (FW_CALL), for drivers that let the device manage its memory."""
+
+    INIT = 1        # ARG0 ring bus address, ARG1 ring entries, ARG2 write-back address: tables, ring, interrupts
+    MAP_VRAM = 2    # ARG0 bytes, ARG1 1 = writable: fresh VRAM pages at a new device virtual address (RESULT)
+    UNMAP_VRAM = 3  # ARG0 DVA, ARG1 bytes: take the pages out of the device's page table and free them
+    MAP_BAR1 = 4    # ARG0 DVA, ARG1 bytes: give the VRAM behind them bus addresses in BAR1 (RESULT: the offset of DVA)
+    UNMAP_BAR1 = 5  # ARG0 aperture offset, ARG1 bytes: take them out of BAR1 again
+
+
+class FwStatus(IntEnum):
+    """Values of FW_STATUS after a call."""
+
+    OK = 0
+    NO_FIRMWARE = 1   # this device has none (Lab 1's devices: the driver does all of it)
+    NO_MEMORY = 2     # no free VRAM pages, device virtual addresses or aperture pages
+    BAD_ARGUMENT = 3  # an argument out of range, or an address nothing maps
+    BAD_CALL = 4      # an unknown call, or a call before INIT
+
+
 class ErrorCode(IntEnum):
     """Values of ERROR_CODE. ERROR_INFO holds the address or offset involved."""
 
@@ -90,10 +110,10 @@ class ErrorCode(IntEnum):
     MMU_WRITE_FAULT = 12  # a write to a page mapped read-only (INFO: the DVA)
     BAD_DESCRIPTOR = 13   # a zero or oversized length, or too many descriptors (INFO: the value)
     IB_DEPTH = 14         # an indirect buffer nested deeper than the device allows
-    PAGE_TABLE = 15       # PT_BASE/PT_ENTRIES or BAR1_PT_BASE outside VRAM or misaligned (INFO: the value)
+    PAGE_TABLE = 15       # PT_BASE/PT_ENTRIES or BAR1_PT_BASE outside VRAM, reserved or misaligned (INFO: the value)
     INTERNAL = 16         # a bug in the device model itself (its traceback goes to stderr)
     BAR1_FAULT = 17       # a CPU access to a BAR1 aperture page with no valid entry (INFO: the aperture offset)
-    VRAM_WINDOW = 18      # a VRAM_DATA write outside VRAM (INFO: the VRAM offset)
+    VRAM_WINDOW = 18      # a VRAM_DATA write outside VRAM or into its reserved start (INFO: the VRAM offset)
 
 
 ERROR_TEXT = {
@@ -113,10 +133,10 @@ ERROR_TEXT = {
     ErrorCode.MMU_WRITE_FAULT: "write to a read-only page (MMU permission fault)",
     ErrorCode.BAD_DESCRIPTOR: "bad descriptor (zero or oversized length, or too many descriptors)",
     ErrorCode.IB_DEPTH: "indirect buffers nested too deeply",
-    ErrorCode.PAGE_TABLE: "page table outside VRAM or not page-aligned",
+    ErrorCode.PAGE_TABLE: "page table outside VRAM, in its reserved start, or not page-aligned",
     ErrorCode.INTERNAL: "internal error of the device model (a bug: please report it)",
     ErrorCode.BAR1_FAULT: "CPU access to an unmapped BAR1 page (reads return all ones, writes are dropped)",
-    ErrorCode.VRAM_WINDOW: "VRAM_DATA write outside VRAM",
+    ErrorCode.VRAM_WINDOW: "VRAM_DATA write outside VRAM or into the device's reserved VRAM",
 }
 
 # Page-table entries: 64 bits each, in VRAM. The device MMU's table sits at PT_BASE (entry i
@@ -170,6 +190,14 @@ REGISTERS: tuple[Register, ...] = (
     _R("RPTR_ADDR", 0x0F0, RW, "bus address (8-byte aligned) of a 16-byte write-back area in system memory: the device "
        "writes its read pointer (RING_HEAD) there after every entry it fetches, and ERROR_CODE at +8 whenever it "
        "changes, so the driver's hot path needs no MMIO reads; 0 = no write-back. Latched by RING_ENABLE"),
+    _R("VRAM_RESERVED", 0x0F8, RO, "bytes at the start of VRAM the device keeps for itself: no page table may sit there "
+       "and VRAM_DATA may not write there"),
+    _R("FW_ARG0", 0x100, RW, "first argument of a firmware call"),
+    _R("FW_ARG1", 0x108, RW, "second argument of a firmware call"),
+    _R("FW_ARG2", 0x110, RW, "third argument of a firmware call"),
+    _R("FW_CALL", 0x118, WO, "write a FwCall number: the device's firmware runs it (none on Lab 1's devices)"),
+    _R("FW_RESULT", 0x120, RO, "what the last firmware call returned"),
+    _R("FW_STATUS", 0x128, RO, "how the last firmware call ended (FwStatus)"),
 )
 
 BY_NAME: dict[str, Register] = {r.name: r for r in REGISTERS}
