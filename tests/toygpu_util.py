@@ -21,6 +21,11 @@ def pid_alive(pid: int) -> bool:
 
 
 
+def shm_exists(name: str) -> bool:
+    """True while a shared-memory block of that name exists (Linux shows them in /dev/shm)."""
+    return os.path.exists(f"/dev/shm/{name}")
+
+
 def start_device(**kw):
     """A small toy GPU for tests (1 MiB of VRAM and of system memory, short timeouts)."""
     from helpers.models.toygpu import ToyGPU

@@ -127,9 +127,10 @@ METHODS = ("uncached read, 4 B", "uncached read, 8 B", "streaming read, 64 B", "
 def access_cost(gpu: ToyGPU, method: str, nbytes: int, offset: int = 0) -> dict:
     """Move `nbytes` between the CPU and the toy's VRAM by `method`; return its modelled cost.
 
-    The data really moves through the shared mapping (or by the device's DMA engine); the
-    time is the link model's. Returns {'method', 'nbytes', 'transactions', 'model_ns',
-    'model_gbps'}.
+    The data really moves: through BAR1 (a scratch buffer mapped into the aperture for the
+    access, as a driver maps a buffer before the CPU may touch it) or by the device's DMA
+    engine; the time is the link model's. `offset` is where in the scratch buffer the access
+    starts. Returns {'method', 'nbytes', 'transactions', 'model_ns', 'model_gbps'}.
     """
     if not isinstance(gpu, ToyGPU):
         raise InputTypeError(f"expected a ToyGPU, got {type(gpu).__name__}")
@@ -137,29 +138,39 @@ def access_cost(gpu: ToyGPU, method: str, nbytes: int, offset: int = 0) -> dict:
         raise InputError(f"method must be one of {METHODS}, got {method!r}")
     if not _is_int(nbytes) or nbytes < 64 or nbytes % 64:
         raise InputError(f"nbytes must be a positive multiple of 64, got {nbytes!r}")
-    before = gpu.counters.copy()
-    if method.startswith("uncached read"):
-        width = int(method.split(",")[1].strip().split()[0])
-        gpu.bar1_read(offset, nbytes, width=width)
-        ns, tx = gpu.last_ns, nbytes // width
-    elif method.startswith("streaming read"):
-        gpu.bar1_read(offset, nbytes, width=64)
-        ns, tx = gpu.last_ns, nbytes // 64
-    elif method.startswith("uncached write"):
-        gpu.bar1_write(offset, bytes(nbytes), mode="uc", width=8)
-        ns, tx = gpu.last_ns, nbytes // 8
-    elif method.startswith("write-combined"):
-        gpu.bar1_write(offset, bytes(nbytes), mode="wc")
-        ns, tx = gpu.last_ns, (gpu.counters - before).wc_bursts
-    else:
-        dva = gpu.alloc_vram(nbytes)
+    dva = gpu.alloc_vram(offset + nbytes)  # a scratch buffer; the CPU methods reach it through BAR1
+    try:
+        return {"method": method, "nbytes": nbytes, **_move(gpu, method, dva + offset, nbytes)}
+    finally:
+        gpu.unmap(dva, offset + nbytes)
+
+
+def _move(gpu: ToyGPU, method: str, dva: int, nbytes: int) -> dict:
+    if method == "device DMA to host":
         t0 = gpu.device_counters()["MODEL_TIME_NS"]
         gpu.download(dva, nbytes)
         ns = gpu.device_counters()["MODEL_TIME_NS"] - t0
-        tx = 1
-        gpu.unmap(dva, nbytes)
-    return {"method": method, "nbytes": nbytes, "transactions": tx, "model_ns": float(ns),
-            "model_gbps": nbytes / ns if ns else float("inf")}
+        return {"transactions": 1, "model_ns": float(ns), "model_gbps": nbytes / ns if ns else float("inf")}
+    at = gpu.bar1_map_dva(dva, nbytes)  # a VRAM page has a BAR1 address only while mapped there
+    try:
+        before = gpu.counters.copy()
+        if method.startswith("uncached read"):
+            width = int(method.split(",")[1].strip().split()[0])
+            gpu.bar1_read(at, nbytes, width=width)
+            tx = nbytes // width
+        elif method.startswith("streaming read"):
+            gpu.bar1_read(at, nbytes, width=64)
+            tx = nbytes // 64
+        elif method.startswith("uncached write"):
+            gpu.bar1_write(at, bytes(nbytes), mode="uc", width=8)
+            tx = nbytes // 8
+        else:
+            gpu.bar1_write(at, bytes(nbytes), mode="wc")
+            tx = (gpu.counters - before).wc_bursts
+        ns = gpu.last_ns
+    finally:
+        gpu.bar1_unmap(at - at % 4096, at % 4096 + nbytes)
+    return {"transactions": tx, "model_ns": float(ns), "model_gbps": nbytes / ns if ns else float("inf")}
 
 
 def access_sweep(gpu: ToyGPU, sizes: list[int], methods: tuple[str, ...] = METHODS) -> list[dict]:

@@ -4,13 +4,11 @@ Every number here is SIMULATED: counts of real bus transactions the toy driver m
 times from the toy's link model (helpers/toygpu/link.py), never measurements of a GPU.
 
 Real drivers doing the same (linux repository): drivers/gpu/drm/amd/amdgpu/amdgpu_ring.c
-(amdgpu_ring_commit: the write pointer and the doorbell), amdgpu_ib.c (amdgpu_ib_schedule:
-indirect buffers), amdgpu_fence.c (amdgpu_fence_emit, amdgpu_fence_wait_polling). One thing
-they do differently from the toy's driver as it stands: to know how much of the ring is free
-they read a copy of the read pointer that the engine writes back to system memory (struct
-amdgpu_ring's rptr_cpu_addr, read by e.g. sdma_v3_0_ring_get_rptr; on NVIDIA the GPGet field
-of the channel's USERD, Nvc86fControl in clc86f.h), not the register, so no non-posted MMIO
-read sits on the submission path. `batching_verdict` says how much the toy's register reads cost.
+(amdgpu_ring_commit: the write pointer and the doorbell; amdgpu_ring_init reserves the
+read-pointer write-back slot, ring->rptr_offs), amdgpu_ib.c (amdgpu_ib_schedule: indirect
+buffers), amdgpu_fence.c (amdgpu_fence_emit, amdgpu_fence_wait_polling); NVIDIA's channel
+control area (USERD) carries GPGet, the read pointer the GPU writes back
+(open-gpu-kernel-modules, src/common/sdk/nvidia/inc/class/clc86f.h, Nvc86fControl).
 """
 
 from __future__ import annotations
@@ -97,10 +95,34 @@ def indirect_demo(gpu: ToyGPU, n: int = 200) -> dict:
             "ok": bool(np.array_equal(got, np.arange(n, dtype=np.uint32)))}
 
 
-def ring_rows(gpu: ToyGPU, last: int = 8) -> list[tuple[str, ...]]:
-    """The last `last` ring entries the driver wrote: slot, decoded command, consumed or pending."""
+def read_pointer_costs(gpu: ToyGPU, n_commands: int = 64, batch: int = 4) -> list[dict]:
+    """The same submissions twice: the driver learning the device's progress from RING_HEAD
+    (an MMIO read on every submit), then from the read pointer the device writes back to
+    system memory (NVIDIA's USERD GPGet, amdgpu's rptr write-back): a cheap load, no bus
+    transaction. Returns batching()'s dict for each, with 'read_pointer' ('mmio' or 'memory')."""
     _check_gpu(gpu)
-    head = gpu.read("RING_HEAD")
+    saved, out = gpu.read_pointer, []
+    try:
+        for how in ("mmio", "memory"):
+            gpu.read_pointer = how
+            out.append({"read_pointer": how, **batching(gpu, n_commands, batch)})
+    finally:
+        gpu.read_pointer = saved
+    return out
+
+
+def read_pointer_rows(results: list[dict]) -> list[tuple[str, ...]]:
+    """Rows for a table of read_pointer_costs() results."""
+    where = {"mmio": "RING_HEAD, an MMIO read", "memory": "write-back in system memory"}
+    return [(where[r["read_pointer"]], str(r["doorbells"]), str(r["mmio_reads"]), f"{r['cpu_model_us']:.1f}")
+            for r in results]
+
+
+def ring_rows(gpu: ToyGPU, last: int = 8) -> list[tuple[str, ...]]:
+    """The last `last` ring entries the driver wrote: slot, decoded command, consumed or pending
+    (by the read pointer the device wrote back to memory)."""
+    _check_gpu(gpu)
+    head = gpu.head()
     rows = []
     for ptr in range(max(0, gpu.wptr - last), gpu.wptr):
         slot = ptr % gpu.ring_entries

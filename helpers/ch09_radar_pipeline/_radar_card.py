@@ -1,7 +1,9 @@
 """The capture-card stand-in: a separate process that writes radar frames into a shared ring.
 
-Run as a script (``python _radar_card.py SHM_NAME PARENT_PID``) by `helpers.ch09_radar_pipeline.radar.CaptureCard`;
-it imports only numpy and the standard library, so it starts fast and never touches CUDA.
+Started as ``python -m helpers.ch09_radar_pipeline._radar_card SHM_NAME PARENT_PID`` by
+`helpers.ch09_radar_pipeline.radar.CaptureCard`, through the course's portable device-process
+plumbing (helpers.models.device_process: shared memory, a stdin lifeline); it imports only
+numpy and that module, so it starts fast and never touches CUDA.
 
 Like a real acquisition card with a fixed set of DMA descriptors, it has `slots` buffers in
 host memory. Every `period` it completes a frame: if the consumer has released a slot, the
@@ -14,13 +16,12 @@ per-slot sequence numbers and timestamps, then the page-aligned slot data.
 
 from __future__ import annotations
 
-import ctypes
-import os
-import signal
 import sys
 import time
 
 import numpy as np
+
+from helpers.models.device_process import Lifeline, SharedBlock, quiet_interrupts
 
 PAGE = 4096
 MAGIC = 0x52414441  # "RADA"
@@ -63,39 +64,28 @@ def synth_frame(pulses: int, seed: int, variant: int) -> np.ndarray:
     return x.astype(np.complex64)
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to kill this process when its parent dies (prctl PR_SET_PDEATHSIG)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        pass  # the getppid() poll below still ends us
-
-
 def run(shm_name: str, parent_pid: int) -> int:
-    """Produce frames until CTL_FRAMES ticks, a stop request or the parent's death."""
-    import mmap
+    """Produce frames until CTL_FRAMES ticks or a stop request, then idle until the parent lets go.
 
-    _die_with_parent()
-    if os.getppid() != parent_pid:
+    The process ends when its lifeline closes (the card was closed, or the parent died); if the
+    parent died, it unlinks the shared ring on its way out, since nobody else can."""
+    quiet_interrupts()
+    line = Lifeline(parent_pid)
+    if line.gone():
         return 3
-    # map /dev/shm/NAME directly: multiprocessing's SharedMemory would register it with a
-    # resource tracker that unlinks it when this process ends (Python < 3.13)
-    fd = os.open(f"/dev/shm/{shm_name.lstrip('/')}", os.O_RDWR)
+    block = SharedBlock.attach(shm_name)
     try:
-        m = mmap.mmap(fd, os.fstat(fd).st_size)
+        rc = _produce(block.buf, line)
+        while rc == 0 and not line.gone():
+            time.sleep(0.05)
+        return rc
     finally:
-        os.close(fd)
-    try:
-        return _produce(m, parent_pid)
-    finally:
-        try:
-            m.close()
-        except BufferError:
-            pass
+        if line.gone():
+            block.unlink()
+        block.close()
 
 
-def _produce(buf, parent_pid: int) -> int:
+def _produce(buf, line: Lifeline) -> int:
     ctl = np.ndarray((CTL_WORDS,), np.int64, buf, 0)
     if ctl[CTL_MAGIC] != MAGIC:
         return 4
@@ -119,7 +109,7 @@ def _produce(buf, parent_pid: int) -> int:
                 break
             if left > 400_000:
                 time.sleep((left - 300_000) / 1e9)
-            if ctl[CTL_STOP] or os.getppid() != parent_pid:
+            if ctl[CTL_STOP] or line.gone():
                 return 0
         if time.monotonic_ns() - target > period:
             ctl[CTL_LATE] += 1  # this process itself ran late (an overloaded machine)

@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import atexit
 import os
-import subprocess
-import sys
 import time
 import weakref
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,6 +34,7 @@ from helpers.core.errors import CourseError, DeviceTimeoutError, InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
 from helpers.core.mode import Mode
+from helpers.models.device_process import DeviceProcess, SharedBlock
 
 if TYPE_CHECKING:
     from helpers.course import Context
@@ -61,37 +59,6 @@ N_SAMPLES = card.N_SAMPLES
 
 class RadarInputError(InputError):
     """A frame size, rate, design or ring the pipeline cannot run (too big for this machine too)."""
-
-
-class ShmRing:
-    """A file in /dev/shm mapped into this process: the card's ring, shared with its process.
-
-    multiprocessing.shared_memory would do the same but starts Python's resource-tracker
-    process, which then outlives every notebook that used a card (and before Python 3.13 it
-    cannot be told not to). The course opens and unlinks the file itself instead.
-    """
-
-    def __init__(self, nbytes: int) -> None:
-        import mmap
-        import secrets
-
-        self.name = f"course-radar-{os.getpid()}-{secrets.token_hex(4)}"
-        fd = os.open(f"/dev/shm/{self.name}", os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
-        try:
-            os.ftruncate(fd, nbytes)
-            self.buf = mmap.mmap(fd, nbytes)
-        except BaseException:
-            os.unlink(f"/dev/shm/{self.name}")
-            raise
-        finally:
-            os.close(fd)
-
-    def close(self) -> None:
-        """Unmap (BufferError while a NumPy view or a registration still uses the memory)."""
-        self.buf.close()
-
-    def unlink(self) -> None:
-        os.unlink(f"/dev/shm/{self.name}")
 
 
 class CaptureCardError(CourseError, RuntimeError):
@@ -162,8 +129,8 @@ class CaptureCard:
         self.variants = validate.whole_number(variants, "frame variants", 1, 16)
         self.seed = int(seed)
         check_ring_memory(self.slots, self.frame_bytes)
-        self.proc: subprocess.Popen | None = None
-        self.shm = ShmRing(card.layout_bytes(self.slots, self.frame_bytes))
+        self.proc: DeviceProcess | None = None
+        self.shm = SharedBlock.create("course-radar", card.layout_bytes(self.slots, self.frame_bytes))
         buf = self.shm.buf
         self.ctl = np.ndarray((card.CTL_WORDS,), np.int64, buf, 0)
         self.ctl[:] = 0
@@ -183,16 +150,13 @@ class CaptureCard:
         """Start the producer and wait until it is ready. Whatever stops the wait (the card
         failing, the timeout, an interrupted cell) closes the card first: `with` never reached
         its body, so its exit would not run."""
-        script = Path(card.__file__)
-        self.proc = subprocess.Popen([sys.executable, str(script), self.shm.name, str(os.getpid())],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
+        self.proc = DeviceProcess(card.__name__, [self.shm.name, str(os.getpid())])
         _LIVE_CARDS.add(self)
         deadline = time.monotonic() + self.start_timeout_s
         try:
             while not self.ctl[card.CTL_READY]:
-                if self.proc.poll() is not None:
-                    rc, err = self.proc.returncode, self.proc.stderr.read().decode(errors="replace")[-500:]
+                if not self.proc.alive():
+                    rc, err = self.proc.proc.returncode, self.proc.stderr_text(500)
                     raise CaptureCardError(f"the capture-card process exited with {rc}: {err}")
                 if time.monotonic() > deadline:
                     raise CaptureCardError(f"the capture-card process was not ready within {self.start_timeout_s:.0f} s")
@@ -203,29 +167,17 @@ class CaptureCard:
         return self
 
     def close(self) -> None:
-        """Stop the producer (2 s grace, then SIGKILL) and free the shared memory."""
+        """Stop the producer (2 s grace, then kill it) and free the shared memory."""
         if getattr(self, "ctl", None) is not None:
             self.ctl[card.CTL_STOP] = 1
         p, self.proc = self.proc, None
         if p is not None:
-            try:
-                p.wait(timeout=2.0)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=5.0)
-            if p.stderr:
-                p.stderr.close()
+            p.stop(grace_s=2.0)
         if getattr(self, "shm", None) is not None:
             self.ctl = self.seq = self.stamp = self.data = None
             shm, self.shm = self.shm, None
-            try:
-                shm.close()
-            except BufferError:  # a view is still exported (e.g. a registered pointer); unlink anyway
-                pass
-            try:
-                shm.unlink()
-            except FileNotFoundError:
-                pass
+            shm.unlink()
+            shm.close()  # False while a view is still exported (e.g. a registered pointer): unmapped when it goes
 
     def __enter__(self) -> CaptureCard:
         return self.start()
@@ -272,8 +224,8 @@ class CaptureCard:
         self.ctl[card.CTL_RELEASED] += 1
 
     def check_alive(self) -> None:
-        if self.proc is not None and self.proc.poll() not in (None, 0):
-            raise CaptureCardError(f"the capture-card process died with exit status {self.proc.returncode}")
+        if self.proc is not None and self.proc.proc.poll() not in (None, 0):
+            raise CaptureCardError(f"the capture-card process died with exit status {self.proc.proc.returncode}")
 
     def wait_frame(self, timeout_s: float) -> bool:
         """Wait (sleeping 50 µs between looks) until a frame is available; False if the card is done."""

@@ -39,3 +39,14 @@ def test_ring_rows_decode_what_was_written(gpu):
     gpu.run([commands.nop()])
     rows = toy_ring.ring_rows(gpu, 2)
     assert rows[-2][2] == "NOP" and rows[-1][2].startswith("FENCE") and rows[-1][3] == "consumed"
+
+
+def test_read_pointer_from_memory_saves_one_mmio_read_per_submit(gpu):
+    mmio, memory = toy_ring.read_pointer_costs(gpu, 64, 4)
+    assert (mmio["read_pointer"], memory["read_pointer"]) == ("mmio", "memory")
+    assert mmio["doorbells"] == memory["doorbells"] == 16
+    assert mmio["mmio_reads"] == 16 and memory["mmio_reads"] == 0
+    assert memory["cpu_model_us"] < mmio["cpu_model_us"]
+    assert gpu.read_pointer == "memory", "the comparison puts the driver back as it found it"
+    rows = toy_ring.read_pointer_rows([mmio, memory])
+    assert rows[0][0].startswith("RING_HEAD") and rows[1][2] == "0"

@@ -128,8 +128,8 @@ def test_producer_dies_with_a_killed_parent():
     p.kill()  # SIGKILL: no atexit, no finally in the parent
     p.wait(10)
     assert _wait_gone(info["pid"]), "the capture-card process outlived its parent"
-    if os.path.exists(f"/dev/shm/{info['shm']}"):
-        os.unlink(f"/dev/shm/{info['shm']}")  # a SIGKILLed parent cannot unlink; the OS keeps the file
+    # a SIGKILLed parent cannot unlink its ring: the card does, on its way out
+    assert not os.path.exists(f"/dev/shm/{info['shm']}"), "the ring outlived the killed parent"
 
 
 def test_interrupt_leaves_no_child_and_no_shared_memory():

@@ -39,10 +39,9 @@ from helpers.core.errors import (
 )
 from helpers.labs import bwlab
 from helpers.measure import sandbox, sysinfo
-from helpers.models import buddy, ttm
+from helpers.models import buddy, device_process, ttm
 from helpers.models.toygpu import ToyGPU, link, regs
 from helpers.models.toygpu import commands as C
-from helpers.models.toygpu import driver as toy_driver
 
 # Modest example counts (CI has 2 cores). The fixtures used with @given only forbid things
 # (monkeypatched to fail) and hold the same for every example, so sharing them is sound.
@@ -132,11 +131,11 @@ def test_empty_sweeps_and_figures_are_named():
 
 @pytest.fixture
 def no_device_process(monkeypatch):
-    """Fail the test if ToyGPU() creates its files or starts its process."""
+    """Fail the test if ToyGPU() creates its shared memory or starts its process."""
     def refuse(*a, **k):
         raise AssertionError("the toy GPU started before its arguments were validated")
-    monkeypatch.setattr(toy_driver.subprocess, "Popen", refuse)
-    monkeypatch.setattr(toy_driver.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(device_process.subprocess, "Popen", refuse)
+    monkeypatch.setattr(device_process.SharedBlock, "create", refuse)
 
 
 toy_bad_kwargs = st.one_of(
@@ -289,7 +288,7 @@ def test_toy_gpu_boundaries_are_accepted(toy):
         toy_ring.indirect_demo(toy, C.MAX_IB_ENTRIES + 1)
     with pytest.raises(InputError, match="mode must be 'wc'"):
         toy.bar1_write(0, bytes(64), mode="wb")
-    with pytest.raises(InputError, match="runs past VRAM"):
+    with pytest.raises(InputError, match="runs past the aperture"):
         toy.bar1_read((1 << 20) - 64, 128)
     with pytest.raises(InputError, match="how must be 'irq', 'poll' or 'register'"):
         toy.wait(0, how="spin")

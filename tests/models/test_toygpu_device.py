@@ -124,7 +124,38 @@ def test_wait_modes(gpu, how):
     gpu.wait(v, how=how, timeout=2.0)
     assert gpu.fence_value() >= v
     if how == "poll":
-        assert gpu.counters.mmio_reads - reads <= 4  # memory polling needs (almost) no MMIO
+        assert gpu.counters.mmio_reads - reads == 0  # the hot path: write-backs in memory, no MMIO reads
+
+
+def test_the_device_writes_its_read_pointer_back(gpu):
+    before = gpu.read("RING_HEAD")
+    for _ in range(3):  # more entries than the ring holds: the driver learns the head from memory
+        v = gpu.submit([C.nop()] * (gpu.ring_entries // 2), interrupt=False)
+        gpu.wait(v, how="poll")
+    head = int(gpu.rptr_slot.view.view("<u8")[0])
+    assert head == gpu.read("RING_HEAD") == before + 3 * (gpu.ring_entries // 2 + 1) == gpu.wptr
+    assert gpu.head() == head
+
+
+def test_a_polling_wait_sees_the_written_back_error_code(gpu):
+    assert gpu.error_code() == 0
+    v = gpu.submit([C.fill(0, 8, 0)], interrupt=False)  # DVA 0 is never mapped
+    with pytest.raises(drv.MemoryFaultError, match="MMU_FAULT"):
+        gpu.wait(v, how="poll", timeout=3.0)
+    assert gpu.error_code() == E.MMU_FAULT
+    gpu.clear_error()
+    gpu.wait(v, how="poll", timeout=3.0)
+    assert gpu.error_code() == 0
+
+
+def test_bad_read_pointer_address(gpu):
+    for bad in (gpu.rptr_slot.addr + 4, len(gpu.sys_view) - 8):
+        gpu.write("CONTROL", 0)
+        gpu.write("RPTR_ADDR", bad)
+        with pytest.raises(drv.RingError, match="RING_CONFIG"):
+            gpu.write("CONTROL", R.Control.RING_ENABLE)
+        assert gpu.read("ERROR_INFO") == bad
+        gpu.recover()
 
 
 def test_wait_times_out_instead_of_hanging(gpu):
@@ -264,8 +295,8 @@ def test_driver_refuses_ring_overflow_and_waits_for_space(gpu):
 def test_driver_argument_errors(gpu):
     with pytest.raises(ValueError, match="multiples of 8"):
         gpu.upload(np.zeros(5, np.uint8), 4096)
-    with pytest.raises(ValueError, match="runs past VRAM"):
-        gpu.bar1_read(len(gpu.vram_view) - 8, 16)
+    with pytest.raises(ValueError, match="runs past the aperture"):
+        gpu.bar1_read(gpu.bar1_size - 8, 16)
     with pytest.raises(ValueError, match="mode"):
         gpu.bar1_write(0, b"12345678", mode="fast")
     with pytest.raises(ValueError, match="how"):
@@ -291,6 +322,62 @@ def test_bar1_access_costs_are_modelled_and_counted(gpu):
     wc = gpu.counters - c2
     assert uc.mmio_writes == 512 and wc.wc_bursts == 64
     assert rd.cpu_model_ns > 5 * uc.cpu_model_ns > 5 * wc.cpu_model_ns
+
+
+# -- BAR1: an aperture translated by the device's own page table ---------------------------------
+def test_bar1_reaches_vram_only_where_its_table_maps(gpu):
+    dva = gpu.alloc_vram(3 * R.PAGE_SIZE)
+    data = np.random.default_rng(2).integers(0, 256, 3 * R.PAGE_SIZE, dtype=np.uint8)
+    gpu.upload(data, dva)
+    ap = gpu.bar1_map_dva(dva, data.size)
+    assert np.array_equal(gpu.bar1_read(ap, data.size), data)  # scattered VRAM pages, one aperture run
+    gpu.bar1_write(ap + 8, np.full(8, 7, np.uint8))
+    assert list(gpu.download(dva, 16)[8:]) == [7] * 8
+    gpu.bar1_unmap(ap, data.size)
+    gpu.check()  # nothing faulted so far
+    assert set(gpu.bar1_read(ap, 64).tolist()) == {R.BAR1_UNMAPPED_BYTE}  # all ones, as PCIe returns
+    with pytest.raises(drv.MemoryFaultError, match="BAR1_FAULT") as err:
+        gpu.check()
+    assert err.value.info == ap
+    gpu.recover()
+    gpu.bar1_write(ap, np.zeros(64, np.uint8))  # a store to an unmapped page is recorded ...
+    with pytest.raises(drv.MemoryFaultError, match="BAR1_FAULT"):
+        gpu.check()
+    gpu.recover()  # ... and dropped
+    assert np.array_equal(gpu.download(dva, 64), np.r_[data[:8], [7] * 8, data[16:64]].astype(np.uint8))
+
+
+def test_bar1_translation_off_and_bad_tables_are_device_errors(gpu):
+    gpu.write("BAR1_PT_BASE", 0)  # translation off: every aperture page is unmapped
+    assert set(gpu.bar1_read(0, 16).tolist()) == {R.BAR1_UNMAPPED_BYTE}
+    with pytest.raises(drv.MemoryFaultError, match="BAR1_FAULT"):
+        gpu.check()
+    gpu.recover()
+    for bad in (100 | R.BAR1_PT_ENABLE, len(gpu.vram_view) | R.BAR1_PT_ENABLE):
+        with pytest.raises(drv.MemoryFaultError, match="PAGE_TABLE"):
+            gpu.write("BAR1_PT_BASE", bad)
+        assert gpu.read("BAR1_PT_BASE") == 0
+        gpu.recover()
+    gpu.write("VRAM_WINDOW", len(gpu.vram_view))
+    with pytest.raises(drv.MemoryFaultError, match="VRAM_WINDOW"):
+        gpu.write("VRAM_DATA", 1)
+    gpu.recover()
+    gpu.run([C.nop()])
+
+
+def test_a_small_aperture_maps_windows_of_a_larger_vram():
+    with start_device(vram_bytes=2 << 20, sysmem_bytes=2 << 20, bar1_bytes=256 << 10) as g:
+        assert g.read("BAR1_SIZE") == 256 << 10 < g.read("VRAM_SIZE")
+        dva = g.alloc_vram(1 << 20)
+        g.upload(np.arange(1 << 18, dtype=np.uint32), dva)
+        for k in range(4):  # slide a 128 KiB window over the 1 MiB buffer
+            ap = g.bar1_map_dva(dva + k * (256 << 10), 128 << 10)
+            got = g.bar1_read(ap, 128 << 10).view("<u4")
+            assert got[0] == k * (1 << 16) and got[-1] == k * (1 << 16) + (1 << 15) - 1
+            g.bar1_unmap(ap, 128 << 10)
+        with pytest.raises(MemoryError, match="aperture exhausted"):
+            g.bar1_map_dva(dva, 1 << 20)
+        g.check()
 
 
 def test_device_lost_is_reported(gpu):

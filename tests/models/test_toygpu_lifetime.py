@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from toygpu_util import process_gone, start_device
+from toygpu_util import process_gone, shm_exists, start_device
 
 ROOT = str(Path(__file__).resolve().parents[2])
 GONE_WITHIN_S = 5.0
@@ -87,10 +87,11 @@ def test_device_stops_at_normal_exit_without_close():
 
 def test_close_and_garbage_collection_stop_the_device():
     g = start_device()
-    pid, shm_dir = g.proc.pid, g._dir
-    assert not os.path.exists(shm_dir), "the shared files should be unlinked once both sides map them"
+    pid, name = g.proc.pid, g._block.name
+    assert shm_exists(name)
     g.close()
     assert process_gone(pid)
+    assert not shm_exists(name), "closing the device must unlink its shared memory"
     g2 = start_device()
     pid2 = g2.proc.pid
     del g2
@@ -110,25 +111,34 @@ def test_device_ignores_terminal_interrupts(sig):
         g.close()
 
 
-def test_bar_files_map_the_device_memory_and_close_with_it():
-    """bar_files reopens the (already unlinked) BAR1 file: a second mapping sees the same VRAM,
-    and closing the device closes the descriptors behind those paths."""
-    import mmap
-
+def test_the_aperture_reaches_vram_and_closes_with_the_device():
+    """aperture() is BAR1 as an array: stores land in VRAM where BAR1's table maps them."""
     import numpy as np
 
     from helpers.models.toygpu import DeviceLostError
 
-    gpu = start_device(bring_up=False)
-    path = gpu.bar_files["bar1"]
-    with open(path, "r+b") as f:
-        view = np.frombuffer(mmap.mmap(f.fileno(), 0), dtype=np.uint8)
-    assert view.size == gpu.vram_view.size
-    view[4096:4104] = np.arange(8, dtype=np.uint8)
-    assert list(gpu.bar1_read(4096, 8)) == list(range(8))
-    fd = int(path.rsplit("/", 1)[1])
+    gpu = start_device()
+    ap = gpu.aperture()
+    dva = gpu.alloc_vram(4096)
+    at = gpu.bar1_map_dva(dva, 4096)
+    ap[at + 8:at + 16] = np.arange(8, dtype=np.uint8)
+    assert list(gpu.download(dva, 16)[8:]) == list(range(8))
+    assert list(ap[at + 8:at + 12]) == [0, 1, 2, 3]
     gpu.close()
-    with pytest.raises(OSError):
-        os.fstat(fd)
     with pytest.raises(DeviceLostError):
-        _ = gpu.bar_files
+        gpu.aperture()
+
+
+def test_a_killed_parent_leaves_no_shared_memory():
+    """The device unlinks the block on its way out when its parent was SIGKILLed (no atexit ran)."""
+    p = _parent('print(g.proc.pid, g._block.name, flush=True)\ntime.sleep(60)\n')
+    try:
+        dev, name = p.stdout.readline().split()
+        assert shm_exists(name)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=5)
+        _wait_gone(int(dev))
+        assert not shm_exists(name)
+    finally:
+        p.kill()
+        p.wait()

@@ -4,8 +4,13 @@ Modules, one per concept:
 - regs      the BAR0 register map (the single source of the docs table) and error codes
 - commands  the 64-byte command format, scatter-gather descriptors, encoders
 - link      the link model: modelled cost of MMIO reads, posted and write-combined writes, DMA
-- device    the device process (rings, DMA engine, page table, fences, interrupts)
-- driver    ToyGPU, the reference driver the chapters and Lab 1 use
+- bar1      BAR1's translation through the device's own page table
+- device    the device process (rings, DMA engine, page tables, fences, interrupts, firmware)
+- driver    ToyGPU: the bus and the small driver the chapters use (Lab 1 writes its own:
+            helpers.labs.toy_driver has its devices and checks)
+
+The device runs in its own process, reached through helpers.models.device_process (portable
+shared memory and pipes).
 
 Everything the toy reports about time is modelled by `link`, never measured.
 """

@@ -7,9 +7,10 @@ toy GPU's VRAM both ways and reports, from the link model (`link.card_dma_ns`,
 
 - bounce: card DMA -> a buffer in system memory, then the GPU's DMA engine copies it to VRAM.
   Every byte crosses the root complex twice and is written to and read from DRAM.
-- peer: the card writes into the GPU's BAR1 aperture. It first needs the bus address of
-  every VRAM page behind the destination (the toy's page table, like the page table
-  nvidia_p2p_get_pages hands a third-party driver), then writes each page run directly.
+- peer: the card writes into the GPU's BAR1 aperture. A VRAM page has a bus address only
+  while BAR1's page table maps it, so the destination is first mapped into BAR1 (as
+  nvidia_p2p_get_pages does for a third-party driver, handing it the page table of bus
+  addresses); the card then writes the aperture directly and the mapping is taken down.
   Below a common switch nothing crosses the root complex and DRAM is untouched.
 
 Times are modelled, never measured; the bytes really land in the toy's VRAM, so a test can
@@ -57,7 +58,7 @@ class CaptureCard:
         return buf
 
     def bar1_runs(self, dva: int, nbytes: int) -> list[tuple[int, int]]:
-        """(BAR1 offset, length) runs behind [dva, dva+nbytes): the page table a peer needs."""
+        """(VRAM offset, length) runs behind [dva, dva+nbytes): the physically contiguous pieces."""
         runs: list[tuple[int, int]] = []
         pos = 0
         while pos < nbytes:
@@ -79,10 +80,11 @@ class CaptureCard:
         if route == "peer":
             ns = card_dma_ns(self.gpu.link, self.fabric, n, peer=True)
             runs = self.bar1_runs(dva, n)
-            pos = 0
-            for off, length in runs:  # the card's writes land in VRAM through the BAR1 aperture
-                self.gpu.vram_view[off:off + length] = buf[pos:pos + length]
-                pos += length
+            at = self.gpu.bar1_map_dva(dva, n)  # the destination gets bus addresses in BAR1
+            try:
+                self.gpu.peer_write(at, buf)  # the card's writes, translated by BAR1's table
+            finally:
+                self.gpu.bar1_unmap(at - at % R.PAGE_SIZE, at % R.PAGE_SIZE + n)
             rc = n if self.fabric.peer_crosses_root_complex else 0
             return FrameReport("peer", self.fabric.placement, n, rc, 0, ns, len(runs))
         if route == "bounce":

@@ -1,4 +1,4 @@
-"""The reference driver for the toy GPU: bring-up, MMIO, memory, the ring, fences, errors.
+"""The toy GPU as the chapters use it: its bus (MMIO, BAR1, system memory) and a small driver.
 
     from helpers.models.toygpu import ToyGPU, commands as cmd
     with ToyGPU(seed=1) as gpu:
@@ -8,12 +8,23 @@
         gpu.run([cmd.saxpy(x, x, 1024, 2.0)])          # submit, ring the doorbell, wait
         y = gpu.download(x, 4096).view(np.float32)
 
-The layers match a real driver's: `read`/`write` are MMIO on BAR0 (each costs modelled bus
-time and is counted); `bar1_read`/`bar1_write` are CPU loads and stores through the VRAM
-aperture (uncached or write-combined); `emit`/`kick`/`submit` fill the command ring in
-system memory and ring the doorbell; `wait` polls a fence in memory or sleeps on the
-interrupt notification, always with a timeout. A device error becomes an exception here,
-named after the error, with the device's ERROR_INFO in its message.
+Two layers, both open to read:
+
+- the bus and the services a kernel gives a driver: `read`/`write` are MMIO on BAR0 (each
+  costs modelled bus time and is counted in `counters`); `bar1_read`/`bar1_write`/`aperture`
+  are CPU loads and stores through BAR1, translated by the device's own BAR1 page table;
+  `alloc_sys` is device-visible system memory (dma_alloc_coherent); a device error becomes
+  an exception named after it, with the device's ERROR_INFO in its message.
+- a small driver on top: the device's firmware builds the page tables and programs the ring
+  when asked (`bring_up`, `alloc_vram`, `bar1_map_dva`: FW_CALL, see device.Firmware), and the
+  driver fills the ring in system memory, rings the doorbell and waits on fences
+  (`emit`/`kick`/`submit`/`wait`), learning the device's progress from the read pointer and
+  error code the device writes back to memory, not from MMIO reads.
+
+Lab 1's devices have no firmware: the learner writes what the firmware does here (BAR1's and
+the MMU's page tables, bring-up), a stricter ring discipline (refuse rather than wait, one DMA
+descriptor per page) and recovery. That answer lives in instructor/labs/lab1_driver.py, which
+the student distribution does not contain.
 
 Compare the real thing: the Linux amdgpu ring code (drivers/gpu/drm/amd/amdgpu/amdgpu_ring.c,
 amdgpu_ring_commit writes the write pointer, the doorbell) and fence code (amdgpu_fence.c,
@@ -27,29 +38,25 @@ NVC361_NOTIFY_CHANNEL_PENDING in src/common/sdk/nvidia/inc/class/clc361.h).
 
 from __future__ import annotations
 
-import math
-import mmap
+import json
 import os
-import select
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
 import weakref
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 
 import numpy as np
 
 from helpers.core import validate
 from helpers.core.errors import CourseError, DeviceTimeoutError, InputError, InputTypeError
+from helpers.models.device_process import DeviceProcess, SharedBlock
+from helpers.models.toygpu import bar1 as B1
 from helpers.models.toygpu import commands as C
 from helpers.models.toygpu import regs as R
-from helpers.models.toygpu.device import MSG
+from helpers.models.toygpu.device import MSG, layout
 from helpers.models.toygpu.link import LinkModel, LinkParams
 
 DEFAULT_TIMEOUT_S = 5.0
+POSTED_CREDITS = 256  # posted writes in flight at most (PCIe's flow-control credits; 4 KiB of messages)
 
 
 # -- exceptions ------------------------------------------------------------------------------
@@ -85,7 +92,7 @@ class CommandError(DeviceError):
 
 
 class MemoryFaultError(DeviceError):
-    """An address did not translate: outside system memory, unmapped DVA, read-only page."""
+    """An address did not translate: outside system memory, unmapped DVA or BAR1 page, read-only page."""
 
 
 class RingFullError(ToyGPUError):
@@ -105,6 +112,7 @@ ERROR_CLASS: dict[R.ErrorCode, type[DeviceError]] = {
     _E.IB_DEPTH: CommandError,
     _E.SYSMEM_RANGE: MemoryFaultError, _E.MMU_FAULT: MemoryFaultError,
     _E.MMU_WRITE_FAULT: MemoryFaultError, _E.PAGE_TABLE: MemoryFaultError,
+    _E.BAR1_FAULT: MemoryFaultError, _E.VRAM_WINDOW: MemoryFaultError,
     _E.INTERNAL: DeviceError,
 }
 
@@ -137,6 +145,35 @@ class Buffer:
     addr: int
     nbytes: int
     view: np.ndarray  # uint8, shares memory with the device
+
+
+class Aperture:
+    """The CPU's view of BAR1 as a byte array: slicing reads and stores go through the device's
+    BAR1 translation (ToyGPU.bar1_read / bar1_write), so unmapped pages read as all ones."""
+
+    def __init__(self, gpu: ToyGPU):
+        self._gpu = gpu
+        self.size = gpu.bar1_size
+
+    def _range(self, key) -> tuple[int, int]:
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise InputError("index BAR1 with a slice such as ap[4096:8192]")
+        start, stop, _ = key.indices(self.size)
+        return start, max(stop - start, 0)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, key) -> np.ndarray:
+        start, n = self._range(key)
+        return self._gpu.bar1_read(start, n, width=1)
+
+    def __setitem__(self, key, data) -> None:
+        start, n = self._range(key)
+        buf = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        if buf.size != n:
+            raise InputError(f"{buf.size} bytes do not fit a {n}-byte slice of BAR1")
+        self._gpu.bar1_write(start, buf, width=1)
 
 
 class _Arena:
@@ -183,36 +220,33 @@ def _check_ring_entries(ring_entries) -> int:
     return n
 
 
-def _shutdown(proc: subprocess.Popen, wfd: int, irq_fd: int, tmpdir: str, bar_fds: tuple = (),
-              stderr=None) -> None:
-    """Stop the device: close its write pipe (it exits on EOF), then make sure it is gone."""
-    for fd in (wfd, irq_fd, *bar_fds):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    try:
-        proc.wait(timeout=2.0)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5.0)
-    shutil.rmtree(tmpdir, ignore_errors=True)
-    if stderr is not None:
-        stderr.close()
+def _shutdown(device: DeviceProcess, block: SharedBlock) -> None:
+    """Stop the device (it exits when its lifeline closes), then free the shared memory."""
+    device.stop()
+    block.unlink()
+    block.close()
 
 
 # -- the driver -------------------------------------------------------------------------------
 class ToyGPU:
-    """A started toy GPU and the reference driver for it (see the module docstring)."""
+    """A started toy GPU: its bus, and the chapters' driver for it (see the module docstring)."""
 
     def __init__(self, *, vram_bytes: int = 4 << 20, sysmem_bytes: int = 4 << 20, seed: int = 1,
                  link: LinkParams | None = None, ring_entries: int = 64,
                  timeout: float = DEFAULT_TIMEOUT_S, start_timeout: float = 30.0,
-                 bring_up: bool = True):
+                 bring_up: bool = True, bar1_bytes: int | None = None, reserved_bytes: int = 0,
+                 firmware: bool = True):
         for name, v in (("vram_bytes", vram_bytes), ("sysmem_bytes", sysmem_bytes)):
             _int(name, v, R.PAGE_SIZE * 8, (1 << 30) + 1)
             if v % R.PAGE_SIZE:
                 raise InputError(f"{name} must be a multiple of {R.PAGE_SIZE}, got {v}")
+        bar1_bytes = vram_bytes if bar1_bytes is None else _int("bar1_bytes", bar1_bytes, R.PAGE_SIZE * 16,
+                                                                 vram_bytes + 1)
+        if bar1_bytes % R.PAGE_SIZE:
+            raise InputError(f"bar1_bytes must be a multiple of {R.PAGE_SIZE}, got {bar1_bytes}")
+        _int("reserved_bytes", reserved_bytes, 0, vram_bytes // 2 + 1)
+        if reserved_bytes % R.PAGE_SIZE:
+            raise InputError(f"reserved_bytes must be a multiple of {R.PAGE_SIZE}, got {reserved_bytes}")
         _int("seed", seed, 0, 1 << 63)
         if link is not None and not isinstance(link, LinkParams):
             raise InputTypeError(f"link must be LinkParams, got {type(link).__name__}")
@@ -226,52 +260,35 @@ class ToyGPU:
         self.last_ns = 0.0
         self._writes_sent = 0
 
-        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        self._dir = tempfile.mkdtemp(prefix="toygpu-", dir=shm)
-        maps, self._bar_fds = {}, {}
-        for name, size in (("bar0", R.BAR0_SIZE), ("vram", vram_bytes), ("sysmem", sysmem_bytes)):
-            path = os.path.join(self._dir, name)
-            with open(path, "wb") as f:
-                f.truncate(size)
-            with open(path, "r+b") as f:
-                maps[name] = mmap.mmap(f.fileno(), size)
-            # kept open: the device unlinks the files once mapped, and bar_files reopens them
-            # through /proc/self/fd like a device node
-            self._bar_fds[name] = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-        self._bar0, self._vram_map, self._sys_map = maps["bar0"], maps["vram"], maps["sysmem"]
-        self._regs = np.ndarray((R.BAR0_SIZE // 8,), dtype="<u8", buffer=self._bar0)
-        self.vram_view = np.ndarray((vram_bytes,), dtype=np.uint8, buffer=self._vram_map)
-        self.sys_view = np.ndarray((sysmem_bytes,), dtype=np.uint8, buffer=self._sys_map)
-
-        w_r, self._wfd = os.pipe()
-        self._irq_r, irq_w = os.pipe()
-        os.set_blocking(self._wfd, False)
-        os.set_blocking(self._irq_r, False)
-        root = str(Path(__file__).resolve().parents[3])
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-        self._stderr = tempfile.TemporaryFile()
-        args = [sys.executable, "-m", "helpers.models.toygpu", "--dir", self._dir,
-                "--wfd", str(w_r), "--irqfd", str(irq_w), "--parent", str(os.getpid()),
-                "--seed", str(seed), "--link", _json(link or LinkParams())]
+        self._block = SharedBlock.create("course-toygpu", R.BAR0_SIZE + vram_bytes + sysmem_bytes)
         try:
-            self.proc = subprocess.Popen(args, pass_fds=(w_r, irq_w), env=env, cwd=root,
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=self._stderr)
-        finally:
-            os.close(w_r)
-            os.close(irq_w)
-        self._finalizer = weakref.finalize(self, _shutdown, self.proc, self._wfd, self._irq_r, self._dir,
-                                           tuple(self._bar_fds.values()), self._stderr)
+            self._device = DeviceProcess("helpers.models.toygpu", [
+                "--shm", self._block.name, "--vram", str(vram_bytes), "--sysmem", str(sysmem_bytes),
+                "--bar1", str(bar1_bytes), "--reserved", str(reserved_bytes), *([] if firmware else ["--no-firmware"]),
+                "--parent", str(os.getpid()), "--seed", str(seed), "--link", _json(link or LinkParams())])
+        except BaseException:
+            self._block.unlink()
+            raise
+        self.proc = self._device.proc
+        self._finalizer = weakref.finalize(self, _shutdown, self._device, self._block)
+        views = {name: self._block.buf[o:o + n] for name, (o, n) in layout(vram_bytes, sysmem_bytes).items()}
+        self._regs = np.ndarray((R.BAR0_SIZE // 8,), dtype="<u8", buffer=views["bar0"])
+        self.vram_view = np.ndarray((vram_bytes,), dtype=np.uint8, buffer=views["vram"])
+        self.sys_view = np.ndarray((sysmem_bytes,), dtype=np.uint8, buffer=views["sysmem"])
+        self.bar1_size = bar1_bytes
+        self._irqs_seen = 0
         self._sys = _Arena(sysmem_bytes)
         self.ring: Buffer | None = None
         self.fence_slot: Buffer | None = None
+        self.rptr_slot: Buffer | None = None
+        self.read_pointer = "memory"  # where the hot path learns the device's progress: "memory" or "mmio"
         self.wptr = 0
         self._head = 0
         self._next_fence = 0
         try:
             deadline = time.monotonic() + start_timeout
             while not self._peek("STATUS") & R.Status.READY:
-                if self.proc.poll() is not None:
+                if not self._device.alive():
                     raise DeviceLostError(f"the toy GPU process exited during start-up:\n{self._stderr_text()}")
                 if time.monotonic() > deadline:
                     raise DeviceTimeoutError(f"the toy GPU did not become READY within {start_timeout} s")
@@ -293,31 +310,23 @@ class ToyGPU:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    @property
-    def bar_files(self) -> dict[str, str]:
-        """The files behind the device's memory, like sysfs's resourceN files of a PCI device.
-
-        'bar0' (registers; writes must go through write(), which is the device's bus),
-        'bar1' (VRAM: mmap it to get a CPU mapping of the aperture) and 'sysmem' (the
-        device-visible system memory). Lab 1 maps BAR1 itself with mmap.
-        """
+    def aperture(self) -> Aperture:
+        """BAR1 as a byte array the CPU indexes: `ap[a:b]` loads, `ap[a:b] = data` stores (translated)."""
         self._ensure_alive()
-        return {bar: f"/proc/self/fd/{self._bar_fds[name]}"
-                for bar, name in (("bar0", "bar0"), ("bar1", "vram"), ("sysmem", "sysmem"))}
+        return Aperture(self)
 
     @property
     def alive(self) -> bool:
         """True while the device process runs."""
-        return self._finalizer.alive and self.proc.poll() is None
+        return self._finalizer.alive and self._device.alive()
 
     def _stderr_text(self) -> str:
-        self._stderr.seek(0)
-        return self._stderr.read().decode(errors="replace")[-2000:]
+        return self._device.stderr_text()
 
     def _ensure_alive(self) -> None:
         if not self._finalizer.alive:
             raise DeviceLostError("this toy GPU was closed; start a new one with ToyGPU()")
-        if self.proc.poll() is not None:
+        if not self._device.alive():
             raise DeviceLostError(f"the toy GPU process exited (status {self.proc.returncode}). "
                                   f"{self._stderr_text()}".strip())
 
@@ -332,10 +341,12 @@ class ToyGPU:
         """Read a register without a bus transaction (debug backdoor; no modelled cost)."""
         return int(self._regs[R.offset(name) // 8])
 
-    def _flush(self, timeout: float | None = None) -> None:
-        """Wait until the device has received every posted write (a read never passes them)."""
+    def _flush(self, timeout: float | None = None, in_flight: int = 0) -> None:
+        """Wait until at most `in_flight` posted writes are still on their way to the device.
+
+        0 (a read never passes earlier writes) or fewer than POSTED_CREDITS (room to post one more)."""
         deadline = None
-        while self._peek("BUS_WRITES_SEEN") < self._writes_sent:
+        while self._writes_sent - self._peek("BUS_WRITES_SEEN") > in_flight:
             self._ensure_alive()
             now = time.monotonic()
             deadline = deadline or now + (timeout or self.timeout)
@@ -371,25 +382,21 @@ class ToyGPU:
         off = self._offset(reg)
         value = _int("register value", value)
         self._ensure_alive()
-        msg = MSG.pack(off, value)
-        deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                os.write(self._wfd, msg)
-                break
-            except BlockingIOError:
-                self._ensure_alive()
-                if time.monotonic() > deadline:
-                    raise DeviceTimeoutError("the toy GPU stopped accepting register writes") from None
-                select.select([], [self._wfd], [], 0.05)
-            except BrokenPipeError:
-                raise DeviceLostError("the toy GPU process is gone") from None
-        self._writes_sent += 1
+        self._post(off, value)
         self.last_ns = self.link.uc_writes(1, 8)
         self.counters.mmio_writes += 1
         self.counters.cpu_model_ns += self.last_ns
         if check:
             self.check()
+
+    def _post(self, offset: int, value: int) -> None:
+        """Put one message on the bus to the device (a posted write, or a bus error report)."""
+        self._flush(in_flight=POSTED_CREDITS - 1)  # out of credits: wait for the device to take some
+        try:
+            self._device.send(MSG.pack(offset, value))
+        except (BrokenPipeError, OSError, ValueError):
+            raise DeviceLostError(f"the toy GPU process is gone. {self._stderr_text()}".strip()) from None
+        self._writes_sent += 1
 
     def check(self) -> None:
         """Read STATUS; if the device is in error, read the code and raise its DeviceError."""
@@ -398,41 +405,58 @@ class ToyGPU:
             info = self.read("ERROR_INFO")
             raise ERROR_CLASS.get(code, DeviceError)(code, info)
 
-    # -- CPU access to VRAM through BAR1 ----------------------------------------------------
+    # -- CPU access to VRAM through BAR1 -------------------------------------------------
     def _bar1_range(self, offset: int, nbytes: int, width: int) -> None:
-        _int("BAR1 offset", offset, 0, len(self.vram_view))
-        _int("byte count", nbytes, 0, len(self.vram_view) + 1)
+        _int("BAR1 offset", offset, 0, self.bar1_size)
+        _int("byte count", nbytes, 0, self.bar1_size + 1)
         if width not in (1, 2, 4, 8, 16, 32, 64):
             raise InputError(f"access width must be 1, 2, 4, 8, 16, 32 or 64 bytes, got {width!r}")
         if offset % width or nbytes % width:
             raise InputError(f"offset {offset} and length {nbytes} must be multiples of the width {width}")
-        if offset + nbytes > len(self.vram_view):
-            raise InputError(f"BAR1 access [{offset}, {offset + nbytes}) runs past VRAM ({len(self.vram_view)} bytes)")
+        if offset + nbytes > self.bar1_size:
+            raise InputError(f"BAR1 access [{offset}, {offset + nbytes}) runs past the aperture "
+                             f"({self.bar1_size} bytes)")
+
+    def _aperture(self, offset: int, nbytes: int) -> list[tuple[int, int, int | None]]:
+        """The device's BAR1 translation of an access; a refused one is reported to the device."""
+        self._flush()  # posted writes (page-table updates among them) arrive before this access
+        runs = B1.pieces(self._regs, self.vram_view, offset, nbytes)
+        bad = next((a for a, _, v in runs if v is None), None)
+        if bad is not None:
+            self._post(R.BUS_BAR1_FAULT, bad)
+        return runs
 
     def bar1_read(self, offset: int, nbytes: int, *, width: int = 8) -> np.ndarray:
-        """Copy `nbytes` of VRAM out through BAR1 with uncached loads of `width` bytes.
+        """Copy `nbytes` out through BAR1, from aperture `offset`, with uncached loads of `width` bytes.
 
-        The bytes really come out of the shared mapping; the time is the link model's:
-        one round trip per load, which is why CPU reads from a BAR are slow. Widths above 8
-        model vector loads (16/32 B) and streaming loads from a write-combined mapping
-        (MOVNTDQA fetching a 64-byte line per round trip).
+        The bytes really come out of VRAM, wherever BAR1's page table maps each aperture page
+        (unmapped pages read as all ones, and the device records BAR1_FAULT); the time is the
+        link model's: one round trip per load, which is why CPU reads from a BAR are slow.
+        Widths above 8 model vector loads (16/32 B) and streaming loads from a write-combined
+        mapping (MOVNTDQA fetching a 64-byte line per round trip).
         """
         self._bar1_range(offset, nbytes, width)
+        out = np.full(nbytes, R.BAR1_UNMAPPED_BYTE, dtype=np.uint8)
+        for a, n, v in self._aperture(offset, nbytes):
+            if v is not None:
+                out[a - offset:a - offset + n] = self.vram_view[v:v + n]
         n = nbytes // width
         self.last_ns = self.link.uc_reads(n, width)
         self.counters.mmio_reads += n
         self.counters.bar_bytes_read += nbytes
         self.counters.cpu_model_ns += self.last_ns
-        return self.vram_view[offset:offset + nbytes].copy()
+        return out
 
     def bar1_write(self, offset: int, data, *, mode: str = "wc", width: int = 8) -> None:
-        """Store `data` into VRAM through BAR1, write-combined ('wc') or uncached ('uc')."""
+        """Store `data` through BAR1 at aperture `offset`, write-combined ('wc') or uncached ('uc').
+
+        Stores to unmapped aperture pages are dropped (the device records BAR1_FAULT)."""
         buf = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8) if not isinstance(data, np.ndarray) \
             else np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         if mode not in ("wc", "uc"):
             raise InputError(f"mode must be 'wc' (write-combined) or 'uc' (uncached), got {mode!r}")
         self._bar1_range(offset, buf.size, width)
-        self.vram_view[offset:offset + buf.size] = buf
+        self._store(offset, buf)
         if mode == "wc":
             self.last_ns = self.link.wc_writes(buf.size)
             self.counters.wc_bursts += self.link.wc_bursts(buf.size)
@@ -443,38 +467,66 @@ class ToyGPU:
         self.counters.bar_bytes_written += buf.size
         self.counters.cpu_model_ns += self.last_ns
 
-    # -- bring-up ---------------------------------------------------------------------------
+    def _store(self, offset: int, buf: np.ndarray) -> None:
+        for a, n, v in self._aperture(offset, buf.size):
+            if v is not None:
+                self.vram_view[v:v + n] = buf[a - offset:a - offset + n]
+
+    def peer_write(self, offset: int, data) -> None:
+        """Another PCIe device writes `data` into BAR1 at aperture `offset` (a peer-to-peer write).
+
+        Translated like the CPU's stores; no CPU time or CPU bus counters (the card pays)."""
+        buf = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        self._bar1_range(offset, buf.size, 1)
+        self._store(offset, buf)
+
+    # -- bring-up, with the device's firmware ----------------------------------------------
+    def _fw(self, call: R.FwCall, *args: int) -> int:
+        """Ask the device's firmware (FW_ARGn, FW_CALL, then FW_STATUS/FW_RESULT); its result."""
+        for k, a in enumerate(args):
+            self.write(f"FW_ARG{k}", a, check=False)
+        self.write("FW_CALL", int(call), check=False)
+        status = R.FwStatus(self.read("FW_STATUS"))
+        if status is R.FwStatus.OK:
+            return self.read("FW_RESULT")
+        what = call.name.lower().replace("_", " ")
+        if status is R.FwStatus.NO_FIRMWARE:
+            raise ToyGPUError("this toy GPU has no firmware to ask (Lab 1's devices): the driver must build "
+                              "its page tables and program the ring itself")
+        if status is R.FwStatus.NO_MEMORY:
+            where = "BAR1 aperture" if call in (R.FwCall.MAP_BAR1,) else "toy VRAM"
+            raise MemoryError(f"{where} exhausted: firmware call {what} {args} found no room")
+        self.check()  # a refused INIT left a device error: raise it
+        raise InputError(f"the firmware refused {what} {args}: {status.name}")
+
     def bring_up(self, ring_entries: int = 64) -> None:
-        """Identify, reset, set up the page table and the ring, unmask interrupts."""
+        """Identify, reset, and have the firmware set up page tables, BAR1 and the ring.
+
+        The driver owns system memory (the ring, the fence and the write-back area); the
+        device's firmware owns VRAM's layout (see device.Firmware). Lab 1's devices have no
+        firmware: there you write this part."""
         dev_id = self.read("ID")
         if dev_id != R.DEVICE_ID:
             raise ToyGPUError(f"ID register reads {dev_id:#x}, expected {R.DEVICE_ID:#x}: not a toy GPU")
         self.vram_size, self.sysmem_size = self.read("VRAM_SIZE"), self.read("SYSMEM_SIZE")
+        self.bar1_size = self.read("BAR1_SIZE")
         self.write("CONTROL", R.Control.RESET)
-        pages = self.vram_size // R.PAGE_SIZE
-        self.pt_entries = pages
-        pt_pages = math.ceil(pages * 8 / R.PAGE_SIZE)
-        self.bar1_write(0, np.zeros(pt_pages * R.PAGE_SIZE, np.uint8))  # an empty page table
-        rng = np.random.default_rng(self.seed)
-        self._free_pages = [int(p) for p in rng.permutation(np.arange(pt_pages, pages))]
-        self._next_dva = R.PAGE_SIZE  # DVA 0 stays unmapped: a null device pointer faults
         self._program_device(ring_entries)
 
     def _program_device(self, ring_entries: int) -> None:
         _check_ring_entries(ring_entries)
-        self.write("PT_BASE", 0, check=False)
-        self.write("PT_ENTRIES", self.pt_entries, check=False)
         if self.ring is None or self.ring.nbytes != ring_entries * C.ENTRY_BYTES:
             if self.ring is not None:
                 self.free_sys(self.ring)
             self.ring = self.alloc_sys(ring_entries * C.ENTRY_BYTES, align=C.ENTRY_BYTES)
-        if self.fence_slot is None:
+        if self.fence_slot is None:  # one write-back page: the fence at 0, then read pointer and error code
             self.fence_slot = self.alloc_sys(64, align=64)
+            self.rptr_slot = Buffer(self.fence_slot.addr + 8, R.WRITE_BACK_BYTES,
+                                    self.fence_slot.view[8:8 + R.WRITE_BACK_BYTES])
+        self.rptr_slot.view[:] = 0
         self.ring_entries, self.wptr, self._head = ring_entries, 0, 0
-        self.write("RING_BASE", self.ring.addr, check=False)
-        self.write("RING_SIZE", ring_entries, check=False)
-        self.write("INT_MASK", R.Irq.FENCE | R.Irq.USER | R.Irq.ERROR, check=False)
-        self.write("CONTROL", R.Control.RING_ENABLE)  # checks: raises if the device refused any of it
+        self._fw(R.FwCall.INIT, self.ring.addr, ring_entries, self.rptr_slot.addr)
+        self.pt_base, self.pt_entries = self._peek("PT_BASE"), self._peek("PT_ENTRIES")
         self._drain_irq()
 
     def recover(self) -> None:
@@ -501,50 +553,60 @@ class ToyGPU:
         self._sys.free(buf.addr)
 
     def alloc_vram(self, nbytes: int, *, writable: bool = True) -> int:
-        """Map fresh VRAM pages at a new device virtual address (returned).
+        """Fresh VRAM pages at a new device virtual address (returned), from the firmware.
 
-        Virtual pages are contiguous; the physical pages behind them are drawn from a
-        shuffled free list, so the page table does real work. PTEs are written through BAR1.
-        """
+        Virtual pages are contiguous; the physical pages behind them are scattered, so the
+        device's page table does real work."""
         _int("nbytes", nbytes, 1, len(self.vram_view) + 1)
-        n = math.ceil(nbytes / R.PAGE_SIZE)
-        first = self._next_dva // R.PAGE_SIZE
-        if n > len(self._free_pages) or first + n > self.pt_entries:
-            raise MemoryError(f"toy VRAM exhausted: {n} pages wanted, {len(self._free_pages)} free")
-        phys = [self._free_pages.pop() for _ in range(n)]
-        flags = R.PTE_VALID | (R.PTE_WRITABLE if writable else 0)
-        ptes = np.array([p * R.PAGE_SIZE | flags for p in phys], dtype="<u8")
-        self.bar1_write(first * 8, ptes)
-        self._next_dva += n * R.PAGE_SIZE
-        return first * R.PAGE_SIZE
+        return self._fw(R.FwCall.MAP_VRAM, nbytes, int(bool(writable)))
 
     def unmap(self, dva: int, nbytes: int) -> None:
-        """Invalidate the pages covering [dva, dva+nbytes) and free them; later use faults."""
+        """Take the pages covering [dva, dva+nbytes) out of the page table and free them; later use faults."""
         _int("dva", dva, 0, self.pt_entries * R.PAGE_SIZE)
-        first, last = dva // R.PAGE_SIZE, (dva + max(nbytes, 1) - 1) // R.PAGE_SIZE
-        ptes = self.vram_view[first * 8:(last + 1) * 8].view("<u8")
-        for p in ptes.tolist():
-            if p & R.PTE_VALID:
-                self._free_pages.append(p // R.PAGE_SIZE)
-        self.bar1_write(first * 8, np.zeros(last + 1 - first, dtype="<u8"))
+        _int("nbytes", nbytes, 0, len(self.vram_view) + 1)
+        self._fw(R.FwCall.UNMAP_VRAM, dva, nbytes)
 
     def translate(self, dva: int) -> int | None:
-        """The VRAM offset behind a DVA, read from the page table (None if unmapped)."""
+        """The VRAM offset behind a DVA, read from the device's page table (a debug look, no bus time)."""
         _int("dva", dva, 0, 1 << 64)
         page = dva // R.PAGE_SIZE
         if page >= self.pt_entries:
             return None
-        pte = int(self.vram_view[page * 8:page * 8 + 8].view("<u8")[0])
+        at = self.pt_base + page * 8
+        pte = int(self.vram_view[at:at + 8].view("<u8")[0])
         return (pte & R.PTE_ADDR_MASK) + dva % R.PAGE_SIZE if pte & R.PTE_VALID else None
 
+    def bar1_map_dva(self, dva: int, nbytes: int) -> int:
+        """Give the VRAM behind [dva, dva+nbytes) bus addresses in BAR1; returns the aperture offset of
+        `dva` (what kbusMapFbAperture_GM107 does for a buffer on NVIDIA's GPUs)."""
+        _int("dva", dva, 0, 1 << 64)
+        _int("nbytes", nbytes, 1, len(self.vram_view) + 1)
+        return self._fw(R.FwCall.MAP_BAR1, dva, nbytes)
+
+    def bar1_unmap(self, offset: int, nbytes: int) -> None:
+        """Take [offset, offset+nbytes) of the aperture out of BAR1; later CPU accesses fault."""
+        _int("BAR1 offset", offset, 0, self.bar1_size)
+        _int("nbytes", nbytes, 1, self.bar1_size + 1)
+        self._fw(R.FwCall.UNMAP_BAR1, offset, nbytes)
+
     # -- the ring ---------------------------------------------------------------------------
-    def space(self) -> int:
-        """Free ring entries; re-reads RING_HEAD (an MMIO read) only when the cached value says full."""
-        free = self.ring_entries - (self.wptr - self._head)
-        if free <= 0:
+    def head(self) -> int:
+        """The device's read pointer: a load from the write-back slot in system memory (no bus
+        transaction), or with read_pointer='mmio' an uncached read of RING_HEAD (a round trip:
+        the way not to do it, kept so Chapter 7 can count the difference)."""
+        if self.read_pointer == "mmio":
             self._head = self.read("RING_HEAD")
-            free = self.ring_entries - (self.wptr - self._head)
-        return free
+        else:
+            self._head = int(self.rptr_slot.view.view("<u8")[0])
+        return self._head
+
+    def error_code(self) -> int:
+        """The device's error code as it wrote it back to memory (0: none): no bus transaction."""
+        return int(self.rptr_slot.view.view("<u8")[1])
+
+    def space(self) -> int:
+        """Free ring entries, from the read pointer last seen (refresh it with head())."""
+        return self.ring_entries - (self.wptr - self._head)
 
     def emit(self, command) -> None:
         """Write one entry into the ring (system memory); the device sees it after kick()."""
@@ -553,6 +615,8 @@ class ToyGPU:
             raise InputError(f"a command is {C.ENTRY_WORDS} uint64 words, got shape {words.shape}")
         if self.ring is None:
             raise ToyGPUError("the ring is not set up: call bring_up() first")
+        if self.space() <= 0:
+            self.head()
         if self.space() <= 0:
             raise RingFullError(f"the ring's {self.ring_entries} entries are all waiting for the device; "
                                 "kick() and wait, or use a bigger ring or an indirect buffer")
@@ -566,19 +630,20 @@ class ToyGPU:
         self.counters.doorbells += 1
 
     def _make_room(self, n: int, timeout: float) -> None:
+        """Wait (with a timeout) until `n` entries are free; looks at the read pointer once if
+        there is room, and keeps looking while there is not."""
         if n > self.ring_entries:
             raise RingFullError(f"{n} entries can never fit a ring of {self.ring_entries}; "
                                 "put the commands in an indirect buffer")
         deadline = time.monotonic() + timeout
+        self.head()
         while self.space() < n:
-            self._head = self.read("RING_HEAD")
-            if self.ring_entries - (self.wptr - self._head) >= n:
-                return
             self._ensure_alive()
             if time.monotonic() > deadline:
                 self.check()
                 raise DeviceTimeoutError(f"no room for {n} entries in the ring within {timeout} s")
             time.sleep(0.0002)
+            self.head()
 
     def submit(self, cmds, *, fence: bool = True, interrupt: bool = True,
                timeout: float | None = None) -> int | None:
@@ -606,14 +671,10 @@ class ToyGPU:
         return int(self.fence_slot.view[:8].view("<u8")[0])
 
     def _drain_irq(self) -> bool:
-        got = False
-        while True:
-            try:
-                if not os.read(self._irq_r, 4096):
-                    return got
-                got = True
-            except BlockingIOError:
-                return got
+        """True when interrupt notifications arrived since the last look."""
+        n = self._device.notifications
+        got, self._irqs_seen = n != self._irqs_seen, n
+        return got
 
     def _service_interrupt(self) -> None:
         status = self.read("INT_STATUS")
@@ -626,7 +687,8 @@ class ToyGPU:
         """Wait until the fence reaches `value`; raise the device's error, or time out.
 
         how='irq' sleeps on the interrupt notification; 'poll' spins on the fence in system
-        memory (cheap loads); 'register' polls LAST_FENCE over MMIO (a round trip each).
+        memory (cheap loads), and on the error code the device writes back beside its read
+        pointer; 'register' polls LAST_FENCE over MMIO (a round trip each).
         """
         _int("fence value", value, 0)
         if how not in ("irq", "poll", "register"):
@@ -634,11 +696,14 @@ class ToyGPU:
         timeout = self.timeout if timeout is None else _check_timeout("timeout", timeout)
         deadline = time.monotonic() + timeout
         while True:
+            self._device.notified.clear()  # before looking: a notification after the look ends the sleep
             done = (self.read("LAST_FENCE") if how == "register" else self.fence_value()) >= value
             if done:
                 return
-            if self._drain_irq():
+            if how == "irq" and self._drain_irq():
                 self._service_interrupt()
+            elif how != "irq" and self.error_code():
+                self.check()  # the written-back error code says the ring halted: read why
             self._ensure_alive()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -647,7 +712,7 @@ class ToyGPU:
                     f"fence {value} not reached within {timeout} s (last fence {self.fence_value()}, "
                     f"STATUS {self.read('STATUS'):#x}, head {self.read('RING_HEAD')}, write pointer {self.wptr})")
             if how == "irq":
-                select.select([self._irq_r], [], [], min(remaining, 0.05))
+                self._device.notified.wait(min(remaining, 0.05))
             else:
                 time.sleep(min(remaining, 0.0002))
 
@@ -717,6 +782,4 @@ def _chunks(addr: int, dva: int, n: int) -> list[tuple[int, int, int]]:
 
 
 def _json(p: LinkParams) -> str:
-    import json
-
     return json.dumps(asdict(p))

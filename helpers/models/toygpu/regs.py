@@ -59,7 +59,7 @@ class Status(IntFlag):
 class Control(IntFlag):
     """Bits of CONTROL."""
 
-    RESET = 1 << 0        # self-clearing: drop all state except the RW configuration
+    RESET = 1 << 0        # self-clearing: back to power-on state, except BAR1's binding (BAR1_PT_BASE)
     RING_ENABLE = 1 << 1  # start fetching from the ring (RING_BASE/RING_SIZE must be valid)
     CLEAR_ERROR = 1 << 2  # self-clearing: forget the error, resume at the failed command + 1
 
@@ -72,13 +72,33 @@ class Irq(IntFlag):
     ERROR = 1 << 2  # a device error occurred
 
 
+class FwCall(IntEnum):
+    """Calls to the device's firmware (FW_CALL), for drivers that let the device manage its memory."""
+
+    INIT = 1        # ARG0 ring bus address, ARG1 ring entries, ARG2 write-back address: tables, ring, interrupts
+    MAP_VRAM = 2    # ARG0 bytes, ARG1 1 = writable: fresh VRAM pages at a new device virtual address (RESULT)
+    UNMAP_VRAM = 3  # ARG0 DVA, ARG1 bytes: take the pages out of the device's page table and free them
+    MAP_BAR1 = 4    # ARG0 DVA, ARG1 bytes: give the VRAM behind them bus addresses in BAR1 (RESULT: the offset of DVA)
+    UNMAP_BAR1 = 5  # ARG0 aperture offset, ARG1 bytes: take them out of BAR1 again
+
+
+class FwStatus(IntEnum):
+    """Values of FW_STATUS after a call."""
+
+    OK = 0
+    NO_FIRMWARE = 1   # this device has none (Lab 1's devices: the driver does all of it)
+    NO_MEMORY = 2     # no free VRAM pages, device virtual addresses or aperture pages
+    BAD_ARGUMENT = 3  # an argument out of range, or an address nothing maps
+    BAD_CALL = 4      # an unknown call, or a call before INIT
+
+
 class ErrorCode(IntEnum):
     """Values of ERROR_CODE. ERROR_INFO holds the address or offset involved."""
 
     NONE = 0
     RO_WRITE = 1          # a write to a read-only register (INFO: the offset)
     BAD_REGISTER = 2      # an access outside the register map or misaligned (INFO: the offset)
-    RING_CONFIG = 3       # RING_BASE/RING_SIZE invalid when the ring was enabled (INFO: the value)
+    RING_CONFIG = 3       # RING_BASE/RING_SIZE/RPTR_ADDR invalid when the ring was enabled (INFO: the value)
     RING_OFF = 4          # a doorbell while the ring is disabled
     EMPTY_DOORBELL = 5    # a doorbell that announces no new command (INFO: the write pointer)
     RING_OVERFLOW = 6     # the write pointer passed the read pointer by more than the ring size
@@ -90,15 +110,18 @@ class ErrorCode(IntEnum):
     MMU_WRITE_FAULT = 12  # a write to a page mapped read-only (INFO: the DVA)
     BAD_DESCRIPTOR = 13   # a zero or oversized length, or too many descriptors (INFO: the value)
     IB_DEPTH = 14         # an indirect buffer nested deeper than the device allows
-    PAGE_TABLE = 15       # PT_BASE/PT_ENTRIES outside VRAM (INFO: the value)
+    PAGE_TABLE = 15       # PT_BASE/PT_ENTRIES or BAR1_PT_BASE outside VRAM, reserved or misaligned (INFO: the value)
     INTERNAL = 16         # a bug in the device model itself (its traceback goes to stderr)
+    BAR1_FAULT = 17       # a CPU access to a BAR1 aperture page with no valid entry (INFO: the aperture offset)
+    VRAM_WINDOW = 18      # a VRAM_DATA write outside VRAM or into its reserved start (INFO: the VRAM offset)
 
 
 ERROR_TEXT = {
     ErrorCode.NONE: "no error",
     ErrorCode.RO_WRITE: "write to a read-only register",
     ErrorCode.BAD_REGISTER: "access outside the register map or not 8-byte aligned",
-    ErrorCode.RING_CONFIG: "ring base or size invalid (base 64-byte aligned in system memory, size a power of two)",
+    ErrorCode.RING_CONFIG: "ring base, size or read-pointer address invalid (base 64-byte aligned in system memory, "
+                           "size a power of two, RPTR_ADDR 8-byte aligned with 16 bytes in system memory)",
     ErrorCode.RING_OFF: "doorbell rung while the ring is disabled",
     ErrorCode.EMPTY_DOORBELL: "doorbell rung with no new command in the ring",
     ErrorCode.RING_OVERFLOW: "write pointer more than one ring ahead of the read pointer (ring overflow)",
@@ -110,19 +133,30 @@ ERROR_TEXT = {
     ErrorCode.MMU_WRITE_FAULT: "write to a read-only page (MMU permission fault)",
     ErrorCode.BAD_DESCRIPTOR: "bad descriptor (zero or oversized length, or too many descriptors)",
     ErrorCode.IB_DEPTH: "indirect buffers nested too deeply",
-    ErrorCode.PAGE_TABLE: "page table outside VRAM",
+    ErrorCode.PAGE_TABLE: "page table outside VRAM, in its reserved start, or not page-aligned",
     ErrorCode.INTERNAL: "internal error of the device model (a bug: please report it)",
+    ErrorCode.BAR1_FAULT: "CPU access to an unmapped BAR1 page (reads return all ones, writes are dropped)",
+    ErrorCode.VRAM_WINDOW: "VRAM_DATA write outside VRAM or into the device's reserved VRAM",
 }
 
-# Page-table entries: 64 bits each, in VRAM at PT_BASE; entry i maps device virtual page i.
+# Page-table entries: 64 bits each, in VRAM. The device MMU's table sits at PT_BASE (entry i
+# maps device virtual page i); BAR1's table sits at BAR1_PT_BASE (entry i maps aperture page i).
 PTE_VALID = 1 << 0      # the page is mapped
-PTE_WRITABLE = 1 << 1   # the device may write it (else a write is MMU_WRITE_FAULT)
+PTE_WRITABLE = 1 << 1   # the device may write it (else a write is MMU_WRITE_FAULT; BAR1 ignores it)
 PTE_ADDR_MASK = ~(PAGE_SIZE - 1) & (1 << 64) - 1  # bits 12-63: VRAM offset of the page
+BAR1_PT_ENABLE = 1 << 0  # BAR1_PT_BASE bit 0: translate the aperture through the table (else all unmapped)
+BAR1_UNMAPPED_BYTE = 0xFF  # what a CPU load from an unmapped aperture page returns (PCIe: all ones)
+WRITE_BACK_BYTES = 16      # the area at RPTR_ADDR: read pointer, then error code (little-endian u64 each)
+
+# Bus messages that are not register writes: the bus tells the device about a CPU access its
+# BAR1 translation refused (value: the aperture offset), as a PCIe completer logs an
+# Unsupported Request. Far outside BAR0, so no register write can look like one.
+BUS_BAR1_FAULT = 0xFFFF_FFFF_FFFF_0001
 
 _R = Register
 REGISTERS: tuple[Register, ...] = (
     _R("ID", 0x000, RO, "constant 0x544F594750550001 ('TOYGPU', version 1): read it first", DEVICE_ID),
-    _R("VRAM_SIZE", 0x008, RO, "bytes of device memory (all of it visible through BAR1)"),
+    _R("VRAM_SIZE", 0x008, RO, "bytes of device memory (VRAM)"),
     _R("SYSMEM_SIZE", 0x010, RO, "bytes of system memory the device may DMA to and from"),
     _R("STATUS", 0x018, RO, "bits READY, BUSY, ERROR, RING_ON"),
     _R("ERROR_CODE", 0x020, RO, "the first error since the last reset or CLEAR_ERROR (ErrorCode)"),
@@ -147,6 +181,23 @@ REGISTERS: tuple[Register, ...] = (
     _R("CNT_DESCRIPTORS", 0x0B8, RO, "DMA descriptors processed"),
     _R("BUS_WRITES_SEEN", 0x0C0, RO, "register writes the device has received (a CPU read waits for this to catch up)"),
     _R("SCRATCH", 0x0C8, RW, "free for the driver: write a value, read it back"),
+    _R("BAR1_SIZE", 0x0D0, RO, "bytes of the BAR1 aperture the CPU sees (may be less than VRAM_SIZE)"),
+    _R("BAR1_PT_BASE", 0x0D8, RW, "VRAM offset of BAR1's page table (4096-byte aligned; entry i maps aperture page i) "
+       "| 1 to turn translation on; while off, every aperture page is unmapped. Kept across CONTROL.RESET"),
+    _R("VRAM_WINDOW", 0x0E0, RW, "VRAM offset (8-byte aligned) the next VRAM_DATA write lands at; advances by 8 per write"),
+    _R("VRAM_DATA", 0x0E8, WO, "write 8 bytes into VRAM at VRAM_WINDOW: the BAR0 window into device memory "
+       "(how a driver writes BAR1's own page table)"),
+    _R("RPTR_ADDR", 0x0F0, RW, "bus address (8-byte aligned) of a 16-byte write-back area in system memory: the device "
+       "writes its read pointer (RING_HEAD) there after every entry it fetches, and ERROR_CODE at +8 whenever it "
+       "changes, so the driver's hot path needs no MMIO reads; 0 = no write-back. Latched by RING_ENABLE"),
+    _R("VRAM_RESERVED", 0x0F8, RO, "bytes at the start of VRAM the device keeps for itself: no page table may sit there "
+       "and VRAM_DATA may not write there"),
+    _R("FW_ARG0", 0x100, RW, "first argument of a firmware call"),
+    _R("FW_ARG1", 0x108, RW, "second argument of a firmware call"),
+    _R("FW_ARG2", 0x110, RW, "third argument of a firmware call"),
+    _R("FW_CALL", 0x118, WO, "write a FwCall number: the device's firmware runs it (none on Lab 1's devices)"),
+    _R("FW_RESULT", 0x120, RO, "what the last firmware call returned"),
+    _R("FW_STATUS", 0x128, RO, "how the last firmware call ended (FwStatus)"),
 )
 
 BY_NAME: dict[str, Register] = {r.name: r for r in REGISTERS}
