@@ -27,6 +27,7 @@ def write_reference(directory: Path, name: str = "h100-pcie", *, add: dict | Non
     under a valid checksum, as the recorder writes it. Returns the file's path."""
     doc = json.loads(Path(base).read_text())
     doc["name"] = name
+    doc["provenance"].pop("merged", None)  # a fresh recording: the base file's later merges are its own
     if only_added:
         doc["experiments"] = {}
     for eid in drop:
@@ -152,6 +153,7 @@ def stand_in_recorder(monkeypatch):
     monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Stand-in GPU", 1, "Stand-in GPU"))
     monkeypatch.setattr(gpu, "release_pools", lambda: None)
     fake_prov = json.loads((reference.data_dir() / "h100-pcie.json").read_text())["provenance"]
+    fake_prov.pop("merged", None)  # what the live machine reports, not the file's history
     monkeypatch.setattr(provenance, "live_provenance", lambda argv: dict(fake_prov, command_line=argv))
     monkeypatch.setattr(sysinfo, "collect", lambda: sysinfo.SystemReport("k", None, [], {}, "none", None,
                                                                           None, [], [], []))

@@ -147,12 +147,14 @@ def _registry(**data):
 def test_only_merges_keeping_the_others(stand_in_recorder, tmp_path):
     path = write_reference(tmp_path, "machine", add={"demo.old": {"v": "old"}, "demo.keep": {"v": "kept"}},
                            only_added=True)
+    before = len(reference.load(path).provenance.get("merged", []))  # the base file's own earlier merges
     stand_in_recorder(_registry(demo_old={"v": "new"}, demo_other={"v": "not chosen"}))
     assert recorder.main(["--only", "demo.old", "--out", str(path)]) == 0
     ref = reference.load(path)  # validates schema and checksum
     assert ref.experiment("demo.old") == {"v": "new"} and ref.experiment("demo.keep") == {"v": "kept"}
     assert not ref.has("demo.other") and ref.doc["experiments"]["demo.old"]["title"] == "new demo_old"
-    (entry,) = ref.provenance["merged"]
+    assert len(ref.provenance["merged"]) == before + 1
+    entry = ref.provenance["merged"][-1]
     assert entry["experiments"] == ["demo.old"] and entry["command_line"][-3:] == ["demo.old", "--out", str(path)]
     assert ref.name == "machine" and ref.doc["checksum"] == reference.checksum(ref.doc)
 

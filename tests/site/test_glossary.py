@@ -24,6 +24,7 @@ ALIASES = {
     "IO": "IOVA",             # "IO virtual address"
     "LIVE": "live mode",      # the mode banners' labels
     "REPLAY": "replay mode",
+    "REPLAYED": "replay mode",
     "SIMULATED": "simulated mode",
     "FENCE": "fence",         # the toy GPU's command names, written in capitals
     "SYSTEM": "TTM placement",
