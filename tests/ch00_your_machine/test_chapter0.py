@@ -5,6 +5,7 @@ the board label, and the exercises' checks against the recorded reference."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -189,7 +190,8 @@ ROUND_TRIP = textwrap.dedent('''
 
 
 def test_round_trip_exercise_on_the_cuda_simulator():
-    env = {"NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    env = {"NUMBA_ENABLE_CUDASIM": "1", "PATH": "/usr/bin:/bin",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     out = subprocess.run([sys.executable, "-c", ROUND_TRIP], capture_output=True, text=True, timeout=300,
                          env=env, cwd=ROOT).stdout
     assert "RIGHT True" in out

@@ -31,7 +31,8 @@ REF = json.loads((ROOT / "data/reference/h100-pcie.json").read_text())["experime
 
 def run_on_simulator(code: str) -> str:
     """Run `code` in a fresh Python with Numba's CUDA simulator (chosen before numba.cuda is imported)."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, env=env, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]

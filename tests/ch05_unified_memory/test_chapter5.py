@@ -91,7 +91,8 @@ def test_si_code_follows_the_recorded_mapping():
 
 
 def test_example2_trial_catches_the_copying_version(tmp_path):
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     code = textwrap.dedent("""
         import numpy as np
         from numba import cuda
