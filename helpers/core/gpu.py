@@ -102,6 +102,22 @@ def release_pools() -> None:
     cp.cuda.runtime.deviceSynchronize()
     cp.get_default_memory_pool().free_all_blocks()
     cp.get_default_pinned_memory_pool().free_all_blocks()
+    _flush_numba()
+
+
+def _flush_numba() -> None:
+    """Free what Numba has queued for freeing. Numba releases device, pinned and mapped memory
+    lazily: a dropped array only joins its context's pending deallocations, which are freed in
+    batches. A notebook that has finished must not look as if it still held them."""
+    import sys
+
+    numba_cuda = sys.modules.get("numba.cuda")
+    if numba_cuda is None or config.numba_simulator_on():
+        return
+    try:
+        numba_cuda.current_context().deallocations.clear()
+    except Exception:  # noqa: BLE001 - a Numba without this queue, or no context: nothing is pending
+        return
 
 
 class LazyModule:
