@@ -11,6 +11,7 @@ import functools
 from dataclasses import dataclass
 from types import ModuleType
 
+from helpers.core import config
 from helpers.core.errors import NoGPUError
 
 
