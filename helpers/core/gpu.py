@@ -116,9 +116,13 @@ def _flush_numba() -> None:
     if numba_cuda is None or config.numba_simulator_on():
         return
     try:
-        numba_cuda.current_context().deallocations.clear()
-    except Exception:  # noqa: BLE001 - a Numba without this queue, or no context: nothing is pending
+        ctx = numba_cuda.current_context()
+        queues = [ctx.deallocations, getattr(ctx.memory_manager, "deallocations", None)]  # arrays use the latter
+    except Exception:  # noqa: BLE001 - a Numba without these queues, or no context: nothing is pending
         return
+    for q in queues:
+        if q is not None:
+            q.clear()
 
 
 class LazyModule:
