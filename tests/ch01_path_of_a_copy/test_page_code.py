@@ -30,9 +30,14 @@ def test_code_file_refuses_what_cannot_travel(tmp_path):
 
 
 def test_the_child_defines_the_page_function_from_its_file(tmp_path):
-    """The child's loader (no GPU needed to define a function) gives back the same function text."""
+    """The child's loader (no GPU needed to define a function) gives back the same function text.
+    Empty stand-ins for cupy and cupyx let it import where CuPy is not installed (a laptop, CI)."""
     path, name = loops.code_file(loops.cpu_seconds, tmp_path)
-    probe = (f"import sys; sys.path.insert(0, {str(WORKLOAD.parent)!r}); import _copy_workload as w; "
+    for mod in ("cupy", "cupyx"):
+        (tmp_path / "standins" / mod).mkdir(parents=True)
+        (tmp_path / "standins" / mod / "__init__.py").write_text("")
+    probe = (f"import sys; sys.path[:0] = [{str(tmp_path / 'standins')!r}, {str(WORKLOAD.parent)!r}]; "
+             f"import _copy_workload as w; "
              f"f = w._load({str(path)!r}, {name!r}); print(f.__name__, sorted(f.__globals__))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
