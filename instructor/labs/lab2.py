@@ -87,8 +87,11 @@ def cases(part: str, evidence: Evidence | None = None, seed: int | None = None) 
                  list(t * rng.uniform(0.5, 2.0) * rng.lognormal(0, 0.02, t.size)), int(rng.integers(1, 6)))
                 for i in range(2)]
     if part == "fit":
-        return [(float(rng.uniform(1e-6, 30e-6)), float(rng.uniform(2e9, 80e9)), int(rng.integers(1 << 30)))
-                for _ in range(3)]
+        # one case like today's links (a few µs, tens of GB/s: n½ of a few hundred KB, where an unweighted
+        # fit loses t0 in the noise of the largest copies), then two drawn from the whole range
+        hard = (float(rng.uniform(1e-6, 4e-6)), float(rng.uniform(40e9, 80e9)), int(rng.integers(1 << 30)))
+        return [hard] + [(float(rng.uniform(1e-6, 30e-6)), float(rng.uniform(2e9, 80e9)), int(rng.integers(1 << 30)))
+                         for _ in range(2)]
     n, t = bwlab.reference_sweep(evidence, "pinned", "h2d")
     out = []
     for i in range(2):
