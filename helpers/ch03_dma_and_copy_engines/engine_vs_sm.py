@@ -71,20 +71,8 @@ def time_kernel_copy(host, dev, direction: str, reps: int, blocks: int) -> list[
     return times
 
 
-def bind_numba() -> None:
-    """Make this module's `cuda` the real numba.cuda module before a kernel here is compiled.
-
-    The module imports the course's lazy stand-in (so importing it needs no CUDA); a kernel that
-    names `cuda.grid` must see the real module instead: Numba types it, and its CUDA simulator
-    swaps exactly that module for its own. Called once the mode is chosen (live run or a test)."""
-    import numba.cuda
-
-    globals()["cuda"] = numba.cuda
-
-
 def blocks_for_gpu() -> int:
     """Eight blocks of THREADS per SM: enough loads in flight to keep the link busy."""
-    bind_numba()
     return 8 * int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
 
@@ -113,7 +101,6 @@ def engine_sweep(code, sizes, reps: int) -> dict:
 
 def kernel_sweep(code, sizes, reps: int, blocks: int) -> dict:
     """`code` (time_kernel_copy) at every size and direction, fresh mapped and device buffers each."""
-    bind_numba()
     def one(n, d, reps):
         host = cuda.mapped_array(n // 8, dtype=np.uint64)
         dev = cuda.device_array(n // 8, dtype=np.uint64)

@@ -176,7 +176,6 @@ def test_the_recorders_numba_code_runs_on_the_simulator():
         "from helpers.ch02_mmio_and_bars import gpu_reads as g\n"
         "from helpers.measure import gpu_chase as c\n"
         "assert len(e.engine_sweep(e.time_engine_copy, (4096,), 1)['rows']) == 2\n"
-        "e.bind_numba()\n"
         "h = cuda.mapped_array(300, dtype=np.uint64); h[:] = np.arange(300) * 7\n"
         "d = cuda.device_array(300, dtype=np.uint64)\n"
         "e.time_kernel_copy(h, d, 'h2d', 1, 2)\n"
