@@ -70,7 +70,7 @@ A11Y_JS = r"""(() => {
   root.querySelectorAll('.plotly-graph-div').forEach(f => { const named = f.closest('[aria-label]');
     if (!named || !named.getAttribute('aria-label').trim()) out.push('a plotly figure without an accessible name (' + f.id + ')'); });
   root.querySelectorAll('a[href]').forEach(a => { if (a.closest('.modebar')) return;  // plotly's own toolbar
-    const t = (a.innerText || '').trim() || a.getAttribute('aria-label')
+    const t = (a.innerText || '').trim() || (a.textContent || '').trim() || a.getAttribute('aria-label')
       || a.getAttribute('title') || (a.querySelector('img[alt]') && a.querySelector('img[alt]').alt);
     if (!t) out.push('a link without text: ' + a.getAttribute('href').slice(0, 60)); });
   let last = 0;

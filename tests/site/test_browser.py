@@ -92,6 +92,18 @@ def test_accessibility_problems_are_each_named(browser, static_assets, tmp_path)
         assert part in found, part
 
 
+def test_folded_link_with_text_is_not_a_problem(browser, static_assets, tmp_path):
+    """A link inside a closed <details> (a folded result cell, a collapsed aside) has text even though
+    Chrome renders none of it until the reader opens the fold; an empty link beside it still fails."""
+    body = ('<main><h1>Chapter</h1><details><summary>Show output</summary>'
+            '<a href="data:text/csv;base64,eA==">Download the data (CSV)</a>'
+            '<a href="g.html#term-SDMA"><span>SDMA</span></a></details><a href="z.html"></a></main>')
+    site = _site(tmp_path, {"p.html": body}, static_assets)
+    probs, _ = _check(browser, site, "p.html")
+    found = [p for p in probs if "link without text" in p]
+    assert len(found) == 1 and "z.html" in found[0], probs
+
+
 def test_undrawn_figure_and_script_error_fail(browser, static_assets, tmp_path):
     site = _site(tmp_path, {"p.html": PLOT.replace("Plotly.newPlot", "Plotly.nonexistent")}, static_assets)
     probs, _ = _check(browser, site, "p.html")
