@@ -69,11 +69,14 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
 # $(call install,extras): create the environment if missing, install the course with those extras
 # (pip adds only what is missing, so `make test` after `make lab` installs just the test and book tools).
+# --no-compile: pip would otherwise write bytecode for every module of every package (about 130 MB
+# of a learner's environment, most never imported); Python writes it on first import instead.
+PIP_INSTALL = $(BIN)/python -m pip install -q --no-compile
 define install
 	$(PYTHON) tools/mkvenv.py $(VENV) $(INHERIT)
-	$(if $(PIP_FROM),,$(BIN)/python -m pip install -q --upgrade pip)
-	$(if $(PIP_FROM),$(BIN)/python -m pip install -q $(PIP_FROM) "setuptools>=77" wheel)
-	$(BIN)/python -m pip install -q $(PIP_FROM) $(if $(PIP_FROM),--no-build-isolation) -e ".[$(1)]"
+	$(if $(PIP_FROM),,$(PIP_INSTALL) --upgrade pip)
+	$(if $(PIP_FROM),$(PIP_INSTALL) $(PIP_FROM) "setuptools>=77" wheel)
+	$(PIP_INSTALL) $(PIP_FROM) $(if $(PIP_FROM),--no-build-isolation) -e ".[$(1)]"
 	@echo "course environment $(VENV): extras $(1); CuPy: $(CUPY_NOTE)"
 endef
 

@@ -132,3 +132,11 @@ def test_test_after_lab_adds_only_the_test_stamp(tmp_path):
     assert _extras(out) == ["lab,test,book"] and "touch" in out and ".course-test" in out
     assert "pip install" not in _dry_run("venv-lab", tmp_path)  # the learner stamp is up to date
     assert "--no-index --find-links wh" in _dry_run("venv", tmp_path, WHEELHOUSE="wh")  # offline path kept
+
+
+def test_installs_write_no_bytecode_up_front(tmp_path):
+    """Every pip install of `make lab` passes --no-compile: compiling every module of every package
+    up front would add about 130 MB to the learner's environment (README, 'What make lab installs')."""
+    out = _dry_run("venv-lab", tmp_path)
+    installs = [line for line in out.splitlines() if "pip install" in line]
+    assert len(installs) >= 2 and all("--no-compile" in line for line in installs), installs
