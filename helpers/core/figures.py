@@ -39,6 +39,7 @@ _BADGE = {
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+PROVENANCE_WIDTH = 80  # characters per provenance line under a figure's title (about 560 px at <sup> size)
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 
 
@@ -50,6 +51,21 @@ def provenance_line(mode: Mode | str, source: str) -> str:
     return f"{_BADGE[m][0]} · {verb} {source}"
 
 
+def wrap_at_dots(line: str, width: int = PROVENANCE_WIDTH) -> list[str]:
+    """A provenance line cut at its ' · ' separators into lines of at most `width` characters (a
+    piece longer than that stays whole; the mode badge stays with the piece after it). Plotly does
+    not wrap titles: in a narrow page or a JupyterLab panel the end of one long line (the link,
+    the date) would be cut off unseen."""
+    badge, *pieces = line.split(" · ")
+    out = [badge + (" · " + pieces.pop(0) if pieces else "")]  # the mode badge never stands alone
+    for piece in pieces:
+        if len(out[-1]) + 3 + len(piece) <= width:
+            out[-1] += " · " + piece
+        else:
+            out.append("· " + piece)
+    return out
+
+
 class CourseFigure:
     """A plotly figure whose provenance is part of it, displayable offline everywhere."""
 
@@ -59,10 +75,10 @@ class CourseFigure:
         self.fig = fig
         self.parts = [(Mode(m), s) for m, s in parts]
         title = fig.layout.title.text or ""
-        lines = "<br>".join(provenance_line(m, s) for m, s in self.parts)
+        lines = [piece for m, s in self.parts for piece in wrap_at_dots(provenance_line(m, s))]
         self.title = re.sub(r"<[^>]+>", "", title.split("<br>")[0]).strip()
-        fig.update_layout(title={"text": f"{title}<br><sup>{lines}</sup>", "x": 0.01},
-                          margin={"t": 60 + 18 * len(self.parts)}, template="plotly_white", colorway=PALETTE)
+        fig.update_layout(title={"text": f"{title}<br><sup>{'<br>'.join(lines)}</sup>", "x": 0.01},
+                          margin={"t": 60 + 18 * len(lines)}, template="plotly_white", colorway=PALETTE)
         _tell_series_apart(fig)
 
     def rows(self) -> list[tuple[str, object, object]]:

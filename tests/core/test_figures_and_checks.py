@@ -24,6 +24,20 @@ def test_title_names_mode(mode, word):
     assert word in repr(f)
 
 
+def test_a_long_provenance_wraps_at_its_separators_and_loses_nothing():
+    src = ("NVIDIA H100 80GB HBM3 (H100 SXM5 80GB, 10de:2330) · driver 580.159.04 · CUDA 13.2 · "
+           "32.0 GT/s PCIe x16 · 2026-11-21")
+    line = figures.provenance_line(Mode.REPLAY, src)
+    lines = figures.wrap_at_dots(line, width=60)
+    assert len(lines) >= 2 and lines[0].startswith("REPLAY · recorded on NVIDIA")
+    assert lines[0].count(" · ") == 1  # the badge and the piece after it, however long
+    assert all(len(x) <= 60 or " · " not in x.removeprefix("· ") for x in lines[1:])  # only a lone long piece exceeds
+    assert " ".join(lines) == line  # nothing lost, nothing reordered
+    text = _fig([(Mode.REPLAY, src)]).fig.layout.title.text
+    assert "2026-11-21" in text and text.count("<br>") == len(figures.wrap_at_dots(line)) >= 2
+    assert figures.wrap_at_dots("LIVE · measured now on here") == ["LIVE · measured now on here"]
+
+
 def test_simulated_is_never_called_measured():
     text = _fig([(Mode.SIMULATED, "toy")]).fig.layout.title.text
     assert "not a measurement" in text and "measured" not in text.replace("not a measurement", "")
