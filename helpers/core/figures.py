@@ -78,7 +78,7 @@ class CourseFigure:
         lines = [piece for m, s in self.parts for piece in wrap_at_dots(provenance_line(m, s))]
         self.title = re.sub(r"<[^>]+>", "", title.split("<br>")[0]).strip()
         fig.update_layout(title={"text": f"{title}<br><sup>{'<br>'.join(lines)}</sup>", "x": 0.01},
-                          margin={"t": 60 + 18 * len(lines)}, template="plotly_white", colorway=PALETTE)
+                          margin={"t": 70 + 20 * len(lines)}, template="plotly_white", colorway=PALETTE)
         _tell_series_apart(fig)
 
     def rows(self) -> list[tuple[str, object, object]]:
