@@ -107,7 +107,8 @@ class CourseFigure:
             series.setdefault(name, []).append((x, y))
         prov = "; ".join(provenance_line(m, s) for m, s in self.parts)
         head = (f"Figure: {self.title or 'untitled'}. {len(series)} series of {y_t} against {x_t}. {prov}.")
-        parts = [head] + [_series_sentence(name, pts) for name, pts in series.items()]
+        fx = _size_label if _is_size_axis(self.fig.layout.xaxis) else _fmt
+        parts = [head] + [_series_sentence(name, pts, fx) for name, pts in series.items()]
         return " ".join(p for p in parts if p)
 
     @property
@@ -145,14 +146,15 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def _series_sentence(name: str, pts: list[tuple]) -> str:
-    """'Series pinned h2d: 24 points, x 4 … 2.68e+08, y from 0.001 (at x 4) to 52.7 (at x 2.68e+08).'"""
+def _series_sentence(name: str, pts: list[tuple], fx=_fmt) -> str:
+    """'Series pinned h2d: 24 points, x 4 B to 256 MiB; y from 0.001 (at x 4 B) to 52.7 (at x 128 MiB).'
+    `fx` writes an x value: in binary units on a size axis (log_size_axis), as the reader sees the ticks."""
     ys = [(y, x) for x, y in pts if isinstance(y, int | float) and not isinstance(y, bool) and math.isfinite(y)]
     if not ys:
         return f"Series {name}: {len(pts)} points."
     lo, hi = min(ys), max(ys)
-    return (f"Series {name}: {len(pts)} points, x {_fmt(pts[0][0])} to {_fmt(pts[-1][0])}; "
-            f"y from {_fmt(lo[0])} (at x {_fmt(lo[1])}) to {_fmt(hi[0])} (at x {_fmt(hi[1])}).")
+    return (f"Series {name}: {len(pts)} points, x {fx(pts[0][0])} to {fx(pts[-1][0])}; "
+            f"y from {_fmt(lo[0])} (at x {fx(lo[1])}) to {_fmt(hi[0])} (at x {fx(hi[1])}).")
 
 
 def _tell_series_apart(fig: go.Figure) -> None:
@@ -178,12 +180,21 @@ def log_size_axis(fig: go.Figure, title: str = "transfer size") -> None:
     fig.update_xaxes(type="log", title=title, tickvals=ticks, ticktext=[_size_label(t) for t in ticks])
 
 
-def _size_label(n: int) -> str:
+def _size_label(n: int | float) -> str:
+    """4 -> '4 B', 3 << 20 -> '3 MiB', 1.5e6 -> '1.43 MiB' (anything not a number: as _fmt writes it)."""
+    if not isinstance(n, int | float) or isinstance(n, bool) or not math.isfinite(n):
+        return _fmt(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024:
-            return f"{n:g} {unit}"
+        if abs(n) < 1024:
+            return f"{n:.3g} {unit}"
         n /= 1024
-    return f"{n:g} TiB"
+    return f"{n:.3g} TiB"
+
+
+def _is_size_axis(ax) -> bool:
+    """Whether an axis was labelled by log_size_axis (its tick texts are the sizes of its tick values)."""
+    vals, texts = getattr(ax, "tickvals", None), getattr(ax, "ticktext", None)
+    return bool(vals) and texts is not None and list(texts) == [_size_label(v) for v in vals]
 
 
 class Table:

@@ -47,3 +47,16 @@ def test_a_figure_that_chose_its_own_dashes_keeps_them():
     f = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], line={"dash": "dot"}, marker={"symbol": "star"})])
     cf = CourseFigure(f, [("simulated", "model")])
     assert cf.fig.data[0].line.dash == "dot" and cf.fig.data[0].marker.symbol == "star"
+
+
+def test_a_size_axis_is_described_in_the_units_its_ticks_show():
+    """On a log_size_axis the reader sees '4 B … 256 MiB'; the description says the same, not 2.68e+08."""
+    from helpers.core.figures import log_size_axis
+
+    f = go.Figure([go.Scatter(x=[4, 1 << 20, 3 << 23, 1 << 28], y=[0.001, 20.0, 54.0, 53.0], name="pinned h2d")])
+    f.update_layout(title="Bandwidth vs size", yaxis_title="GB/s")
+    log_size_axis(f, "copy size")
+    d = CourseFigure(f, [("replay", "H100 reference")]).description()
+    assert "4 points, x 4 B to 256 MiB; y from 0.001 (at x 4 B) to 54 (at x 24 MiB)." in d, d
+    # an axis whose ticks are not sizes keeps plain numbers
+    assert "(at x 1.05e+06)" in _fig().description()
