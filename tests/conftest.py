@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from helpers.core import gpu, reference
+from helpers.measure import sandbox
 
 # CI machines are shared and slow at times: a property test is judged by its examples, not
 # by how fast one example ran, so hypothesis's per-example deadline is off everywhere.
@@ -18,6 +20,17 @@ settings.register_profile("course", deadline=None)
 settings.load_profile("course")
 
 REFERENCE = Path(__file__).resolve().parent.parent / "data" / "reference" / "h100-pcie.json"
+
+
+def run_on_simulator(code: str, timeout_s: float = 300) -> str:
+    """Run `code` (dedented) in a fresh Python on Numba's CUDA simulator and return its stdout.
+
+    Numba binds to the simulator or to a GPU once per process, so a test's kernels get a process of
+    their own. helpers.measure.sandbox runs it: the course on PYTHONPATH ahead of what is there (a GPU
+    node's numpy<2.5 comes from PYTHONPATH), its process group killed at the timeout."""
+    out = sandbox.run_python(textwrap.dedent(code), timeout_s, env={"NUMBA_ENABLE_CUDASIM": "1"})
+    assert out.status == "ok", f"{out.summary()}\n{out.stdout_tail}{out.stderr_tail}"
+    return out.stdout_tail
 
 
 def write_reference(directory: Path, name: str = "h100-pcie", *, add: dict | None = None, drop=(),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_on_simulator
 
 from helpers.ch03_dma_and_copy_engines import crosscheck, engine_vs_sm, exercises, pcie, pictures
 from helpers.core import reference
@@ -165,10 +166,6 @@ def test_bwcheck_source_has_the_new_modes():
 def test_the_recorders_numba_code_runs_on_the_simulator():
     """The shown functions (engine and kernel copies, the pointer chase, the posted stores) run end to
     end on Numba's CUDA simulator, and the kernel copy really copies (correctness, not timing)."""
-    import os
-    import subprocess
-    import sys
-
     code = (
         "import numpy as np\n"
         "from numba import cuda\n"
@@ -183,8 +180,4 @@ def test_the_recorders_numba_code_runs_on_the_simulator():
         "assert len(c.chase_trials(c.chase_ns_per_read, 256 * 60, 4, 'device')) == 3\n"
         "g.store_ns_per_write(cuda.mapped_array(512, dtype=np.int64), 4)\n"
         "print('OK')\n")
-    path = os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=path)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip().endswith("OK")
+    assert run_on_simulator(code).strip().endswith("OK")

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_on_simulator
 
 from helpers.ch04_pinned_memory import (
     diagrams,
@@ -27,16 +24,6 @@ from helpers.core.mode import Mode
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = json.loads((ROOT / "data/reference/h100-pcie.json").read_text())["experiments"]
-
-
-def run_on_simulator(code: str) -> str:
-    """Run `code` in a fresh Python with Numba's CUDA simulator (chosen before numba.cuda is imported)."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, env=env, timeout=600, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout
 
 
 def _ev(exp_id: str, data=None) -> Evidence:
@@ -64,7 +51,7 @@ def test_recorded_cost_rows_still_replay():
 
 
 def test_time_mapped_sum_on_the_simulator():
-    out = run_on_simulator("""
+    out = run_on_simulator(timeout_s=600, code="""
         from helpers.ch04_pinned_memory import mapped_kernel
         print(sorted(mapped_kernel.time_mapped_sum(4096 * 4, 1, blocks=2)))
     """)
@@ -151,7 +138,7 @@ def test_wc_explain_points(capsys):
 
 
 def test_gather_kernel_trial_catches_a_planted_bug():
-    out = run_on_simulator("""
+    out = run_on_simulator(timeout_s=600, code="""
         from numba import cuda
         from helpers.ch04_pinned_memory import exercises
 

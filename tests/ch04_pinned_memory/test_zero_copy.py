@@ -1,12 +1,10 @@
 """Zero-copy and write-combined helpers without a GPU: the data pattern and its exact sums, the
 Numba kernels on the CUDA simulator, and verdicts that follow from the numbers given."""
 
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import run_on_simulator
 
 from helpers.ch04_pinned_memory import write_combined, zero_copy
 from helpers.ch04_pinned_memory.pinning import PinRequestError
@@ -37,11 +35,7 @@ def test_numba_kernels_on_the_simulator():
     """Both ways (mapped_array and a device copy) give the exact sums on Numba's simulator."""
     code = ("from helpers.ch04_pinned_memory import zero_copy as z; r = z.numba_check(); "
             "assert set(r) == set(z.PATTERNS), r; print('OK', r)")
-    path = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=path)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.startswith("OK")
+    assert run_on_simulator(code).startswith("OK")
 
 
 def test_numba_check_rejects_bad_sizes():

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
+from conftest import run_on_simulator
 
 from helpers import course
 from helpers.ch08_peer_to_peer import exercises, local, view
@@ -55,7 +53,7 @@ def test_rdma_pages_are_64_kib():
 
 
 def test_copy_kernel_check_passes_a_grid_stride_loop_and_catches_wrong_ones():
-    _in_simulator('''
+    run_on_simulator('''
 from helpers.ch08_peer_to_peer import exercises
 from numba import cuda
 
@@ -105,17 +103,3 @@ def test_d2d_experiment_is_one_gpu_shows_its_code_and_replays_as_pending(replay)
 def test_matrices_experiment_shows_peer_copy():
     from helpers.ch08_peer_to_peer import p2p
     assert experiments.get("p2p.matrices").shown is p2p.peer_copy
-
-
-def _in_simulator(body: str) -> None:
-    """Run `body` in a fresh Python on Numba's CUDA simulator (numba binds to the simulator or a GPU
-    once per process, so the check's kernels get a process of their own, as in tests/ch04)."""
-    import subprocess
-    import sys
-    import textwrap
-
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=root)
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(body)], env=env, capture_output=True, text=True,
-                         timeout=300, cwd=root)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from conftest import run_on_simulator
 
 from helpers.ch09_radar_pipeline import exercises, radar
 
@@ -36,7 +35,7 @@ def test_ranking_question():
 
 
 def test_detect_kernel_check():
-    _in_simulator('''
+    run_on_simulator('''
 from helpers.ch09_radar_pipeline import exercises
 from numba import cuda
 
@@ -66,17 +65,3 @@ assert exercises.detect_kernel(swapped) is False
 assert exercises.detect_kernel(no_bounds) is False  # threads past the map's edge: a crash or a stray write
 assert exercises.detect_kernel(unfinished) is None
 ''')
-
-
-def _in_simulator(body: str) -> None:
-    """Run `body` in a fresh Python on Numba's CUDA simulator (numba binds to the simulator or a GPU
-    once per process, so the check's kernels get a process of their own, as in tests/ch04)."""
-    import subprocess
-    import sys
-    import textwrap
-
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=root)
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(body)], env=env, capture_output=True, text=True,
-                         timeout=300, cwd=root)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
