@@ -139,10 +139,28 @@ def read_verdict(reads: dict, writes: dict | None = None, rtt_model_ns: float | 
     return "\n".join(lines)
 
 
+# The likely reason behind each errno a sysfs resourceN mmap can return. In mainline Linux
+# (drivers/pci/pci-sysfs.c, pci_mmap_resource) the first check is
+# security_locked_down(LOCKDOWN_PCI_ACCESS), which answers EPERM to everyone, root included,
+# while the kernel is locked down (security/lockdown/lockdown.c, lockdown_is_locked_down);
+# EINVAL comes from a region a driver claimed exclusively (iomem_is_exclusive) or a range
+# that does not fit the BAR (pci_mmap_fits); EACCES from the file's 0600 mode (not root).
+# The recording does not hold the lockdown state, so a cause is "likely", never "shown".
+MMAP_ERRNO_CAUSES = {
+    "EPERM": "likely kernel lockdown: pci_mmap_resource (drivers/pci/pci-sysfs.c) first asks "
+             "security_locked_down(LOCKDOWN_PCI_ACCESS), which refuses even root while the kernel is locked down "
+             "(Secure Boot often turns lockdown on); the recording does not say whether it was, so this is the "
+             "likely cause, not a proven one",
+    "EINVAL": "the region is claimed exclusively by a driver (iomem_is_exclusive) or the range does not fit the BAR",
+    "EACCES": "the resourceN files are readable by root only (mode 0600)",
+}
+
+
 def bar0_line(reads: dict) -> str:
-    """What happened when the recorder tried to map BAR0 through sysfs."""
+    """What happened when the recorder tried to map BAR0 through sysfs, and its likely cause."""
     b = reads.get("bar0_mmap") or {}
     if not b.get("path"):
         return "BAR0 mapping: not attempted (no PCI address)."
     err = f" ({b['errno']})" if b.get("errno") else ""
-    return f"mapping {b['path']} for reading: {b['outcome']}{err}."
+    cause = MMAP_ERRNO_CAUSES.get(b.get("errno") or "")
+    return f"mapping {b['path']} for reading: {b['outcome']}{err}." + (f"\n  why: {cause}." if cause else "")

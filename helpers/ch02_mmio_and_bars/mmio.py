@@ -12,6 +12,8 @@ Kernel sources behind the chapter (linux repository):
 - drivers/pci/probe.c: pci_read_bases -> __pci_size_stdbars / __pci_size_bars (sizing, with
   decoding off), __pci_read_base (decoding the type bits)
 - drivers/pci/rebar.c: pci_rebar_get_possible_sizes, pci_resize_resource (Resizable BAR)
+- drivers/pci/pci-sysfs.c: pci_mmap_resource starts with security_locked_down(LOCKDOWN_PCI_ACCESS),
+  which refuses every resourceN mmap with EPERM, even root's, while the kernel is locked down
 - mm/memory.c: remap_pfn_range (how a driver maps a BAR into a process); since a 2025 mm series
   the memory type is reserved by pfnmap_track / set by pfnmap_setup_cachemode (track_pfn_remap
   before it)
@@ -82,6 +84,28 @@ def bar_rows(report: sysinfo.SystemReport) -> list[tuple[str, ...]]:
     return out
 
 
+def register_bar_notes(report: sysinfo.SystemReport) -> list[str]:
+    """One warning per GPU whose register BAR (NVIDIA's BAR0) is flagged prefetchable.
+
+    Why: registers normally sit in a non-prefetchable BAR, because reading a register may change
+    the device's state and stores to registers must arrive one by one, in program order. The
+    prefetchable bit only makes sysfs offer a `resourceN_wc` file; a register window must still
+    never be mapped write-combined (stores could merge or reorder, loads could be speculative).
+    """
+    _check_report(report)
+    notes = []
+    for g in report.gpus:
+        for b in g.bars:
+            if b.index == sysinfo.PCI_ROM_RESOURCE or not bar_role(g, b).startswith("registers"):
+                continue
+            if b.prefetchable:
+                wc = f"so sysfs offers resource{b.index}_wc" if b.write_combine_file else "(no _wc file here)"
+                notes.append(f"{g.address}: resource{b.index} holds registers yet is flagged prefetchable, {wc}. "
+                             "Registers are normally non-prefetchable; map them uncached only, never "
+                             "write-combined.")
+    return notes
+
+
 def largest_bar(report: sysinfo.SystemReport) -> int | None:
     """Bytes of the largest memory BAR of the first GPU in the report (None without one)."""
     _check_report(report)
@@ -120,8 +144,10 @@ def aperture_figure(machines: list[tuple[str, int, int, Mode | None, str]]) -> f
 
 
 # -- the toy GPU: what a CPU access through a BAR costs ----------------------------------------
-METHODS = ("uncached read, 4 B", "uncached read, 8 B", "streaming read, 64 B", "uncached write, 8 B",
-           "write-combined, 64 B bursts", "device DMA to host")
+# "streaming read" names its mechanism: MOVNTDQA from a write-combined mapping, which may fetch a whole
+# 64-byte line per round trip; ordinary uncached loads move 8 bytes (16 with an SSE register) at a time.
+METHODS = ("uncached read, 4 B", "uncached read, 8 B", "streaming read (MOVNTDQA, WC mapping), 64 B",
+           "uncached write, 8 B", "write-combined, 64 B bursts", "device DMA to host")
 
 
 def access_cost(gpu: ToyGPU, method: str, nbytes: int, offset: int = 0) -> dict:

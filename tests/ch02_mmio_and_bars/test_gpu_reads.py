@@ -68,6 +68,18 @@ def test_verdict_and_rows_come_from_the_numbers():
     assert "EPERM" in gpu_reads.bar0_line(READS)
 
 
+def test_bar0_eperm_names_its_likely_cause_and_only_as_likely():
+    """Issue 28 X8: the recorded EPERM is explained by lockdown's LOCKDOWN_PCI_ACCESS check in
+    pci_mmap_resource, marked likely (the recording holds no lockdown state); other errnos differ."""
+    line = gpu_reads.bar0_line(READS)
+    assert "LOCKDOWN_PCI_ACCESS" in line and "pci_mmap_resource" in line and "likely" in line
+    assert "proven" not in line.replace("not a proven", "")
+    einval = {**READS, "bar0_mmap": {**READS["bar0_mmap"], "errno": "EINVAL"}}
+    assert "LOCKDOWN" not in gpu_reads.bar0_line(einval) and "exclusive" in gpu_reads.bar0_line(einval)
+    allowed = {**READS, "bar0_mmap": {"path": READS["bar0_mmap"]["path"], "outcome": "mmap allowed", "errno": None}}
+    assert "why" not in gpu_reads.bar0_line(allowed)
+
+
 def test_latency_figure_carries_provenance_and_data():
     fig = gpu_reads.latency_figure(_ev("mmio.gpu_read_latency", READS), _ev("mmio.gpu_posted_writes", WRITES))
     assert any(y == 1200.0 for _, _, y in fig.rows()) and "REPLAY" in fig.fig.layout.title.text

@@ -433,7 +433,8 @@ class ToyGPU:
         (unmapped pages read as all ones, and the device records BAR1_FAULT); the time is the
         link model's: one round trip per load, which is why CPU reads from a BAR are slow.
         Widths above 8 model vector loads (16/32 B) and streaming loads from a write-combined
-        mapping (MOVNTDQA fetching a 64-byte line per round trip).
+        mapping (MOVNTDQA, which may fetch a whole 64-byte line per round trip; on an uncached
+        mapping it behaves like an ordinary 16-byte load).
         """
         self._bar1_range(offset, nbytes, width)
         out = np.full(nbytes, R.BAR1_UNMAPPED_BYTE, dtype=np.uint8)

@@ -10,7 +10,10 @@ The model distinguishes the CPU's three ways of touching a BAR:
 - an uncached (UC) read is non-posted: the CPU stalls for a full round trip per load;
 - an uncached write is posted: the CPU sends it and moves on, one small packet per store;
 - write-combined (WC) stores gather in a 64-byte buffer and leave as one larger packet,
-  so fewer packets carry the same bytes (reads from a WC mapping stay uncached).
+  so fewer packets carry the same bytes. Loads from a WC mapping are not cached either, but
+  the CPU may issue them speculatively (which is why registers are never mapped WC); an
+  ordinary load still fetches 8 bytes (16 from an SSE register) per round trip, while a
+  streaming load (MOVNTDQA) may fetch a whole 64-byte line into a streaming-load buffer.
 and the device's DMA engine: a fixed start-up latency per descriptor, then bandwidth.
 
 Jitter is drawn from a numpy generator seeded by the caller, so the same seed and the same
