@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from helpers.ch03_dma_and_copy_engines import packets
 from helpers.core import checks
 from helpers.core.checks import factor_hint
 from helpers.core.evidence import Evidence
@@ -80,8 +81,32 @@ EXPLAIN_3_5 = {
 
 
 def ex_3_5_why_h2d_trails(answer) -> bool | None:
-    """3.5: why host→device bandwidth usually trails device→host on the same link."""
+    """3.5: why host→device is the harder direction (it trails device→host when too few reads are in flight)."""
     return checks.choice("3.5 why h2d trails d2h", answer, QUESTION_3_5, "b", EXPLAIN_3_5)
+
+
+def ex_3_8_tlp_ceiling(answer, limits: Evidence) -> bool | None:
+    """3.8: the payload GB/s a Gen5 x16 link can carry in posted writes of the recorded MPS (DLLPs not counted)."""
+    mps = packets.recorded_mps(limits.data)
+    if not mps:
+        print("… 3.8: the reference machine's MPS recording is pending (or MPS was not readable there); "
+              "on a GPU machine where you are root, section 4 reads it live.")
+        return None
+    expected = packets.ceiling_gbps(mps)
+    hints = [factor_hint(130 / 128, "That skips the line encoding: at 32 GT/s, 2 bits of every 130 are block "
+                                    "headers (128b/130b).", rel_tol=0.004),
+             factor_hint((mps + packets.WRITE_OVERHEAD_B) / mps, "That is the link after encoding, with no packet "
+                                                                 "overhead: each TLP also carries 24 bytes of framing, "
+                                                                 "header and LCRC.", rel_tol=0.004),
+             factor_hint(8, "Gigabits, not gigabytes: divide by 8.", rel_tol=0.01)]
+    mrrs = ((limits.data or {}).get("gpu") or {}).get("mrrs")
+    if mrrs and mrrs != mps:
+        hints.append(factor_hint(packets.ceiling_gbps(mrrs) / expected, "That uses MRRS as the payload: a posted "
+                                 "write carries at most MPS bytes; MRRS only limits read requests.", rel_tol=0.002))
+    return checks.close("3.8 the link's TLP ceiling", answer, expected, rel_tol=0.01, hints=hints,
+                        hint=f"32 GT/s x 16 lanes x 128/130 / 8 bits, times MPS / (MPS + 24): MPS = {mps} B here.",
+                        why="every posted write spends 24 bytes of link on framing, header and LCRC, so the share of "
+                            "the link that is data grows with MPS; DLLPs and SKP ordered sets take a few percent more.")
 
 
 def copy_trial(fn, synchronize=None) -> list[str]:

@@ -8,6 +8,8 @@
                      check chooses (on the GPU, or on Numba's CUDA simulator without one).
 4.5 zero_copy_why  — conceptual (checks.choice): why zero-copy wins where it wins most.
 4.6 radar_fix      — conceptual (checks.choice): the standard fix for source question 002's card.
+4.7 device_sees    — conceptual (checks.choice): why data a device wrote is not yet in the pinned page
+                     (swiotlb bouncing: pinned is not the page the device sees).
 """
 
 from __future__ import annotations
@@ -193,3 +195,31 @@ RADAR_EXPL = {
 def radar_fix(answer) -> bool | None:
     """Exercise 4.6: the standard fix for source question 002's capture card."""
     return checks.choice("4.6 source question 002's card", answer, RADAR_OPTIONS, "b", RADAR_EXPL)
+
+
+DEVICE_SEES_OPTIONS = {
+    "a": "the CPU's cache still holds old lines of the page; the DMA wrote to memory behind it",
+    "b": "the device wrote into a swiotlb bounce buffer, not into the pinned page; the kernel copies the data "
+         "across only at dma_sync_*_for_cpu or dma_unmap_*",
+    "c": "the IOMMU delays the device's writes until the mapping is torn down",
+    "d": "the pin failed silently, so the device wrote to whatever page now sits at that physical address",
+}
+DEVICE_SEES_EXPL = {
+    "a": "Not on x86: the root complex snoops the CPU caches, so a device write invalidates any cached copy (only "
+         "requests with PCIe's No Snoop attribute skip that). On architectures whose DMA does not snoop (many Arm "
+         "systems) dma_sync does invalidate caches, which is why the question says x86.",
+    "b": "Yes. dma-direct bounces a mapping through swiotlb when the device's DMA mask cannot reach the page, or "
+         "always in a confidential VM (SEV, TDX) whose private memory no device may touch. The device gets the "
+         "bounce buffer's address; the kernel copies between it and your pinned page when the driver syncs or "
+         "unmaps. Pinned memory is not necessarily the memory the device sees.",
+    "c": "An IOMMU translates each request as it arrives; it does not hold writes back. With translation the "
+         "device still writes straight into your page, at an IOVA the IOMMU maps to it.",
+    "d": "A long-term pin either succeeds or the call fails; once pinned, the page cannot move until it is "
+         "unpinned (the only move is the migration out of ZONE_MOVABLE or CMA that happens at pin time, before "
+         "any DMA address is handed out).",
+}
+
+
+def device_sees(answer) -> bool | None:
+    """Exercise 4.7: a device's write is visible in the pinned page only after dma_sync: why (swiotlb)."""
+    return checks.choice("4.7 which page the device wrote", answer, DEVICE_SEES_OPTIONS, "b", DEVICE_SEES_EXPL)

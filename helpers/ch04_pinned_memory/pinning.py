@@ -708,6 +708,39 @@ def register_rows(data: dict) -> list[tuple]:
     return rows
 
 
+# What the course's check_region does with each request driver_answers records, and why it may be
+# stricter than the driver. The module itself accepts only page-aligned addresses (RmCreateOsDescriptor
+# in src/nvidia/arch/nvalloc/unix/src/escape.c returns NV_ERR_NOT_SUPPORTED otherwise), so an
+# unaligned cudaHostRegister that the driver answers "ok" was rounded out to whole pages by libcuda
+# before the ioctl (inferred: libcuda is closed source).
+HELPER_STANCE = {
+    "unaligned": ("refuses", "libcuda must have rounded the range out to whole pages, since the NVIDIA module accepts "
+                             "only page-aligned addresses; so the pages around the buffer are pinned too, with "
+                             "whatever else shares them; the helper refuses so that what is pinned is exactly what you "
+                             "asked for"),
+    "unmapped": ("refuses", "the range is not mapped in this process: the helper names the address instead of an "
+                            "opaque CUDA error"),
+    "registered twice": ("leaves it to the driver", "CUDA tracks registrations itself"),
+    "never registered": ("leaves it to the driver", "CUDA tracks registrations itself"),
+}
+
+
+def helper_vs_driver(driver_answers: dict) -> list[str]:
+    """One line per recorded driver answer: what the course's helper does with the same request, and
+    whether it is stricter than the driver (it is, where the driver said "ok" and the helper refuses)."""
+    lines = []
+    for what, answer in driver_answers.items():
+        key = next((k for k in HELPER_STANCE if k in what), None)
+        if key is None:
+            lines.append(f"{what}: driver {answer}")
+            continue
+        stance, why = HELPER_STANCE[key]
+        stricter = stance == "refuses" and answer == "ok"
+        verdict = "the helper is stricter than the driver" if stricter else f"the helper {stance}"
+        lines.append(f"{what}: driver {answer}; {verdict} — {why}.")
+    return lines
+
+
 def register_verdict(data: dict) -> str:
     """Source question 002's question — can an existing mmapped region be treated as pinned? — from the cases."""
     n = data["nbytes"]
