@@ -82,7 +82,7 @@ EXPLAIN_3_5 = {
 
 def ex_3_5_why_h2d_trails(answer) -> bool | None:
     """3.5: why host→device is the harder direction (it trails device→host when too few reads are in flight)."""
-    return checks.choice("3.5 why h2d trails d2h", answer, QUESTION_3_5, "b", EXPLAIN_3_5)
+    return checks.choice("3.5 why h2d is the harder direction", answer, QUESTION_3_5, "b", EXPLAIN_3_5)
 
 
 def ex_3_8_tlp_ceiling(answer, limits: Evidence) -> bool | None:
