@@ -8,6 +8,7 @@
 #   kl.run=gem kl.drivers=vgem,virtio_gpu           the GEM / PRIME / dma-buf walkthrough
 #   kl.run=evict kl.buffers=8 kl.flips=0,1,2,.../3,0,...   TTM placement and eviction on bochs,
 #                                                    one run per /-separated flip sequence
+#   kl.run=fences kl.delay_ms=200 kl.poll_ms=100 kl.never=1   dma_fence, dma_resv, sync_file on vgem
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
@@ -44,6 +45,7 @@ echo "KERNEL-LAB-BEGIN" > $out
 case "$RUN" in
     gem) /probe gem $(arg drivers | tr ',' ' ') > $out 2>/dev/console ;;
     evict) /probe evict "$(arg buffers)" "$(arg flips)" > $out 2>/dev/console ;;
+    fences) /fences "$(arg delay_ms)" "$(arg poll_ms)" "$(arg never)" > $out 2>/dev/console ;;
     *) echo "{\"error\": \"unknown kl.run=$RUN\"}" > $out ;;
 esac
 echo "KERNEL-LAB-END" > $out

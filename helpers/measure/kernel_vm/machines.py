@@ -46,10 +46,11 @@ class Machine:
 MACHINES: dict[str, Machine] = {m.name: m for m in (
     Machine("gem", ("-device", "virtio-gpu-pci"), (*DRM, "drm_shmem_helper", "vgem", "virtio_pci", "virtio-gpu")),
     Machine("evict", ("-device", "bochs-display,vgamem=16M"), (*DRM, "ttm", "drm_vram_helper", "bochs")),
+    Machine("fences", (), (*DRM, "drm_shmem_helper", "vgem"), device_label="vgem (no device)"),
 )}
 
 # The guest programs compiled into the bundle, from tools/kernel_lab/<name>.c (plus any .h there).
-PROGRAMS = ("probe",)
+PROGRAMS = ("probe", "fences")
 
 
 def get(name: str) -> Machine:
