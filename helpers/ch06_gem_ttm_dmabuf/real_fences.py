@@ -108,40 +108,38 @@ def facts(data: dict) -> dict:
         raise SkipExperiment(f"the fences probe failed in the VM: {data['error']}")
     for s in SECTIONS:
         _get(data, s)
-    idle, wf, after, rf, imp = (data[k] for k in ("idle", "write_fence", "after_signal", "read_fence", "import"))
     wakeups = [{"call": w["call"], "waited_ms": _get(w, "waited_us") / 1000, "signal_after_ms": w["signal_after_ms"],
                 "woke": w["rc"] == 0 if "DMA_BUF_IOCTL_SYNC" in w["call"] else bool(w.get("ready"))}
                for w in _get(data, "wakeups")]
     out = {
         "kernel_release": data.get("kernel_release"), "cap_syncobj": data["cap_syncobj"],
-        "idle_read_ready": _get(idle, "poll_in", "ready"), "idle_write_ready": _get(idle, "poll_out", "ready"),
-        "idle_sync_file": _sync_file(_get(idle, "export_read")),
-        "write_fence_blocks_readers": _blocked(_get(wf, "poll_in")),
-        "write_fence_blocks_writers": _blocked(_get(wf, "poll_out")),
-        "poll_timeout_ms": _get(wf, "poll_in", "timeout_ms"),
-        "poll_waited_ms": _get(wf, "poll_in", "waited_us") / 1000,
-        "bufinfo_fence_lines": [x.strip() for x in _get(wf, "bufinfo") if "fence" in x],
-        "write_sync_file": _sync_file(_get(wf, "export_read")),
-        "write_sync_file_blocks": _blocked(_get(wf, "export_read", "poll")),
-        "second_fence_beside_writer": errno_name(_get(wf, "attach_read_rc")),
-        "after_read_ready": _get(after, "poll_in", "ready"), "after_write_ready": _get(after, "poll_out", "ready"),
-        "signal_again": errno_name(_get(after, "signal_again_rc")),
+        "idle_read_ready": _get(data, "idle", "poll_in", "ready"), "idle_write_ready": _get(data, "idle", "poll_out", "ready"),
+        "idle_sync_file": _sync_file(_get(data, "idle", "export_read")),
+        "write_fence_blocks_readers": _blocked(_get(data, "write_fence", "poll_in")),
+        "write_fence_blocks_writers": _blocked(_get(data, "write_fence", "poll_out")),
+        "poll_timeout_ms": _get(data, "write_fence", "poll_in", "timeout_ms"),
+        "poll_waited_ms": _get(data, "write_fence", "poll_in", "waited_us") / 1000,
+        "bufinfo_fence_lines": [x.strip() for x in _get(data, "write_fence", "bufinfo") if "fence" in x],
+        "write_sync_file": _sync_file(_get(data, "write_fence", "export_read")),
+        "write_sync_file_blocks": _blocked(_get(data, "write_fence", "export_read", "poll")),
+        "second_fence_beside_writer": errno_name(_get(data, "write_fence", "attach_read_rc")),
+        "after_read_ready": _get(data, "after_signal", "poll_in", "ready"), "after_write_ready": _get(data, "after_signal", "poll_out", "ready"),
+        "signal_again": errno_name(_get(data, "after_signal", "signal_again_rc")),
         "wakeups": wakeups,
-        "read_fence_blocks_readers": _blocked(_get(rf, "poll_in")),
-        "read_fence_blocks_writers": _blocked(_get(rf, "poll_out")),
-        "read_fence_reader_sync_file": _sync_file(_get(rf, "export_read")),
-        "read_fence_writer_sync_file": _sync_file(_get(rf, "export_write")),
-        "writer_beside_reader": errno_name(_get(rf, "attach_write_rc")),
-        "import_rc": errno_name(_get(imp, "import_rc")),
-        "import_blocks_readers": _blocked(_get(imp, "poll_in_before")),
-        "import_ready_after_signal": _get(imp, "poll_in_after", "ready"),
+        "read_fence_blocks_readers": _blocked(_get(data, "read_fence", "poll_in")),
+        "read_fence_blocks_writers": _blocked(_get(data, "read_fence", "poll_out")),
+        "read_fence_reader_sync_file": _sync_file(_get(data, "read_fence", "export_read")),
+        "read_fence_writer_sync_file": _sync_file(_get(data, "read_fence", "export_write")),
+        "writer_beside_reader": errno_name(_get(data, "read_fence", "attach_write_rc")),
+        "import_rc": errno_name(_get(data, "import", "import_rc")),
+        "import_blocks_readers": _blocked(_get(data, "import", "poll_in_before")),
+        "import_ready_after_signal": _get(data, "import", "poll_in_after", "ready"),
         "syncobj_create": errno_name(_get(data, "syncobj", "create_rc")),
     }
-    never = data.get("never_signalled")
-    if never is not None:
-        out["never"] = {"waited_s": _get(never, "poll_in", "waited_us") / 1e6,
-                        "ready": _get(never, "poll_in", "ready"), "poll_limit_s": never["poll_in"]["timeout_ms"] / 1000,
-                        "late_signal": errno_name(_get(never, "signal_rc"))}
+    if "never_signalled" in data:
+        out["never"] = {"waited_s": _get(data, "never_signalled", "poll_in", "waited_us") / 1e6,
+                        "ready": _get(data, "never_signalled", "poll_in", "ready"), "poll_limit_s": _get(data, "never_signalled", "poll_in", "timeout_ms") / 1000,
+                        "late_signal": errno_name(_get(data, "never_signalled", "signal_rc"))}
     return out
 
 
