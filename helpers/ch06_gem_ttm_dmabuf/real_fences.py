@@ -260,13 +260,13 @@ def figure_waits(ev: Evidence) -> figures.CourseFigure:
     kinds = ["timeout" if "timeout" in r["ended_by"] else "timer" if "timer" in r["ended_by"] else "signal"
              for r in rows]
     fig = go.Figure(go.Bar(
-        y=[r["wait"] for r in rows], x=[r["ms"] for r in rows], orientation="h",
+        y=[r["wait"] for r in rows], x=[r["ms"] for r in rows], orientation="h", name="time waited (ms)",
         text=[f"{r['ms']:.1f} ms — {r['ended_by']}" for r in rows], textposition="auto",
         marker={"color": [style[k][0] for k in kinds], "pattern": {"shape": [style[k][1] for k in kinds]}},
         hovertemplate="%{y}: %{x:.1f} ms<extra></extra>"))
     fig.update_layout(title="How long a waiter waited for a vgem fence (guest clock, emulated)", height=420,
                       margin={"l": 20})
-    fig.update_xaxes(title="time waited (ms, log scale; the guest's CLOCK_MONOTONIC)", type="log")
+    fig.update_xaxes(title="time waited (ms, log scale; the guest's CLOCK_MONOTONIC)", type="log", range=[1, 4.5])
     fig.update_yaxes(autorange="reversed")
     return figures.CourseFigure(fig, [(ev.mode, f"{real_drm.source_line(ev)} — a real Linux kernel (vgem) under "
                                                 "QEMU; emulated timings, not hardware")])
