@@ -39,7 +39,7 @@ from collections.abc import Callable
 
 from helpers.ch06_gem_ttm_dmabuf import real_drm
 from helpers.core import figures, validate
-from helpers.core.errors import SkipExperiment
+from helpers.core.errors import InputTypeError, SkipExperiment
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
 from helpers.measure import kernel_vm
@@ -175,7 +175,7 @@ def check_rule(rule: Callable[[list[tuple[str, bool]], str], bool], data: dict, 
         for fs in (fences, extra):
             got = rule(list(fs), access)
             if not isinstance(got, bool):
-                raise TypeError(f"the rule must return True or False, got {got!r}")
+                raise InputTypeError(f"the rule must return True or False, got {got!r}")
             if got != waited:
                 problems.append(f"fences {fs}, {access}: you say {'wait' if got else 'go'}, the kernel "
                                 f"{'waited' if waited else 'did not wait'}")
