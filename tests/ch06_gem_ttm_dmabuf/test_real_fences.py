@@ -105,3 +105,14 @@ def test_the_exercises_check_against_the_recording(ev, capsys):
     assert real_exercises.who_waits(lambda fences, access: False, ev) is False
     assert real_exercises.who_waits(None, ev) is None
     capsys.readouterr()
+
+
+def test_bad_parameters_are_refused_before_any_boot():
+    from helpers.core import experiments
+    from helpers.core.errors import InputError, InputTypeError
+
+    exp = experiments.get(real_fences.EXPERIMENT)
+    for bad in ({"delay_ms": 0}, {"delay_ms": 10_000}, {"delay_ms": "200"}, {"never_signalled": "yes"}, {"flips": 1}):
+        with pytest.raises((InputError, InputTypeError)):
+            exp.check_params(bad)
+    assert exp.check_params({"delay_ms": 150, "never_signalled": False}) == {"delay_ms": 150, "never_signalled": False}
