@@ -16,7 +16,7 @@ import pytest
 
 from helpers.core import config, experiments
 from helpers.core.errors import DeviceTimeoutError, InputError, ReferenceDataError, SkipExperiment
-from helpers.measure.kernel_vm import bundle, qemu, transcript
+from helpers.measure.kernel_vm import bundle, machines, qemu, transcript
 
 
 def test_cpio_newc_entries_are_aligned_and_end_with_the_trailer():
@@ -101,8 +101,34 @@ def test_command_uses_nodefaults_the_device_and_two_serial_ports(tmp_path):
                        tmp_path / "c", tmp_path / "r")
     assert "-nodefaults" in cmd and "-no-reboot" in cmd and cmd[cmd.index("-accel") + 1] == "tcg"
     assert cmd.count("-serial") == 2 and cmd[-1].startswith("bochs-display")
+    assert cmd[cmd.index("-machine") + 1] == "pc" and cmd[cmd.index("-m") + 1] == "256"
+    assert " kl.machine=evict kl.run=evict" in cmd[cmd.index("-append") + 1]
     with pytest.raises(InputError, match="amdgpu"):
         qemu.command("qemu", tmp_path, tmp_path, "amdgpu", {}, "tcg", tmp_path, tmp_path)
+
+
+def test_a_machine_brings_its_board_memory_devices_and_command_line(monkeypatch, tmp_path):
+    m = machines.Machine("iommu", ("-device", "intel-iommu,intremap=on", "-device", "edu"), ("vfio",),
+                         board="q35,kernel-irqchip=split", memory_mb=512, cmdline="intel_iommu=on")
+    monkeypatch.setitem(machines.MACHINES, "iommu", m)
+    cmd = qemu.command("qemu", tmp_path / "k", tmp_path / "i", "iommu", {"run": "x"}, "tcg", tmp_path / "c",
+                       tmp_path / "r")
+    assert cmd[cmd.index("-machine") + 1] == "q35,kernel-irqchip=split" and cmd[cmd.index("-m") + 1] == "512"
+    assert cmd[-4:] == ["-device", "intel-iommu,intremap=on", "-device", "edu"]
+    assert cmd[cmd.index("-append") + 1].endswith(" intel_iommu=on kl.machine=iommu kl.run=x")
+    assert m.label == "intel-iommu,intremap=on edu"
+    assert "vfio" in machines.all_modules()
+
+
+def test_each_machine_gets_its_own_module_load_order(tmp_path):
+    mods = {n: _ko(tmp_path, n, d) for n, d in
+            {"drm": "", "ttm": "drm", "drm_kms_helper": "drm", "bochs": "drm_kms_helper,ttm,drm",
+             "vgem": "drm"}.items()}
+    text = bundle.load_order(bundle.module_order(mods, ("drm", "drm_kms_helper", "vgem")))
+    assert text == "drm\ndrm_kms_helper fbdev_emulation=0\nvgem\n"
+    assert len(machines.all_modules()) == len(set(machines.all_modules()))
+    for m in machines.MACHINES.values():
+        assert set(m.modules) <= set(machines.all_modules())
 
 
 def test_parse_result_between_markers_and_the_ways_it_fails():
@@ -193,7 +219,7 @@ def test_transcripts_round_trip_and_refuse_edits(monkeypatch, tmp_path):
 def test_the_gpu_recorder_leaves_kernel_lab_experiments_to_the_vm_recorder():
     reg = experiments.discover()
     lab = [e for e in reg.values() if e.reference == experiments.KERNEL_LAB_REFERENCE]
-    assert {e.id for e in lab} == {"real_drm.gem_prime", "real_ttm.eviction"}
+    assert {e.id for e in lab} == {"real_drm.gem_prime", "real_ttm.eviction", "real_fences.implicit_sync"}
     assert all(experiments.QEMU in e.needs for e in lab)
     for e in lab:  # their transcripts are committed and valid
         assert transcript.load(e.id).provenance["accel"] in ("TCG", "KVM")

@@ -1,4 +1,4 @@
-"""The kernel lab: boot Debian's stock Linux under QEMU and run real DRM ioctls in it.
+"""The kernel lab: boot Debian's stock Linux under QEMU and run real kernel calls in it.
 
 No machine the course supports has a DRM device to show GEM, PRIME, dma-buf and TTM on (CI,
 laptops without a GPU, the NVIDIA machines: CUDA creates no /dev/dri node). A virtual machine
@@ -9,6 +9,7 @@ does: QEMU emulates display devices whose drivers ship in every distribution ker
     run = kernel_vm.run("evict", {"buffers": "8", "flips": "0,1,2,3,4,5"})
     run["result"], run["vm"]          # the probe's JSON, and how the VM ran (kernel, QEMU, accel)
 
+* machines.py what each kind of boot adds (QEMU board and devices, modules, guest programs)
 * bundle.py   builds the kernel + initramfs from Debian's packages into build/kernel_lab/
 * qemu.py     boots it (TCG, or KVM when usable), always to the end, and reads the JSON back
 * transcript  recordings of runs in data/kernel_lab/, for replay where QEMU is absent
@@ -20,14 +21,15 @@ from __future__ import annotations
 import datetime as _dt
 import platform
 
-from helpers.measure.kernel_vm import bundle, qemu
+from helpers.measure.kernel_vm import bundle, machines, qemu
 
-__all__ = ["run", "bundle", "qemu"]
+__all__ = ["run", "bundle", "machines", "qemu"]
 
 
 def run(machine: str, params: dict[str, str], *, timeout_s: float = qemu.DEFAULT_TIMEOUT_S, log=print) -> dict:
-    """Build the bundle if needed, boot `machine` ("gem" or "evict") with `params`, return
-    {"result": the probe's JSON, "vm": how it ran}. SkipExperiment when this machine cannot."""
+    """Build the bundle if needed, boot `machine` (a name in machines.MACHINES) with `params`,
+    return {"result": the probe's JSON, "vm": how it ran}. SkipExperiment when this machine cannot."""
+    m = machines.get(machine)
     hint = qemu.available()
     if hint:
         from helpers.core.errors import SkipExperiment
@@ -37,7 +39,7 @@ def run(machine: str, params: dict[str, str], *, timeout_s: float = qemu.DEFAULT
     boot = qemu.boot(b.kernel, b.initrd, machine, params, timeout_s=timeout_s)
     vm = {"kernel_release": boot.result.get("kernel_release") or b.kernel_release,
           "kernel_package": b.manifest["kernel_deb"], "qemu": boot.qemu_version, "accel": boot.accel.upper(),
-          "device": " ".join(qemu.DEVICES[machine][1::2]), "machine": machine, "params": params,
+          "device": m.label, "machine": machine, "params": params,
           "boot_seconds": round(boot.seconds, 2), "bundle_bytes": bundle.bundle_bytes(b),
           "vmlinuz_bytes": b.manifest["vmlinuz_bytes"], "initrd_bytes": b.manifest["initrd_bytes"],
           "host": f"{platform.system()} {platform.release()} {platform.machine()}",

@@ -1,7 +1,7 @@
 """`python -m helpers.measure.kernel_vm build|run|record` — the kernel lab from a shell.
 
   build                      fetch Debian's packages and build the bundle (build/kernel_lab/)
-  run gem|evict [k=v ...]    boot once and print the probe's JSON (kl.k=v on the kernel command line)
+  run MACHINE [k=v ...]      boot once (a machine of machines.py: gem, evict, ...) and print the probe's JSON (kl.k=v on the kernel command line)
   record [--only GLOB]       run the kernel-lab experiments in the VM and write their transcripts
                              to data/kernel_lab/<id>.json (what replay reads where QEMU is absent)
 """
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("build")
     r = sub.add_parser("run")
-    r.add_argument("machine", choices=sorted(kernel_vm.qemu.DEVICES))
+    r.add_argument("machine", choices=sorted(kernel_vm.machines.MACHINES))
     r.add_argument("params", nargs="*", metavar="k=v")
     rec = sub.add_parser("record")
     rec.add_argument("--only", action="append", default=[], metavar="GLOB")

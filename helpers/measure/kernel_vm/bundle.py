@@ -5,11 +5,13 @@ with ``apt-get download`` (no root needed) into the cache folder (COURSE_KERNEL_
 default build/kernel_lab/ of the checkout, git-ignored):
 
 * ``linux-image-<abi>-amd64`` (the package ``linux-image-amd64`` depends on): ``vmlinuz`` and
-  the DRM modules the lab loads, in dependency order (read from each module's ``.modinfo``
+  the modules the lab's machines load (machines.py), with, per machine, their load order
+  (``/machines/<name>.modules``, dependencies first, read from each module's ``.modinfo``
   ``depends=`` field, because the package ships no ``modules.dep``);
 * ``busybox-static``: the initramfs's shell, mount, insmod, poweroff;
-* the probe, ``tools/kernel_lab/probe.c``, compiled here with ``gcc -static`` against
-  libdrm-dev's headers (``drm.h``, ``drm_mode.h``) and the kernel's ``linux/dma-buf.h``.
+* the guest programs (machines.PROGRAMS: ``tools/kernel_lab/<name>.c``), compiled here with
+  ``gcc -static`` against libdrm-dev's headers (``drm.h``, ``drm_mode.h``) and the kernel's
+  uapi headers (``linux/dma-buf.h``, ``linux/sync_file.h``).
 
 The initramfs is a gzipped cpio (the kernel's "newc" format, written here, so no cpio tool is
 needed). ``bundle.json`` beside it says what went in (package versions, sizes, source hashes);
@@ -34,14 +36,12 @@ from pathlib import Path
 
 from helpers.core import config
 from helpers.core.errors import SkipExperiment
+from helpers.measure.kernel_vm import machines
 
 SOURCES = config.REPO_ROOT / "tools" / "kernel_lab"
 KERNEL_META = "linux-image-amd64"  # Debian's metapackage: depends on the current linux-image-<abi>-amd64
 BUSYBOX = "busybox-static"
-# The modules the lab loads (file stems), with the parameters busybox insmod passes them.
-MODULES = ("drm", "drm_kms_helper", "ttm", "drm_ttm_helper", "drm_vram_helper", "drm_shmem_helper",
-           "bochs", "vgem", "virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev",
-           "virtio_pci", "virtio_dma_buf", "virtio-gpu")
+# The parameters busybox insmod passes to a module (the machines name the modules).
 MODULE_PARAMS = {"drm_kms_helper": "fbdev_emulation=0"}
 APT_TIMEOUT_S = 600
 GCC_TIMEOUT_S = 120
@@ -62,7 +62,11 @@ class Bundle:
     @property
     def probe(self) -> Path:
         """The probe as built for the initramfs (it also runs on a host that has /dev/dri)."""
-        return self.kernel.parent / "probe"
+        return self.program("probe")
+
+    def program(self, name: str) -> Path:
+        """A guest program (machines.PROGRAMS) as built for the initramfs."""
+        return self.kernel.parent / name
 
 
 def cache_dir() -> Path:
@@ -70,12 +74,17 @@ def cache_dir() -> Path:
     return config.kernel_lab_dir()
 
 
+def source_files() -> list[Path]:
+    """What the bundle is built from in tools/kernel_lab/: init.sh, the programs' .c, every .h."""
+    return [SOURCES / "init.sh", *(SOURCES / f"{p}.c" for p in machines.PROGRAMS), *sorted(SOURCES.glob("*.h"))]
+
+
 def source_hash() -> str:
-    """sha256 of the probe and init script: a bundle built from other sources is stale."""
+    """sha256 of the sources and of the machines' modules: a bundle built from others is stale."""
     h = hashlib.sha256()
-    for name in ("probe.c", "init.sh"):
-        h.update((SOURCES / name).read_bytes())
-    h.update(json.dumps([MODULES, MODULE_PARAMS]).encode())
+    for path in source_files():
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    h.update(json.dumps([{m.name: m.modules for m in machines.MACHINES.values()}, MODULE_PARAMS]).encode())
     return h.hexdigest()[:16]
 
 
@@ -128,25 +137,30 @@ def build(log=print) -> Bundle:
         files = extract_deb(debs[kernel_pkg], ("./boot/vmlinuz-", "./lib/modules/"), tmp / "kernel")
         vmlinuz = next(p for p in files if p.name.startswith("vmlinuz-"))
         release = vmlinuz.name.removeprefix("vmlinuz-")
-        modules = module_order({p.name.removesuffix(".ko"): p for p in files if p.suffix == ".ko"}, MODULES)
+        available = {p.name.removesuffix(".ko"): p for p in files if p.suffix == ".ko"}
+        modules = module_order(available, machines.all_modules())
+        orders = {m.name: module_order(available, m.modules) for m in machines.MACHINES.values()}
         busybox = next(p for p in extract_deb(debs[BUSYBOX], ("./bin/busybox",), tmp / "busybox"))
-        log("kernel lab: compiling tools/kernel_lab/probe.c (gcc -static)")
-        probe = compile_probe(tmp / "probe")
-        order = "".join(f"{m.name.removesuffix('.ko')} {MODULE_PARAMS.get(m.name.removesuffix('.ko'), '')}".rstrip()
-                        + "\n" for m in modules)
+        programs = {}
+        for name in machines.PROGRAMS:
+            log(f"kernel lab: compiling tools/kernel_lab/{name}.c (gcc -static)")
+            programs[name] = compile_program(name, tmp / name)
         entries = [("bin", None, 0o755), ("dev", None, 0o755), ("proc", None, 0o755), ("sys", None, 0o755),
-                   ("lib", None, 0o755), ("lib/modules", None, 0o755),
+                   ("lib", None, 0o755), ("lib/modules", None, 0o755), ("machines", None, 0o755),
                    ("bin/busybox", busybox.read_bytes(), 0o755),
-                   ("init", (SOURCES / "init.sh").read_bytes(), 0o755),
-                   ("probe", probe.read_bytes(), 0o755),
-                   ("modules.order", order.encode(), 0o644)]
+                   ("init", (SOURCES / "init.sh").read_bytes(), 0o755)]
+        entries += [(name, p.read_bytes(), 0o755) for name, p in programs.items()]
+        entries += [(f"machines/{name}.modules", load_order(order).encode(), 0o644) for name, order in orders.items()]
         entries += [(f"lib/modules/{m.name}", m.read_bytes(), 0o644) for m in modules]
         (d / "initrd.img").write_bytes(gzip.compress(cpio_newc(entries), compresslevel=6, mtime=0))
         shutil.copyfile(vmlinuz, d / "vmlinuz")
-        shutil.copy2(probe, d / "probe")
+        for name, p in programs.items():
+            shutil.copy2(p, d / name)
     manifest = {"kernel_package": kernel_pkg, "kernel_deb": debs[kernel_pkg].name,
                 "busybox_deb": debs[BUSYBOX].name, "kernel_release": release,
-                "modules": [m.name for m in modules], "source_hash": source_hash(),
+                "modules": [m.name for m in modules], "programs": list(machines.PROGRAMS),
+                "machines": {name: [m.name for m in order] for name, order in orders.items()},
+                "source_hash": source_hash(),
                 "vmlinuz_bytes": (d / "vmlinuz").stat().st_size, "initrd_bytes": (d / "initrd.img").stat().st_size,
                 "built": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
     (d / "bundle.json").write_text(json.dumps(manifest, indent=1) + "\n")
@@ -190,11 +204,17 @@ def _run(cmd: list[str], timeout: float, cwd: Path | None = None) -> str:
     return r.stdout
 
 
-def compile_probe(out: Path) -> Path:
-    """gcc -static the probe (DRM headers from libdrm-dev)."""
-    _run(["gcc", "-static", "-O2", "-Wall", "-I/usr/include/libdrm", "-o", str(out),
-          str(SOURCES / "probe.c")], GCC_TIMEOUT_S)
+def compile_program(name: str, out: Path) -> Path:
+    """gcc -static tools/kernel_lab/<name>.c (DRM headers from libdrm-dev, its .h files beside it)."""
+    _run(["gcc", "-static", "-O2", "-Wall", "-I/usr/include/libdrm", f"-I{SOURCES}", "-o", str(out),
+          str(SOURCES / f"{name}.c")], GCC_TIMEOUT_S)
     return out
+
+
+def load_order(modules: list[Path]) -> str:
+    """A machine's modules file for /init: one 'name [parameters]' line per module, in load order."""
+    stems = [m.name.removesuffix(".ko") for m in modules]
+    return "".join(f"{s} {MODULE_PARAMS.get(s, '')}".rstrip() + "\n" for s in stems)
 
 
 # --------------------------------------------------------------------------------------------

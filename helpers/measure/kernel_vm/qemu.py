@@ -28,17 +28,14 @@ from pathlib import Path
 
 from helpers.core import config
 from helpers.core.errors import DeviceTimeoutError, InputError, SkipExperiment
+from helpers.measure.kernel_vm import machines
 
 BEGIN, END = "KERNEL-LAB-BEGIN", "KERNEL-LAB-END"
 DEFAULT_TIMEOUT_S = 180.0
 FIRST_OUTPUT_S = 8.0  # a kernel booting on KVM prints on the console well within a second
 _KVM_FAILED: list[str] = []  # why KVM was abandoned in this process (then TCG only)
-MEMORY_MB = 256
-# -device for each lab machine; -nodefaults keeps QEMU's own VGA card (which bochs would take) out
-DEVICES = {
-    "gem": ["-device", "virtio-gpu-pci"],
-    "evict": ["-device", "bochs-display,vgamem=16M"],
-}
+# The machines (board, memory, devices, modules) are in machines.py; -nodefaults keeps QEMU's
+# own VGA card (which bochs would take) out.
 # iomem=relaxed: the probe reads bochs's VRAM through BAR0 (sysfs resource0) while the driver owns it
 CMDLINE = "console=ttyS0 panic=-1 loglevel=4 iomem=relaxed"
 
@@ -102,24 +99,26 @@ class Boot:
     notes: list[str] = field(default_factory=list)
 
 
-def kernel_cmdline(params: dict[str, str]) -> str:
-    """The kernel command line: the lab's fixed part and one kl.NAME=VALUE per parameter."""
+def kernel_cmdline(params: dict[str, str], extra: str = "") -> str:
+    """The kernel command line: the lab's fixed part, the machine's `extra`, one kl.NAME=VALUE
+    per parameter."""
     for k, v in params.items():
         if not re.fullmatch(r"[a-z_]+", k) or not re.fullmatch(r"[A-Za-z0-9_,./-]+", str(v)):
             raise InputError(f"kernel lab parameter {k}={v!r}: names are lower-case words, values letters, "
                              "digits and , . / _ - (they travel on the kernel command line)")
-    return CMDLINE + "".join(f" kl.{k}={v}" for k, v in params.items())
+    return CMDLINE + (f" {extra}" if extra else "") + "".join(f" kl.{k}={v}" for k, v in params.items())
 
 
 def command(binary: str, kernel: Path, initrd: Path, machine: str, params: dict[str, str], accel: str,
             console: Path, result: Path) -> list[str]:
-    """The qemu-system-x86_64 command line of one boot."""
-    if machine not in DEVICES:
-        raise InputError(f"unknown kernel lab machine {machine!r}; choose one of {sorted(DEVICES)}")
-    return [binary, "-nodefaults", "-no-user-config", "-machine", "pc", "-accel", accel,
-            "-m", str(MEMORY_MB), "-smp", "1", "-display", "none", "-no-reboot",
-            "-kernel", str(kernel), "-initrd", str(initrd), "-append", kernel_cmdline(params),
-            "-serial", f"file:{console}", "-serial", f"file:{result}", *DEVICES[machine]]
+    """The qemu-system-x86_64 command line of one boot of `machine` (machines.MACHINES); the
+    kernel command line names the machine (kl.machine, whose modules /init loads)."""
+    m = machines.get(machine)
+    return [binary, "-nodefaults", "-no-user-config", "-machine", m.board, "-accel", accel,
+            "-m", str(m.memory_mb), "-smp", "1", "-display", "none", "-no-reboot",
+            "-kernel", str(kernel), "-initrd", str(initrd),
+            "-append", kernel_cmdline({"machine": m.name, **params}, m.cmdline),
+            "-serial", f"file:{console}", "-serial", f"file:{result}", *m.devices]
 
 
 def parse_result(text: str) -> dict:
