@@ -476,6 +476,18 @@ def move_rows(model: TTMModel) -> list[tuple]:
             for mv in model.moves]
 
 
+def bo_rows(model: TTMModel) -> list[tuple[str, str, str, str]]:
+    """One row per BO: where it is, what moved it (and which fences each move waited for), and the
+    fences it still carries."""
+    rows = []
+    for name, bo in sorted(model.bos.items()):
+        moved = [f"{mv.reason} {mv.src}→{mv.dst}" + (f" after waiting for {', '.join(mv.waited_for)}"
+                                                     if mv.waited_for else "")
+                 for mv in model.moves if mv.bo == name]
+        rows.append((name, str(bo.domain), "; ".join(moved) or "not moved", ", ".join(sorted(bo.fences)) or "none"))
+    return rows
+
+
 def _round_up(n: int, a: int) -> int:
     return -(-n // a) * a
 

@@ -84,3 +84,13 @@ def test_bad_jobs_and_flags_are_refused():
         ttm.TTMModel(8 * MiB, 8 * MiB, no_wait_gpu="yes")
     with pytest.raises(InputError, match="no BO named"):
         m.busy("ghost")
+
+
+def test_bo_rows_say_where_each_bo_is_what_moved_it_and_what_it_waited_for():
+    m = two_full()
+    m.create("c", 4 * MiB)
+    rows = {r[0]: r for r in ttm.bo_rows(m)}
+    assert rows["a"] == ("a", "GTT", "evict VRAM→GTT after waiting for draw", "none")
+    assert rows["b"][2:] == ("not moved", "none") and rows["c"][1] == "VRAM"
+    busy = {r[0]: r for r in ttm.bo_rows(two_full(no_wait_gpu=True))}
+    assert busy["a"][3] == "draw"
