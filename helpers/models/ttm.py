@@ -30,8 +30,9 @@ VRAM allocation                  ``amdgpu_vram_mgr_new`` -> ``drm_buddy_alloc_bl
 evicting a busy BO waits         TTM waits for every fence of the victim's reservation object
                                  (``ttm_bo_wait_ctx``: ``DMA_RESV_USAGE_BOOKKEEP``, i.e. all of them)
                                  or queues the copy behind them; ``no_wait_gpu=True`` is
-                                 ``ctx->no_wait_gpu``: the wait is refused with -EBUSY, the walk
-                                 ends and validation moves on to the next placement
+                                 ``ctx->no_wait_gpu``: the wait is refused with -EBUSY and
+                                 ``ttm_lru_walk_for_evict`` skips the busy BO for the next one; with
+                                 none left, validation moves on to the next placement
 GTT <-> SYSTEM moves cost 0      both are system pages; ``amdgpu_bo_move`` (amdgpu_ttm.c) only
                                  binds/unbinds them in the GART (``amdgpu_ttm_backend_bind``,
                                  then ``ttm_bo_move_null``), no copy
@@ -271,14 +272,14 @@ class TTMModel:
 
     def _evict_one(self, domain: Domain, needed: int) -> bool:
         cands = self.lru(domain)
+        if self.no_wait_gpu:  # ttm_bo_wait_ctx answers -EBUSY, and ttm_lru_walk_for_evict skips the BO
+            cands = [c for c in cands if not c.busy]
         if not cands:
             return False
         victim = self.policy(cands, needed, self)
         if victim not in cands:
             raise InputError(f"policy {self.policy_name!r} returned {getattr(victim, 'name', victim)!r}, "
                              "which is not one of the eviction candidates")
-        if victim.busy and self.no_wait_gpu:
-            return False  # ttm_bo_wait_ctx answers -EBUSY: the walk ends, this placement fails
         waited = self._wait_idle(victim)
         # ttm_bo_evict: the driver's evict_flags choose the destination; VRAM goes to GTT
         # when GTT has room (making room there by pushing GTT BOs to SYSTEM), else SYSTEM.

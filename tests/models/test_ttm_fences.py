@@ -49,12 +49,23 @@ def test_an_idle_victim_is_evicted_without_waiting():
     assert m.totals()["evictions_that_waited"] == 0
 
 
-def test_no_wait_gpu_refuses_the_wait_and_the_new_bo_takes_its_fallback():
+def test_no_wait_gpu_skips_the_busy_bo_and_evicts_the_next_idle_one():
     m = two_full(no_wait_gpu=True)
     m.create("c", 4 * MiB)
-    assert m.bos["c"].domain is Domain.GTT  # VRAM's placement failed with -EBUSY
+    (ev,) = [mv for mv in m.moves if mv.reason == "evict"]
+    assert (ev.bo, ev.dst, ev.waited_for) == ("b", Domain.GTT, ())  # a answered -EBUSY and was skipped
     assert m.bos["a"].domain is Domain.VRAM and m.busy("a") == ("draw",)
-    assert [mv for mv in m.moves if mv.reason == "evict"] == []
+    assert m.bos["c"].domain is Domain.VRAM
+
+
+def test_no_wait_gpu_with_only_busy_bos_takes_the_fallback_placement():
+    m = ttm.TTMModel(8 * MiB, 8 * MiB, link=LINK, no_wait_gpu=True)
+    m.create("a", 4 * MiB)
+    m.create("b", 4 * MiB)
+    m.use(["a", "b"], job="draw")
+    m.create("c", 4 * MiB)
+    assert m.bos["c"].domain is Domain.GTT  # every candidate was busy: VRAM's placement failed
+    assert [mv for mv in m.moves if mv.reason == "evict"] == [] and m.busy("b") == ("draw",)
 
 
 def test_simulate_runs_jobs_and_signals_and_counts_the_waits():
@@ -65,7 +76,8 @@ def test_simulate_runs_jobs_and_signals_and_counts_the_waits():
            ("create", "d", 4 * MiB, (Domain.VRAM, Domain.GTT), 0, False)]  # evicts b: idle
     run = ttm.simulate(ops, 8 * MiB, link=LINK)
     assert run.totals["evictions"] == 2 and run.totals["evictions_that_waited"] == 1
-    refused = ttm.simulate(ops, 8 * MiB, link=LINK, no_wait_gpu=True)
+    refused = ttm.simulate(ops, 8 * MiB, link=LINK, no_wait_gpu=True)  # the busy a is skipped: b, then c go
+    assert [mv.bo for mv in refused.moves if mv.reason == "evict"] == ["b", "c"]
     assert refused.totals["evictions_that_waited"] == 0 and refused.failures == 0
 
 
@@ -92,5 +104,7 @@ def test_bo_rows_say_where_each_bo_is_what_moved_it_and_what_it_waited_for():
     rows = {r[0]: r for r in ttm.bo_rows(m)}
     assert rows["a"] == ("a", "GTT", "evict VRAM→GTT after waiting for draw", "none")
     assert rows["b"][2:] == ("not moved", "none") and rows["c"][1] == "VRAM"
-    busy = {r[0]: r for r in ttm.bo_rows(two_full(no_wait_gpu=True))}
-    assert busy["a"][3] == "draw"
+    skipped = two_full(no_wait_gpu=True)
+    skipped.create("c", 4 * MiB)
+    rows = {r[0]: r for r in ttm.bo_rows(skipped)}
+    assert rows["a"][2:] == ("not moved", "draw") and rows["b"][2] == "evict VRAM→GTT"
