@@ -2,7 +2,9 @@
 
 NVIDIA's CUDA stack does not use GEM or TTM: device memory belongs to the proprietary
 resource manager inside nvidia.ko, reached through ioctls on /dev/nvidiactl and
-/dev/nvidia0; nvidia-drm.ko registers a DRM device only for display (KMS) and PRIME. What
+/dev/nvidia0. nvidia-drm.ko is a DRM driver for the graphics stack (a render node, GEM objects,
+PRIME import/export, and display when loaded with modeset=1), but CUDA memory never becomes one of
+its GEM objects. What
 CUDA *does* offer to the rest of the kernel is dma-buf: ``cuMemGetHandleForAddressRange``
 with ``CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD`` returns a file descriptor another driver (an
 RDMA NIC, an NVMe driver, a second GPU) can import with ``dma_buf_attach``. The exporter is

@@ -38,10 +38,11 @@ def ttm_diagram() -> Diagram:
     d = Diagram("TTM placements and eviction",
                 "A command submission needs a buffer object in an acceptable placement, and TTM validates it (1). "
                 "If VRAM is full, TTM walks its least-recently-used lists, lowest priority number first, and picks "
-                "a victim (2). The victim is copied by the GPU's copy engine from VRAM to GTT, system pages the GPU "
-                "reaches through its page tables (3). Under more pressure, a GTT buffer is unbound and left in "
-                "plain SYSTEM pages, which copies nothing (4). A buffer used again moves back into VRAM by DMA (5). "
-                "Pinned buffers are on no LRU list and never move.", height=330)
+                "a victim (2). The victim is copied from VRAM to GTT, system pages the GPU reaches through its page "
+                "tables, by the GPU's copy engine where the driver has one and by the CPU otherwise (3). "
+                "Under more pressure, a GTT buffer is unbound and left in "
+                "plain SYSTEM pages, which copies nothing (4). A buffer used again is copied back into VRAM (5). "
+                "Pinned buffers are kept off the LRU lists, on the device's unevictable list, and never move.", height=330)
     d.box("cs", "command submission\nneeds buffer X", "cpu", 20, 40, 170, 58)
     d.box("ttm", "TTM: LRU lists\nper priority", "kernel", 290, 40, 180, 58)
     d.box("vram", "VRAM placement", "vram", 580, 40, 160, 58)

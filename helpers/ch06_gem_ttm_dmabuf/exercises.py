@@ -156,3 +156,27 @@ def ex65_describe_fd(fn) -> bool | None:
                        why="an fd is a reference to an open file; lseek to the end gives a dma-buf's size, and its "
                            "/proc link says '/dmabuf:' where a memory file says '/memfd:…'. Try it on a real export: "
                            "the cell that shows export_dmabuf calls look_at_fd, the course's version of this function.")
+
+
+SYNC_OPTIONS = {
+    "a": "the compositor's program polls a flag in the buffer until the game's program sets it",
+    "b": "the game's job added its fence to the buffer's reservation object as a writer; the compositor's driver "
+         "(or a poll() on the dma-buf) waits for the writers before the compositor's job reads",
+    "c": "PRIME copies the buffer into the compositor's memory once the game's job has finished",
+    "d": "nothing: a dma-buf carries no synchronisation, so the compositor must sleep long enough",
+}
+SYNC_WHY = {
+    "a": "No: neither program knows when the GPU finishes (the game's submit returns at once), and a flag "
+         "written by the CPU says nothing about the GPU's writes.",
+    "b": "Right: implicit sync. The dma-buf shares the exporting BO's dma_resv (drm_gem_prime_export hands the "
+         "object's resv to dma_buf_export), so the fence the game's submission added with usage WRITE is visible to "
+         "every importer. The importing driver reads it when it submits, and poll() on the dma-buf fd waits for it.",
+    "c": "No: PRIME shares the same pages (or VRAM) by reference; nothing is copied.",
+    "d": "No: every dma-buf has a reservation object with fences; explicit sync (sync_file, syncobj) is the "
+         "alternative where user space passes fences itself, not the absence of synchronisation.",
+}
+
+
+def ex66_implicit_sync(answer) -> bool | None:
+    """6.6: a compositor reads a buffer a game renders into, shared as a dma-buf. Who makes it wait?"""
+    return checks.choice("6.6 implicit sync", answer, SYNC_OPTIONS, "b", SYNC_WHY)

@@ -85,6 +85,33 @@ def ex73_rptr_writeback(answer) -> bool | None:
     return checks.choice("7.3 read-pointer writeback", answer, RPTR_OPTIONS, "a", RPTR_WHY)
 
 
+IOCTL_OPTIONS = {
+    "a": "ring the doorbell: on AMD GPUs only the kernel may write a doorbell",
+    "b": "make every buffer the job uses resident and mapped (TTM validation), order the job after the fences "
+         "already on those buffers and on its syncobjs, and hand it to drm_sched, whose finished fence it then puts "
+         "back on every buffer",
+    "c": "copy the job's commands into kernel memory, because the GPU cannot read a ring in user memory",
+    "d": "nothing essential: a system call is simply faster than a store to a mapped page",
+}
+IOCTL_WHY = {
+    "a": "No: ROCm's queues, on the same GPUs and the same amdgpu driver, get their doorbell page mapped into the "
+         "process (AMDKFD_IOC_CREATE_QUEUE returns its offset). The DRM path's doorbell is rung by the kernel "
+         "because the kernel runs the job, in amdgpu_job_run, not because it must.",
+    "b": "Right. Those steps need the kernel to see each job: residency under memory pressure (TTM may have evicted "
+         "the buffer since the last job), implicit sync through reservation objects shared with other processes "
+         "and drivers, explicit dependencies, and a fence that is guaranteed to signal.",
+    "c": "No: the indirect buffers stay where user space wrote them (in GPU-visible buffer objects); KFD's user "
+         "queues even keep the ring itself in the process's memory.",
+    "d": "No: Chapter 7's measurements show the opposite — a store to a mapped doorbell costs tens of nanoseconds, "
+         "a system call with validation costs microseconds.",
+}
+
+
+def ex75_ioctl_per_job(answer) -> bool | None:
+    """7.5: what does amdgpu's CS ioctl do that a user-mode queue cannot?"""
+    return checks.choice("7.5 an ioctl per job", answer, IOCTL_OPTIONS, "b", IOCTL_WHY)
+
+
 # -- 7.4: capture a chain as a CUDA Graph (coding) ------------------------------------------------
 class _Recorder:
     """A stand-in stream and kernel that record what the learner's function does with them."""

@@ -24,6 +24,15 @@ model                            kernel
 VRAM allocation                  ``amdgpu_vram_mgr_new`` -> ``drm_buddy_alloc_blocks`` (mainline
                                  since 2026: ``gpu_buddy_alloc_blocks``, drivers/gpu/buddy.c)
                                  (see :mod:`helpers.models.buddy`)
+``TTMModel.use(..., job=)``      a command submission adds its job's ``dma_fence`` to every BO's
+                                 reservation object (``dma_resv_add_fence``, drivers/dma-buf/dma-resv.c);
+                                 ``signal`` is the fence signalling (``dma_fence_signal``)
+evicting a busy BO waits         TTM waits for every fence of the victim's reservation object
+                                 (``ttm_bo_wait_ctx``: ``DMA_RESV_USAGE_BOOKKEEP``, i.e. all of them)
+                                 or queues the copy behind them; ``no_wait_gpu=True`` is
+                                 ``ctx->no_wait_gpu``: the wait is refused with -EBUSY and
+                                 ``ttm_lru_walk_for_evict`` skips the busy BO for the next one; with
+                                 none left, validation moves on to the next placement
 GTT <-> SYSTEM moves cost 0      both are system pages; ``amdgpu_bo_move`` (amdgpu_ttm.c) only
                                  binds/unbinds them in the GART (``amdgpu_ttm_backend_bind``,
                                  then ``ttm_bo_move_null``), no copy
@@ -34,8 +43,17 @@ VRAM <-> GTT/SYSTEM moves        a copy over the link by the GPU's copy engine
 
 Simplifications, all stated on figures as "a software model": one desired placement per BO
 and the rest as fallbacks (the kernel's TTM_PL_FLAG_DESIRED / TTM_PL_FLAG_FALLBACK two
-passes are collapsed into "desired with eviction, then fallbacks in order"); no fences, so a
-move is instantaneous in model time and its cost is *accounted*, not waited for; no
+passes are collapsed into "desired with eviction, then fallbacks in order"); a move is
+instantaneous in model time and its cost is *accounted*, not waited for. Fences are modelled only
+as far as eviction needs them: a BO is *busy* while a job that used it has not signalled, and
+evicting a busy BO records a wait for those jobs and then treats them as signalled (a dma_fence must
+signal in finite time). The kernel does not always block the CPU there: a driver that moves with
+its copy engine (amdgpu's ``amdgpu_move_blit``) queues the copy behind the fences and frees the old
+memory when the copy's own fence signals (``ttm_bo_move_accel_cleanup``); a CPU copy
+(``ttm_bo_move_memcpy``) or a BO with nowhere to go (``ttm_bo_evict`` -> ``ttm_bo_wait_ctx``) waits.
+Fence usage classes (KERNEL/WRITE/READ/BOOKKEEP), a CPU mapping's wait, delayed destruction of a
+busy BO (the model frees at once) and the dmem cgroup's protection in the walk
+(``dmem_cgroup_state_evict_valuable``, Linux 6.14+) are left out. No
 amdgpu move throttling (``amdgpu_cs_get_threshold_for_moves``); BOs of the submission being
 validated are not evictable (the kernel's ww_mutex reservation has the same effect).
 """
@@ -136,10 +154,16 @@ class BufferObject:
     pin_count: int = 0
     last_use: int = -1
     blocks: list = field(default_factory=list, repr=False)
+    fences: set[str] = field(default_factory=set)
 
     @property
     def pinned(self) -> bool:
         return self.pin_count > 0
+
+    @property
+    def busy(self) -> bool:
+        """True while a job that used this BO has not signalled its fence."""
+        return bool(self.fences)
 
 
 @dataclass(frozen=True)
@@ -154,6 +178,7 @@ class Move:
     link_bytes: int
     seconds: float
     reason: str  # "evict", "validate" (to the desired placement), "fallback", "create"
+    waited_for: tuple[str, ...] = ()  # jobs whose fences this eviction had to wait for
 
 
 #: An eviction policy chooses the victim among candidates given in TTM's walk order
@@ -187,7 +212,8 @@ class TTMModel:
     """VRAM (a drm_buddy allocator), GTT (a byte budget) and SYSTEM (unbounded), with eviction."""
 
     def __init__(self, vram_bytes: int, gtt_bytes: int, *, chunk_size: int = 64 * 1024,
-                 link: LinkModel | None = None, policy: str | Policy = "lru", seed: int = 0):
+                 link: LinkModel | None = None, policy: str | Policy = "lru", seed: int = 0,
+                 no_wait_gpu: bool = False):
         vram_bytes = validate.byte_size(vram_bytes, "vram_bytes")
         gtt_bytes = validate.byte_size(gtt_bytes, "gtt_bytes")
         self.vram = BuddyAllocator(vram_bytes, chunk_size)
@@ -196,6 +222,7 @@ class TTMModel:
         self.link = link or LinkModel(5e-6, 25e9, 25e9, "assumed 25 GB/s, 5 us")
         self.policy_name, self.policy = _resolve_policy(policy)
         self.rng = random.Random(seed)
+        self.no_wait_gpu = validate.flag(no_wait_gpu, "no_wait_gpu")
         self.bos: dict[str, BufferObject] = {}
         self.moves: list[Move] = []
         self.step = 0
@@ -245,12 +272,15 @@ class TTMModel:
 
     def _evict_one(self, domain: Domain, needed: int) -> bool:
         cands = self.lru(domain)
+        if self.no_wait_gpu:  # ttm_bo_wait_ctx answers -EBUSY, and ttm_lru_walk_for_evict skips the BO
+            cands = [c for c in cands if not c.busy]
         if not cands:
             return False
         victim = self.policy(cands, needed, self)
         if victim not in cands:
             raise InputError(f"policy {self.policy_name!r} returned {getattr(victim, 'name', victim)!r}, "
                              "which is not one of the eviction candidates")
+        waited = self._wait_idle(victim)
         # ttm_bo_evict: the driver's evict_flags choose the destination; VRAM goes to GTT
         # when GTT has room (making room there by pushing GTT BOs to SYSTEM), else SYSTEM.
         if domain is Domain.VRAM:
@@ -270,13 +300,13 @@ class TTMModel:
             src = victim.domain
             victim.domain = dst
             self.moves.append(Move(self.step, victim.name, src, dst, victim.size, link_bytes(victim.size, src, dst),
-                                   self.link.move_seconds(victim.size, src, dst), "evict"))
+                                   self.link.move_seconds(victim.size, src, dst), "evict", waited))
         else:
             src = victim.domain
             self._release(victim)
             victim.domain = Domain.SYSTEM
             self.moves.append(Move(self.step, victim.name, src, dst, victim.size, link_bytes(victim.size, src, dst),
-                                   self.link.move_seconds(victim.size, src, dst), "evict"))
+                                   self.link.move_seconds(victim.size, src, dst), "evict", waited))
         return True
 
     def _place_with_eviction(self, bo: BufferObject, domain: Domain) -> bool:
@@ -346,8 +376,15 @@ class TTMModel:
         self.touch(bo)
         return bo
 
-    def use(self, names: Sequence[str]) -> None:
-        """One command submission that references ``names``: validate each, touch each."""
+    def use(self, names: Sequence[str], job: str | None = None) -> None:
+        """One command submission that references ``names``: validate each, touch each.
+
+        With ``job`` (a name for the submission), the job's fence is added to every BO's
+        reservation object, as a driver does after pushing the job (``dma_resv_add_fence``):
+        the BOs stay busy until :meth:`signal` says the job finished.
+        """
+        if job is not None:
+            job = validate.text(job, "job (a name for the submission)")
         bos = [self._get(n) for n in names]
         self._reserved = {b.name for b in bos}
         try:
@@ -356,6 +393,34 @@ class TTMModel:
                 self.touch(bo)
         finally:
             self._reserved = set()
+        if job is not None:
+            for bo in bos:
+                bo.fences.add(job)
+
+    def signal(self, job: str) -> list[str]:
+        """The GPU finished ``job``: its fence signals (``dma_fence_signal``) for every BO it used.
+
+        Returns the names of the BOs that carried it. A job no BO carries is an InputError (a
+        typo, or a job already signalled).
+        """
+        job = validate.text(job, "job")
+        carried = [b.name for b in self.bos.values() if job in b.fences]
+        if not carried:
+            raise InputError(f"no BO is waiting for job {job!r} (never submitted, or already signalled)")
+        for name in carried:
+            self.bos[name].fences.discard(job)
+        return carried
+
+    def busy(self, name: str) -> tuple[str, ...]:
+        """The jobs whose fences BO ``name`` still carries (empty: idle)."""
+        return tuple(sorted(self._get(name).fences))
+
+    def _wait_idle(self, bo: BufferObject) -> tuple[str, ...]:
+        """Wait until ``bo`` is idle: every job it carries signals (in finite time, as a dma_fence must)."""
+        waited = tuple(sorted(bo.fences))
+        for job in waited:
+            self.signal(job)
+        return waited
 
     def pin(self, name: str) -> None:
         """Validate into the desired placement and pin there (ttm_bo_pin): never evicted.
@@ -400,9 +465,28 @@ class TTMModel:
         """Evictions, moves, bytes over the link and modelled seconds so far."""
         ev = [m for m in self.moves if m.reason == "evict"]
         return {"evictions": len(ev), "moves": len(self.moves),
+                "evictions_that_waited": sum(1 for m in ev if m.waited_for),
                 "link_bytes": sum(m.link_bytes for m in self.moves),
                 "evicted_bytes": sum(m.nbytes for m in ev),
                 "seconds": sum(m.seconds for m in self.moves)}
+
+
+def move_rows(model: TTMModel) -> list[tuple]:
+    """One row per move the model made: step, BO, from, to, why, and the jobs it waited for."""
+    return [(mv.step, mv.bo, str(mv.src), str(mv.dst), mv.reason, ", ".join(mv.waited_for) or "-")
+            for mv in model.moves]
+
+
+def bo_rows(model: TTMModel) -> list[tuple[str, str, str, str]]:
+    """One row per BO: where it is, what moved it (and which fences each move waited for), and the
+    fences it still carries."""
+    rows = []
+    for name, bo in sorted(model.bos.items()):
+        moved = [f"{mv.reason} {mv.src}→{mv.dst}" + (f" after waiting for {', '.join(mv.waited_for)}"
+                                                     if mv.waited_for else "")
+                 for mv in model.moves if mv.bo == name]
+        rows.append((name, str(bo.domain), "; ".join(moved) or "not moved", ", ".join(sorted(bo.fences)) or "none"))
+    return rows
 
 
 def _round_up(n: int, a: int) -> int:
@@ -430,7 +514,8 @@ def workload(name: str, vram_bytes: int, *, steps: int = 200, seed: int = 1) -> 
     """A deterministic list of operations for a VRAM of ``vram_bytes``.
 
     ``("create", name, size, placements, priority, contiguous)``, ``("pin", name)``,
-    ``("use", [names])``, ``("destroy", name)``. Sizes are multiples of 64 KiB between
+    ``("use", [names])`` (``simulate`` also takes ``("use", [names], job)`` and
+    ``("signal", job)``), ``("destroy", name)``. Sizes are multiples of 64 KiB between
     1/64 and 1/8 of VRAM. The same (name, vram_bytes, steps, seed) gives the same list.
 
     * fits      working set about 60 % of VRAM: after warm-up, nothing moves;
@@ -507,7 +592,7 @@ class Run:
 
 def simulate(ops: Sequence[tuple] | str, vram_bytes: int, gtt_bytes: int | None = None, *,
              policy: str | Policy = "lru", link: LinkModel | None = None, seed: int = 1,
-             steps: int = 200, chunk_size: int = 64 * 1024) -> Run:
+             steps: int = 200, chunk_size: int = 64 * 1024, no_wait_gpu: bool = False) -> Run:
     """Run a workload (a name from WORKLOADS, or a list of ops) through a fresh TTMModel.
 
     A step is one operation; the timeline records after each: VRAM and GTT bytes in use,
@@ -519,7 +604,8 @@ def simulate(ops: Sequence[tuple] | str, vram_bytes: int, gtt_bytes: int | None 
         ops = workload(ops, vram_bytes, steps=steps, seed=seed)
     if gtt_bytes is None:
         gtt_bytes = vram_bytes
-    m = TTMModel(vram_bytes, gtt_bytes, chunk_size=chunk_size, link=link, policy=policy, seed=seed)
+    m = TTMModel(vram_bytes, gtt_bytes, chunk_size=chunk_size, link=link, policy=policy, seed=seed,
+                 no_wait_gpu=no_wait_gpu)
     timeline, failures = [], 0
     ev = lb = 0
     secs = 0.0
@@ -531,7 +617,9 @@ def simulate(ops: Sequence[tuple] | str, vram_bytes: int, gtt_bytes: int | None 
             if kind == "create":
                 m.create(*op[1:])
             elif kind == "use":
-                m.use(op[1])
+                m.use(op[1], *op[2:3])
+            elif kind == "signal":
+                m.signal(op[1])
             elif kind == "pin":
                 m.pin(op[1])
             elif kind == "unpin":

@@ -108,3 +108,12 @@ def test_granularity_summary_and_rows():
 def test_granularity_without_a_recording_is_empty():
     ev = Evidence("vram.alloc_granularity", None, Mode.REPLAY, "none", "no recording", missing="pending")
     assert vram_alloc.rows(ev) == []
+
+
+def test_exercise_66_implicit_sync_explains_every_option(capsys):
+    assert exercises.ex66_implicit_sync(None) is None
+    assert exercises.ex66_implicit_sync("b") is True
+    assert "dma_resv" in capsys.readouterr().out
+    for wrong in "acd":
+        assert exercises.ex66_implicit_sync(wrong) is False
+    assert set(exercises.SYNC_WHY) == set(exercises.SYNC_OPTIONS)

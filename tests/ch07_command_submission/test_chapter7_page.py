@@ -91,3 +91,12 @@ def test_counts_text_says_which_step_paid():
     text = toy_ring.counts_text(r)
     assert "RING_HEAD" in text and "polled in system memory" in text
     assert toy_ring.doorbell_us() < toy_ring.register_read_us()
+
+
+def test_exercise_75_ioctl_per_job_explains_every_option(capsys):
+    assert exercises.ex75_ioctl_per_job(None) is None
+    assert exercises.ex75_ioctl_per_job("b") is True
+    assert "implicit sync" in capsys.readouterr().out
+    for wrong in "acd":
+        assert exercises.ex75_ioctl_per_job(wrong) is False
+    assert set(exercises.IOCTL_WHY) == set(exercises.IOCTL_OPTIONS)
