@@ -95,7 +95,7 @@ class Comparison:
     def ratio(self) -> float | None:
         """measured / guess, when both are positive numbers."""
         g = self.guess
-        if isinstance(g, float) and g > 0 and self.measured > 0:
+        if isinstance(g, float) and g > 0 and self.measured > 0 and same_unit(self.guess_unit, self.unit):
             return self.measured / g
         return None
 
@@ -109,11 +109,17 @@ class Comparison:
             return f"{self.question}: {got}. You kept no prediction for this one."
         if self.ratio is None:
             shown = f"{self.guess:.3g}" if isinstance(self.guess, float) else repr(self.guess)
-            return f"{self.question}: you predicted {shown} {self.guess_unit}".rstrip() + f"; {got}."
+            apart = "" if same_unit(self.guess_unit, self.unit) else " (in another unit: no ratio)"
+            return f"{self.question}: you predicted {shown} {self.guess_unit}".rstrip() + f"; {got}{apart}."
         r = self.ratio
         off = "within 2x" if 0.5 <= r <= 2 else f"off by {max(r, 1 / r):.1f}x"
         return (f"{self.question}: you predicted {self.guess:.3g} {self.guess_unit or self.unit}".rstrip()
                 + f"; {got}: {off}.")
+
+
+def same_unit(a: str, b: str) -> bool:
+    """Whether a guess in unit `a` can be set beside a value in unit `b` (an unstated unit goes with any)."""
+    return not a or not b or a == b
 
 
 @dataclass

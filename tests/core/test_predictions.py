@@ -191,3 +191,9 @@ def test_every_prediction_on_a_page_declares_its_kind():
     missing = [f"{nb}: {call}" for nb, call in calls
                if not re.search(r"kind=\"(" + "|".join(predictions.KINDS) + r")\"", call)]
     assert not missing, "predictions without a kind=…: " + "; ".join(missing)
+
+
+def test_a_guess_in_another_unit_gets_no_ratio():
+    predictions.commit("ch02.bar", 256, unit="MiB", kind="size")
+    c = predictions.compare("ch02.bar", 128.0, unit="GiB", mode="replay")
+    assert c.ratio is None and "another unit" in c.line and "within" not in c.line
