@@ -47,8 +47,9 @@ def pages(tmp_path):
 
 
 def _snapshot(folder):
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())} \
-        if folder.exists() else {}
+    """Each file's content, inode and modification time: a rewrite with the same bytes shows too."""
+    return {p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_ino, p.stat().st_mtime_ns)
+            for p in sorted(folder.iterdir())} if folder.exists() else {}
 
 
 def _every_view(report):
