@@ -149,7 +149,7 @@ def _now() -> str:
 
 # --------------------------------------------------------------------------- reading
 
-class _Damaged(Exception):
+class _Damaged(PredictionStoreError):
     """The store's text is not a prediction record (the reason is the message)."""
 
 
