@@ -206,7 +206,8 @@ def _overview(fig: go.Figure, kinds: list[str]) -> str:
         spans = [t for t in fig.data if _kind(t) == "span"]
         if all(_horizontal(t) for t in spans):
             lanes = list(dict.fromkeys(str(v) for t in spans for v in (t.y if t.y is not None else [])))
-            out.append(f"A timeline (Gantt chart) along {x_t}: bars from a start to an end in {len(lanes)} "
+            what = "A timeline (Gantt chart) along" if _TIME.search(x_t) else "Bars spanning ranges of"
+            out.append(f"{what} {x_t}: bars from a start to an end in {len(lanes)} "
                        f"{'lane' if len(lanes) == 1 else 'lanes'} ({_some(lanes)}), {n['span']} kinds of bar.")
         else:
             out.append(f"Bars spanning ranges of {y_t} at each {x_t}, {n['span']} series.")
@@ -222,6 +223,9 @@ def _overview(fig: go.Figure, kinds: list[str]) -> str:
         out.append(f"{n['other']} other trace{'s' if n['other'] > 1 else ''} "
                    f"({', '.join(sorted({t.type for t in fig.data if _kind(t) == 'other'}))}).")
     return " ".join(out) or "No data."
+
+
+_TIME = re.compile(r"\btime\b|\((?:s|ms|µs|us|ns)\)|\bseconds?\b", re.I)  # an axis of time: a timeline
 
 
 def _some(items: list[str], most: int = 6) -> str:

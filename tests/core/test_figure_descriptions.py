@@ -102,3 +102,12 @@ def test_bars_and_points_together_say_both():
     fig.update_layout(yaxis_title="ns")
     d = CourseFigure(fig, REPLAY).description()
     assert "A bar chart of ns by category, 1 series of bars." in d and "1 series of ns against x." in d, d
+
+
+def test_bars_spanning_an_address_range_are_not_called_a_timeline():
+    fig = go.Figure(go.Bar(x=[2.0, 4.0], base=[0.0, 8.0], y=["VRAM", "VRAM"], orientation="h", name="allocated"))
+    fig.update_layout(title="Buddy blocks", xaxis_title="VRAM offset (MiB)")
+    d = CourseFigure(fig, [("simulated", "drm_buddy model")]).description()
+    assert "timeline" not in d and "Bars spanning ranges of VRAM offset (MiB): bars from a start to an end in 1 lane" \
+        in d, d
+    assert "allocated: 2 bars in 1 lane (VRAM), from 0 to 12, each 2 to 4 long." in d
