@@ -187,6 +187,8 @@ class Entry:
                 return "no measured number to set it beside"
             if not predictions.same_unit(self.unit, self.measured_unit):
                 return f"guessed in {self.unit}, measured in {self.measured_unit}: no ratio"
+            if isinstance(self.guess, float) and (self.guess <= 0 or self.measured <= 0):
+                return "a zero or negative value: compare the numbers directly (no ratio)"
             return "not comparable as a ratio"
         if self.factor <= BAND:
             return f"within {BAND:g}x"

@@ -387,6 +387,7 @@ def compare(question: str, measured: float, *, unit: str = "", source: str = "",
     if not math.isfinite(measured):
         raise InputError(f"{question}: the measured value {measured} is not a finite number")
     m = _mode_name(mode)
+    measured = float(measured) + 0.0  # -0.0 (a difference of equal counts) is written 0
     at = _now()
     seen: dict[str, Prediction | None] = {}
 

@@ -172,3 +172,10 @@ def test_a_damaged_record_is_reported_and_left_where_it_is(pages, state):
     text = prediction_record.summary(report)
     assert "cannot be read as a prediction record" in text and "Nothing was changed" in text
     assert _snapshot(state) == before
+
+
+def test_a_measured_zero_is_shown_without_a_ratio(pages):
+    predictions.commit("ch03.small_us", 2, unit="µs", kind="time")
+    predictions.compare("ch03.small_us", -0.0, unit="µs", mode="replay")  # a difference of equal counts
+    (e,) = prediction_record.load(notebooks=pages).entries
+    assert e.measured == 0.0 and str(e.measured) == "0.0" and e.ratio is None and "no ratio" in e.verdict
