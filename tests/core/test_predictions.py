@@ -164,9 +164,15 @@ def test_two_processes_saving_at_once_lose_nothing(state):
     procs = [ctx.Process(target=_save_many, args=(str(state), who, barrier)) for who in ("a", "b")]
     for p in procs:
         p.start()
-    for p in procs:
-        p.join(timeout=120)
-    assert [p.exitcode for p in procs] == [0, 0], "a saving process failed or did not finish in time"
+    try:
+        for p in procs:
+            p.join(timeout=120)
+        assert [p.exitcode for p in procs] == [0, 0], "a saving process failed or did not finish in time"
+    finally:
+        for p in procs:  # a process that hung is ended, never left behind
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=10)
     doc = _doc(state)
     kept = doc.get("predictions", doc)  # (the first format kept questions at the top)
     assert sum(1 for q in kept if q != "ch99.shared") == 2 * PER_PROCESS
