@@ -198,7 +198,8 @@ browser-tests-left-out:
 book-static: $(STAMP)
 	$(BIN)/python tools/bookassets.py book/_static --search $(WHEELHOUSE)
 
-# The HTML site (book/_build/html); warnings are errors, notebooks run through the cache.
+# The HTML site (book/_build/html); warnings are errors, notebooks run through the cache, with an
+# empty state folder (the prediction record page never publishes the builder's own predictions).
 # COURSE_REPO_URL / COURSE_JUPYTERHUB_URL set the launch buttons (tools/bookconfig.py).
 # The labs appear as their student versions (book/labs, made by nbgrader; book/_build/_toc.yml maps
 # book/_toc.yml's lab entries to them) unless BOOK_LABS=solution (tools/booklabs.py); bookcheck
@@ -206,6 +207,7 @@ book-static: $(STAMP)
 book: book-static
 	$(BIN)/python tools/bookconfig.py book/_config.yml book/_build/_config.yml
 	$(BIN)/python tools/booklabs.py book/_toc.yml book/_build/_toc.yml $(if $(BOOK_LABS),--labs $(BOOK_LABS))
+	COURSE_STATE_DIR=$(CURDIR)/book/_build/no-learner-state \
 	$(BIN)/jupyter-book build . --config book/_build/_config.yml --toc book/_build/_toc.yml \
 		--path-output book -W -n --keep-going
 	$(BIN)/python tools/bookcheck.py book/_build/html

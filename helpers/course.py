@@ -2,7 +2,7 @@
 
     from helpers import course
     ctx = course.start("Chapter 0 — your machine")
-    ctx.predict("ch00.h2d_gbps", 20, unit="GB/s")   # the learner's guess, kept before the result shows
+    ctx.predict("ch00.h2d_gbps", 20, unit="GB/s", kind="bandwidth")   # the learner's guess, kept before the result shows
     ev = ctx.get("transfers.pinned_vs_pageable")   # the one way to get an experiment's data
     ...
     course.finish()
@@ -54,14 +54,23 @@ class Context:
         return evidence.get(self, experiment_id, optional=optional, quick=quick, recorded=recorded, code=code,
                             **params)
 
-    def predict(self, question: str, guess, *, unit: str = "") -> predictions.Prediction | None:
-        """Keep the learner's guess for `question` before the result is shown (helpers.core.predictions)."""
-        return predictions.commit(question, guess, unit=unit)
+    def predict(self, question: str, guess, *, unit: str = "", kind: str = "") -> predictions.Prediction | None:
+        """Keep the learner's guess for `question` before the result is shown, with the kind of
+        quantity it is (one of predictions.KINDS: time, bandwidth, count, size, ratio, outcome)."""
+        return predictions.commit(question, guess, unit=unit, kind=kind)
 
-    def compare(self, question: str, measured: float, *, unit: str = "", source: str = "") -> str:
-        """Set the kept guess beside the measured value (and say how far off it was)."""
-        return predictions.compare(question, measured, unit=unit, source=source)
+    def compare(self, question: str, measured: float, *, unit: str = "", source: Evidence | str = "",
+                mode: Mode | str | None = None) -> None:
+        """Print the kept guess beside the measured value (and how far off it was), and keep the
+        comparison for the learner's prediction record. `source` is the Evidence the value came
+        from (its mode and machine are kept) or, for a value that comes from no Evidence (a model
+        run on the page), a short text with `mode` saying live, replay or simulated.
 
+        Returns None, so a compare that ends a cell shows its line once
+        (predictions.compare returns the Comparison itself)."""
+        if isinstance(source, Evidence):
+            source, mode = source.source, source.mode if mode is None else mode
+        print(predictions.compare(question, measured, unit=unit, source=source, mode=mode).line)
 
 def start(chapter: str | None = None, *, quiet: bool = False) -> Context:
     """Decide the mode once, switch Numba to its simulator without a GPU, print the banner,

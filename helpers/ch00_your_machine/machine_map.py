@@ -42,12 +42,7 @@ def machine_diagram(report: sysinfo.SystemReport, memory_bytes: int | None, vm: 
     """The map of the machine, with the report's facts written on it (see the module docstring)."""
     f = machine_facts(report, memory_bytes, vm)
     engines = f"asyncEngineCount {f['engines']}" if f["engines"] is not None else "asyncEngineCount n/a"
-    desc = (f"The CPU and host RAM sit on one side of the root complex, which holds the IOMMU; the GPU "
-            f"({f['gpu']}, PCI {f['pci']}) sits behind a PCIe link running at {f['link']}. The CPU reaches "
-            f"the GPU through its BARs: {f['bar0']}, the register window, and {f['bar1']}, an aperture the "
-            f"GPU translates through BAR1 page tables into its {f['memory']} of device memory. The copy "
-            f"engines move data by DMA across the link into and out of host RAM ({engines}: a CUDA "
-            f"capability count, not the number of physical engines). IOMMU: {f['iommu']}.")
+    desc = _description(f, engines, has_gpu=bool(report.gpus))
     d = Diagram(title, desc, width=780, height=345)
     d.box("cpu", "CPU cores\n(your process)", "cpu", 20, 20)
     d.box("ram", "host RAM\npageable + pinned pages", "memory", 20, 220, w=170)
@@ -71,3 +66,20 @@ def machine_diagram(report: sysinfo.SystemReport, memory_bytes: int | None, vm: 
     d.note(20, 328, iommu[cut:].strip())
     d.note(235, 215, f"GPU's NUMA node: {f['numa']}")
     return d
+
+
+def _description(f: dict, engines: str, has_gpu: bool) -> str:
+    """The map's text description, claiming only what the report holds (no GPU: it says so)."""
+    rc = ("The CPU and host RAM sit on one side of the root complex, where an IOMMU, when there is one, "
+          "translates devices' DMA addresses")
+    if not has_gpu:
+        return (f"{rc}. This report shows no GPU on the PCI bus, so the GPU's side of the map (BARs, link, "
+                f"memory, copy engines) shows where one would sit and what it would report. IOMMU: {f['iommu']}.")
+    link = f"running at {f['link']}" if f["link"] != "link unknown" else "(its speed not in the report)"
+    memory = f"its {f['memory']} of device memory" if f["memory"] != "size unknown" else \
+        "its device memory (size not in the report)"
+    return (f"{rc}; the GPU ({f['gpu']}, PCI {f['pci']}) sits behind a PCIe link {link}. The CPU reaches the "
+            f"GPU through its BARs: {f['bar0']}, the register window, and {f['bar1']}, an aperture the GPU "
+            f"translates through BAR1 page tables into {memory}. The copy engines move data by DMA across the "
+            f"link into and out of host RAM ({engines}: a CUDA capability count, not the number of physical "
+            f"engines). IOMMU: {f['iommu']}.")

@@ -82,33 +82,33 @@ class CourseFigure:
         _tell_series_apart(fig)
 
     def rows(self) -> list[tuple[str, object, object]]:
-        """The plotted data as (series, x, y) rows: what the CSV holds and the description reads."""
+        """The plotted (series, x, y) points of the figure's line, marker and bar traces (a
+        heatmap's cells and a table's rows are in `csv`)."""
         out = []
         for i, tr in enumerate(self.fig.data):
-            name = tr.name or f"series {i + 1}"
             xs = list(tr.x) if getattr(tr, "x", None) is not None else []
             ys = list(tr.y) if getattr(tr, "y", None) is not None else []
-            out += [(name, x, y) for x, y in zip(xs, ys, strict=False)]
+            out += [(_trace_name(tr, i), x, y) for x, y in zip(xs, ys, strict=False)]
         return out
 
     def csv(self) -> str:
-        """The figure's data as CSV: series, x, y (with the axis titles as headers)."""
+        """The figure's data as CSV. Line, marker and bar charts: series, x, y (the axis titles as
+        headers), with each span's start and end for bars drawn from a base (timelines); a
+        histogram: series and each value; a heatmap: its grid, one row per y, one column per x;
+        a table trace: the table."""
         buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["series", _axis_title(self.fig, "x") or "x", _axis_title(self.fig, "y") or "y"])
-        w.writerows(self.rows())
+        csv.writer(buf, lineterminator="\n").writerows(_data_table(self.fig))
         return buf.getvalue()
 
     def description(self) -> str:
-        """A text description of the figure generated from its data, for screen readers and the page."""
-        x_t, y_t = _axis_title(self.fig, "x") or "x", _axis_title(self.fig, "y") or "y"
-        series = {}
-        for name, x, y in self.rows():
-            series.setdefault(name, []).append((x, y))
+        """A text description of the figure generated from its data, for screen readers and the
+        page: what kind of chart it is (lines, bars, a timeline, a histogram, a heatmap, a table),
+        over which axes, and what each trace's data runs from and to."""
         prov = "; ".join(provenance_line(m, s) for m, s in self.parts)
-        head = (f"Figure: {self.title or 'untitled'}. {len(series)} series of {y_t} against {x_t}. {prov}.")
-        fx = _size_label if _is_size_axis(self.fig.layout.xaxis) else _fmt
-        parts = [head] + [_series_sentence(name, pts, fx) for name, pts in series.items()]
+        kinds = [_kind(tr) for tr in self.fig.data]
+        head = f"Figure: {self.title or 'untitled'}. {_overview(self.fig, kinds)} {prov}."
+        parts = [head] + [_DESCRIBE[k](self.fig, i, tr) for i, (tr, k) in enumerate(zip(self.fig.data, kinds,
+                                                                                           strict=True))]
         return " ".join(p for p in parts if p)
 
     @property
@@ -149,12 +149,233 @@ def _fmt(v) -> str:
 def _series_sentence(name: str, pts: list[tuple], fx=_fmt) -> str:
     """'Series pinned h2d: 24 points, x 4 B to 256 MiB; y from 0.001 (at x 4 B) to 52.7 (at x 128 MiB).'
     `fx` writes an x value: in binary units on a size axis (log_size_axis), as the reader sees the ticks."""
-    ys = [(y, x) for x, y in pts if isinstance(y, int | float) and not isinstance(y, bool) and math.isfinite(y)]
+    ys = [(y, x) for x, y in pts if _is_number(y)]
     if not ys:
         return f"Series {name}: {len(pts)} points."
     lo, hi = min(ys), max(ys)
     return (f"Series {name}: {len(pts)} points, x {fx(pts[0][0])} to {fx(pts[-1][0])}; "
             f"y from {_fmt(lo[0])} (at x {fx(lo[1])}) to {_fmt(hi[0])} (at x {fx(hi[1])}).")
+
+
+# -- what a description says for each kind of trace ----------------------------------------------------
+
+def _is_number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _trace_name(tr, i: int) -> str:
+    return getattr(tr, "name", None) or f"series {i + 1}"
+
+
+def _kind(tr) -> str:
+    """xy (lines and markers), bar, span (bars drawn from a base: a timeline or a placement map),
+    histogram, heatmap, table, or other."""
+    if tr.type in ("scatter", "scattergl"):
+        return "xy"
+    if tr.type == "bar":
+        return "span" if tr.base is not None else "bar"
+    return tr.type if tr.type in ("histogram", "heatmap", "table") else "other"
+
+
+def _horizontal(tr) -> bool:
+    return getattr(tr, "orientation", None) == "h"
+
+
+def _titles(fig: go.Figure) -> tuple[str, str]:
+    return _axis_title(fig, "x") or "x", _axis_title(fig, "y") or "y"
+
+
+def _colour_title(tr) -> str:
+    cb = getattr(tr, "colorbar", None)
+    text = (cb.title.text if cb is not None and cb.title is not None else None) or ""
+    return re.sub(r"<[^>]+>", "", text).strip() or "value"
+
+
+def _overview(fig: go.Figure, kinds: list[str]) -> str:
+    """The figure's first sentence after its title: what kind of chart over which axes."""
+    x_t, y_t = _titles(fig)
+    out = []
+    n = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
+    if "xy" in n:
+        out.append(f"{n['xy']} series of {y_t} against {x_t}.")
+    if "bar" in n:
+        bx, by_ = _axis_title(fig, "x") or "category", _axis_title(fig, "y") or "category"
+        value, by = (bx, by_) if all(_horizontal(t) for t in fig.data if _kind(t) == "bar") else (by_, bx)
+        out.append(f"A bar chart of {value} by {by}, {n['bar']} series of bars.")
+    if "span" in n:
+        spans = [t for t in fig.data if _kind(t) == "span"]
+        if all(_horizontal(t) for t in spans):
+            lanes = list(dict.fromkeys(str(v) for t in spans for v in (t.y if t.y is not None else [])))
+            what = "A timeline (Gantt chart) along" if _TIME.search(x_t) else "Bars spanning ranges of"
+            out.append(f"{what} {x_t}: bars from a start to an end in {len(lanes)} "
+                       f"{'lane' if len(lanes) == 1 else 'lanes'} ({_some(lanes)}), {n['span']} kinds of bar.")
+        else:
+            out.append(f"Bars spanning ranges of {y_t} at each {x_t}, {n['span']} series.")
+    if "histogram" in n:
+        out.append(f"A histogram of {x_t}, {n['histogram']} series.")
+    for tr in (t for t in fig.data if _kind(t) == "heatmap"):
+        z = _grid(tr)
+        out.append(f"A heatmap of {_colour_title(tr)} over {x_t} ({z.shape[1]} columns) and {y_t} "
+                   f"({z.shape[0]} rows).")
+    if "table" in n:
+        out.append(f"{n['table']} table{'s' if n['table'] > 1 else ''}.")
+    if "other" in n:
+        out.append(f"{n['other']} other trace{'s' if n['other'] > 1 else ''} "
+                   f"({', '.join(sorted({t.type for t in fig.data if _kind(t) == 'other'}))}).")
+    return " ".join(out) or "No data."
+
+
+_TIME = re.compile(r"\btime\b|\((?:s|ms|µs|us|ns)\)|\bseconds?\b", re.I)  # an axis of time: a timeline
+
+
+def _some(items: list[str], most: int = 6) -> str:
+    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def _describe_xy(fig: go.Figure, i: int, tr) -> str:
+    xs = list(tr.x) if tr.x is not None else []
+    ys = list(tr.y) if tr.y is not None else []
+    fx = _size_label if _is_size_axis(fig.layout.xaxis) else _fmt
+    return _series_sentence(_trace_name(tr, i), list(zip(xs, ys, strict=False)), fx)
+
+
+def _describe_bar(fig: go.Figure, i: int, tr) -> str:
+    """'Series device memory: H100 80, H200 141.' (every bar when few; the range when many)."""
+    cats, vals = (tr.y, tr.x) if _horizontal(tr) else (tr.x, tr.y)
+    pairs = list(zip(list(cats if cats is not None else []), list(vals if vals is not None else []), strict=False))
+    name = _trace_name(tr, i)
+    nums = [(v, c) for c, v in pairs if _is_number(v)]
+    if not nums:
+        return f"Series {name}: {len(pairs)} bars."
+    if len(pairs) <= 8:
+        return f"Series {name}: " + ", ".join(f"{c} {_fmt(v)}" for c, v in pairs) + "."
+    lo, hi = min(nums), max(nums)
+    return (f"Series {name}: {len(pairs)} bars, from {_fmt(lo[0])} ({lo[1]}) to {_fmt(hi[0])} ({hi[1]}).")
+
+
+def _spans(tr) -> list[tuple[object, float, float]]:
+    """(lane or position, start, end) of each bar of a span trace."""
+    pos, length = (tr.y, tr.x) if _horizontal(tr) else (tr.x, tr.y)
+    pos, length = list(pos if pos is not None else []), list(length if length is not None else [])
+    base = tr.base if hasattr(tr.base, "__len__") and not isinstance(tr.base, str) else [tr.base] * len(length)
+    return [(p, b, b + n) for p, b, n in zip(pos, list(base), length, strict=False) if _is_number(b) and _is_number(n)]
+
+
+def _describe_span(fig: go.Figure, i: int, tr) -> str:
+    """'copy H→D: 12 bars in 2 lanes (buffer 0: copy, buffer 1: copy), from 0.1 to 14.2, each 0.8 to 1.1 long.'"""
+    spans = _spans(tr)
+    name = _trace_name(tr, i)
+    if not spans:
+        return f"{name}: no bars."
+    lanes = list(dict.fromkeys(str(p) for p, _, _ in spans))
+    lengths = [e - s for _, s, e in spans]
+    where = f"in {len(lanes)} {'lane' if len(lanes) == 1 else 'lanes'} ({_some(lanes)})" if _horizontal(tr) else \
+        f"at {len(lanes)} positions ({_some(lanes)})"
+    long = _fmt(min(lengths)) if _fmt(min(lengths)) == _fmt(max(lengths)) else \
+        f"{_fmt(min(lengths))} to {_fmt(max(lengths))}"
+    return (f"{name}: {len(spans)} bars {where}, from {_fmt(min(s for _, s, _ in spans))} to "
+            f"{_fmt(max(e for _, _, e in spans))}, each {long} long.")
+
+
+def _describe_histogram(fig: go.Figure, i: int, tr) -> str:
+    vals = sorted(float(v) for v in (tr.x if tr.x is not None else tr.y if tr.y is not None else []) if _is_number(v))
+    name = _trace_name(tr, i)
+    if not vals:
+        return f"Series {name}: no values."
+    mid = len(vals) // 2
+    median = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+    return (f"Series {name}: {len(vals)} values from {_fmt(vals[0])} to {_fmt(vals[-1])}, "
+            f"median {_fmt(median)}.")
+
+
+def _grid(tr):
+    import numpy as np
+
+    z = np.asarray(tr.z if tr.z is not None else [[]], dtype=float)
+    return z if z.ndim == 2 else z.reshape(1, -1)
+
+
+def _heat_axis(tr, axis: str, n: int) -> list:
+    given = getattr(tr, axis)
+    if given is not None and len(given) == n:
+        return list(given)
+    start, step = getattr(tr, f"{axis}0"), getattr(tr, f"d{axis}")
+    start = start if _is_number(start) else 0
+    step = step if _is_number(step) else 1
+    return [start + k * step for k in range(n)]
+
+
+def _describe_heatmap(fig: go.Figure, i: int, tr) -> str:
+    """'Range bin 0 to 899, Doppler bin 0 to 63; dB from -30 (at range bin 12, Doppler bin 3) to 41.2 (…).'"""
+    import numpy as np
+
+    z = _grid(tr)
+    x_t, y_t = _titles(fig)
+    xs, ys = _heat_axis(tr, "x", z.shape[1]), _heat_axis(tr, "y", z.shape[0])
+    finite = np.isfinite(z)
+    if not finite.any():
+        return f"{x_t} {_fmt(xs[0])} to {_fmt(xs[-1])}; no finite values."
+    masked = np.where(finite, z, np.nan)
+    lo = np.unravel_index(np.nanargmin(masked), z.shape)
+    hi = np.unravel_index(np.nanargmax(masked), z.shape)
+    at = lambda r, c: f"{x_t} {_fmt(xs[c])}, {y_t} {_fmt(ys[r])}"  # noqa: E731
+    return (f"{x_t} {_fmt(xs[0])} to {_fmt(xs[-1])}, {y_t} {_fmt(ys[0])} to {_fmt(ys[-1])}; {_colour_title(tr)} "
+            f"from {_fmt(float(z[lo]))} (at {at(*lo)}) to {_fmt(float(z[hi]))} (at {at(*hi)}), median "
+            f"{_fmt(float(np.nanmedian(masked)))}.")
+
+
+def _table_columns(tr) -> tuple[list[str], list[list]]:
+    heads = [re.sub(r"<[^>]+>", "", str(h)) for h in (tr.header.values or [])]
+    cols = [list(c) for c in (tr.cells.values or [])]
+    return heads, cols
+
+
+def _describe_table(fig: go.Figure, i: int, tr) -> str:
+    heads, cols = _table_columns(tr)
+    n = max((len(c) for c in cols), default=0)
+    return f"Table {_trace_name(tr, i) if tr.name else ''}".rstrip() + \
+        f": {n} rows, columns {', '.join(heads) or '(untitled)'}."
+
+
+def _describe_other(fig: go.Figure, i: int, tr) -> str:
+    return f"{tr.type} trace {_trace_name(tr, i)}."
+
+
+_DESCRIBE = {"xy": _describe_xy, "bar": _describe_bar, "span": _describe_span, "histogram": _describe_histogram,
+             "heatmap": _describe_heatmap, "table": _describe_table, "other": _describe_other}
+
+
+def _data_table(fig: go.Figure) -> list[list]:
+    """The rows `CourseFigure.csv` writes, header first (see there)."""
+    x_t, y_t = _titles(fig)
+    traces = list(fig.data)
+    if len(traces) == 1 and _kind(traces[0]) == "heatmap":
+        tr = traces[0]
+        z = _grid(tr)
+        xs, ys = _heat_axis(tr, "x", z.shape[1]), _heat_axis(tr, "y", z.shape[0])
+        head = [f"{y_t} \\ {x_t} ({_colour_title(tr)})"] + xs
+        return [head] + [[y] + [f"{v:.4g}" for v in row] for y, row in zip(ys, z.tolist(), strict=True)]
+    if len(traces) == 1 and _kind(traces[0]) == "table":
+        heads, cols = _table_columns(traces[0])
+        return [heads] + [list(r) for r in zip(*cols, strict=False)]
+    if traces and all(_kind(t) == "histogram" for t in traces):
+        return [["series", x_t if traces[0].x is not None else y_t]] + [
+            [_trace_name(t, i), v] for i, t in enumerate(traces) for v in (t.x if t.x is not None else t.y or [])]
+    has_spans = any(_kind(t) == "span" for t in traces)
+    head = ["series", x_t, y_t] + (["span start", "span end"] if has_spans else [])
+    rows = [head]
+    for i, tr in enumerate(traces):
+        k, name = _kind(tr), _trace_name(tr, i)
+        if k == "histogram":
+            vals = tr.x if tr.x is not None else tr.y
+            rows += [[name, v, ""] if tr.x is not None else [name, "", v] for v in (vals if vals is not None else [])]
+        elif k == "span":
+            rows += [[name, *((e - s, p) if _horizontal(tr) else (p, e - s)), s, e] for p, s, e in _spans(tr)]
+        elif k in ("xy", "bar"):
+            xs = list(tr.x) if tr.x is not None else []
+            ys = list(tr.y) if tr.y is not None else []
+            rows += [[name, x, y] + ([""] * 2 if has_spans else []) for x, y in zip(xs, ys, strict=False)]
+    return rows
 
 
 def _tell_series_apart(fig: go.Figure) -> None:

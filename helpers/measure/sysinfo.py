@@ -218,7 +218,7 @@ def collect(sysfs: Path | str = "/sys", dev: Path | str = "/dev", proc: Path | s
     if units or grouped:
         iommu = f"present ({', '.join(units) or 'GPU in an IOMMU group'})"
     else:
-        iommu = iommu_absent_text(vm)
+        iommu = iommu_absent_text(vm, gpus)
     soft, hard = _rlimit.getrlimit(_rlimit.RLIMIT_MEMLOCK)
     nvidia_nodes = _nodes(dev, "nvidia*")
     dri_nodes = _nodes(dev / "dri", "*")
@@ -238,22 +238,39 @@ def collect(sysfs: Path | str = "/sys", dev: Path | str = "/dev", proc: Path | s
 OLD_IOMMU_ABSENT = "none found (DMA uses physical addresses, or the VM hides the IOMMU)"
 
 
-def iommu_absent_text(vm: bool) -> str:
-    """The IOMMU row when this OS sees none: in a VM a passed-through GPU's DMA is still
-    translated, by the host's IOMMU (guest-physical to host-physical); on bare metal without an
-    IOMMU (or with it off) the device uses physical addresses."""
+def iommu_absent_text(vm: bool, gpus: list[PCIDevice] | None = None) -> str:
+    """The IOMMU row when this OS sees none, saying only what the report shows. In a VM with a
+    real (NVIDIA) GPU, the host assigned that device to the guest, and the host's IOMMU, which
+    the guest cannot see, translates its DMA (guest-physical to host-physical). A VM without
+    one has no GPU DMA to translate, and the guest cannot tell whether the host has an IOMMU.
+    On bare metal without an IOMMU (or with it off) a device's DMA uses physical addresses."""
+    nvidia = [g for g in gpus or [] if g.is_nvidia]
+    if vm and nvidia:
+        return ("none visible to this guest (a VM): its NVIDIA GPU is a real device the host assigned to it "
+                "(passed through), so the host's IOMMU, which the guest cannot see, translates the GPU's DMA "
+                "from guest-physical to host-physical addresses, and every number measured here includes "
+                "that translation")
     if vm:
-        return ("none visible to this guest (a VM): the GPU is passed through, so the host's IOMMU "
-                "translates its DMA from guest-physical to host-physical addresses, and every number "
-                "measured here includes that translation")
-    return "none found: the IOMMU is absent or off, so the GPU's DMA uses physical addresses"
+        return ("none visible to this guest (a VM), and no NVIDIA GPU on its PCI bus: no GPU DMA to "
+                "translate here; from inside a guest one cannot tell whether the host has an IOMMU")
+    if nvidia:
+        return "none found: the IOMMU is absent or off, so the GPU's DMA uses physical addresses"
+    return ("none found: the IOMMU is absent or off (and no NVIDIA GPU is on the PCI bus, so there is no "
+            "GPU DMA to translate)")
+
+
+#: the first words of every IOMMU row `collect` writes when it finds none (recorded reports keep
+#: them; `iommu_text` words them again from the report's facts)
+_ABSENT_PREFIXES = ("none found", "none visible to this guest")
 
 
 def iommu_text(report: SystemReport, vm: bool | None = None) -> str:
-    """The report's IOMMU finding, in today's wording (a recording's first wording is replaced;
-    `vm` says whether its machine was a VM, when known)."""
-    if report.iommu == OLD_IOMMU_ABSENT and vm is not None:
-        return iommu_absent_text(vm)
+    """The report's IOMMU finding, in today's wording: a recorded 'none' is worded again from the
+    report's facts (its GPUs, and `vm`, whether its machine was a VM, when known), so a recording
+    made with an earlier wording never says more than the report shows."""
+    vm = report.vm if vm is None else vm
+    if vm is not None and (report.iommu == OLD_IOMMU_ABSENT or report.iommu.startswith(_ABSENT_PREFIXES)):
+        return iommu_absent_text(vm, report.gpus)
     return report.iommu
 
 
@@ -310,11 +327,13 @@ def rows(report: SystemReport, vm: bool | None = None) -> list[tuple[str, str, s
                  "how many copies CUDA can overlap with kernels: a capability count, not the number of "
                  "physical copy engines")]
     else:
-        out.append(("CUDA", f"not usable: {c.get('reason')}", "so this notebook replays recorded data"))
+        out.append(("CUDA", f"not usable: {c.get('reason')}",
+                    "so the course's GPU measurements replay what the reference machines recorded"))
     for g in report.gpus:
         tag = f"{g.address} [{g.pci_id}]"
         out.append((f"PCI {tag}", f"driver {g.driver or 'none'}, NUMA node {g.numa_node if g.numa_node is not None else 'n/a'}",
-                    "where the GPU sits on the bus and which CPU socket is closest"))
+                    "where the GPU sits on the bus and which CPU socket is closest" if g.is_nvidia else
+                    "a display device that is not an NVIDIA GPU (CUDA does not use it)"))
         out.append(("  PCIe link", f"now {g.link_current or 'n/a'}, max {g.link_max or 'n/a'}",
                     "generation (GT/s) and lanes bound every DMA transfer"))
         for b in g.bars:
@@ -324,7 +343,8 @@ def rows(report: SystemReport, vm: bool | None = None) -> list[tuple[str, str, s
                         "a window of device registers or memory the CPU can map"))
     out.append(("IOMMU", iommu_text(report, vm), "translates device DMA addresses, isolates devices"))
     out.append(("RLIMIT_MEMLOCK", f"soft {fmt_bytes(report.memlock_soft)}, hard {fmt_bytes(report.memlock_hard)}",
-                "how much memory this user may lock (pin) for DMA"))
+                "the most memory a process may lock with mlock(); Chapter 4 tests which ways of pinning "
+                "it limits"))
     out.append(("/dev/nvidia*", ", ".join(report.dev_nvidia) or "none", "the driver's device nodes (ioctl, mmap)"))
     out.append(("/dev/dri", ", ".join(report.dev_dri) or "none", "DRM nodes (GEM/TTM drivers)"))
     return out

@@ -97,7 +97,8 @@ def test_the_machine_map_carries_the_recorded_facts():
 def test_the_machine_map_of_a_machine_without_gpu_says_so(tmp_path):
     empty = sysinfo.SystemReport("6.0", None, [], {"usable": False}, "none", None, None, [], [], [])
     d = machine_map.machine_diagram(empty, None, vm=False)
-    assert "not visible" in d.description and "size unknown" in d.description
+    assert "not visible" in d.svg() and "size unknown" in d.svg()
+    assert "shows no GPU on the PCI bus" in d.description and "sits behind a PCIe link" not in d.description
 
 
 def test_the_recorded_iommu_row_is_reworded_for_a_vm():
@@ -105,7 +106,7 @@ def test_the_recorded_iommu_row_is_reworded_for_a_vm():
     assert report.iommu == sysinfo.OLD_IOMMU_ABSENT and report.vm is None
     vm = system_report.recorded_vm(report)
     row = dict((r[0], r[1]) for r in sysinfo.rows(report, vm=vm))
-    assert "host's IOMMU translates" in row["IOMMU"] and "VM hides" not in row["IOMMU"]
+    assert "host's IOMMU, which the guest cannot see, translates" in row["IOMMU"] and "VM hides" not in row["IOMMU"]
     assert "asyncEngineCount" in row and "copy engines" not in row
 
 
@@ -114,8 +115,32 @@ def test_a_new_report_says_whether_it_is_a_vm(tmp_path):
     assert sysinfo.in_vm(tmp_path)
     (tmp_path / "cpuinfo").write_text("processor : 0\nflags : fpu vme lm\n")
     assert not sysinfo.in_vm(tmp_path)
-    assert "physical addresses" in sysinfo.iommu_absent_text(False)
-    assert "host's IOMMU" in sysinfo.iommu_absent_text(True)
+
+
+def _gpu(vendor: int) -> sysinfo.PCIDevice:
+    return sysinfo.PCIDevice("0000:00:06.0", vendor, 0x2330, 0x030200, "nvidia", None, None, None)
+
+
+@pytest.mark.parametrize("vm, vendors, says, never", [
+    (True, [0x10DE], ("passed through", "host's IOMMU"), ()),
+    (True, [], ("no NVIDIA GPU", "cannot tell whether the host has an IOMMU"), ("passed through", "translates the GPU")),
+    (True, [0x1234], ("no NVIDIA GPU",), ("passed through",)),  # QEMU's emulated VGA is display-class too
+    (False, [0x10DE], ("GPU's DMA uses physical addresses",), ("guest", "host")),
+    (False, [], ("no NVIDIA GPU",), ("GPU's DMA uses", "guest", "host"))])
+def test_the_iommu_row_says_only_what_the_report_shows(vm, vendors, says, never):
+    """A machine with no GPU is never told its GPU is passed through (issue 31)."""
+    text = sysinfo.iommu_absent_text(vm, [_gpu(v) for v in vendors])
+    assert all(s in text for s in says) and not any(n in text for n in never), text
+
+
+def test_a_live_report_of_a_guest_without_a_gpu_is_worded_from_its_facts():
+    """Reports collected with the earlier wording (GPU passed through, whatever the bus held) are worded again."""
+    report = sysinfo.SystemReport("6.18", None, [], {"usable": False, "reason": "no GPU"},
+                                  "none visible to this guest (a VM): the GPU is passed through, so the host's "
+                                  "IOMMU translates its DMA", None, None, [], [], [], vm=True)
+    row = dict((r[0], r[1]) for r in sysinfo.rows(report))
+    assert "passed through" not in row["IOMMU"] and "no NVIDIA GPU" in row["IOMMU"]
+    assert "replay what the reference machines recorded" in dict((r[0], r[2]) for r in sysinfo.rows(report))["CUDA"]
 
 
 @pytest.mark.parametrize("pci_id, board", [("10de:2330", "H100 SXM5 80GB"), ("10DE:2331", "H100 PCIe"),
