@@ -218,3 +218,19 @@ def anonymous_buffer(size: int) -> tuple[mmap.mmap, int]:
     """Page-aligned anonymous memory and its user virtual address (what MAP_DMA pins)."""
     buf = mmap.mmap(-1, size, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, mmap.PROT_READ | mmap.PROT_WRITE)
     return buf, ctypes.addressof(ctypes.c_char.from_buffer(buf))
+
+
+class VfioDevice:
+    """What a VFIO user-space driver holds for edu (Lab 6 fills it in ``open_device``).
+
+    container, group, device: the three file descriptors (/dev/vfio/vfio, /dev/vfio/<group>,
+    the device fd from GROUP_GET_DEVICE_FD); bar: BAR0 mapped through the device fd;
+    config_offset: where the PCI configuration space sits in the device fd (region 7);
+    mappings: {iova: (user address, size)} of every MAP_DMA this driver made; buffers: the
+    mmap objects behind them (kept alive while mapped)."""
+
+    def __init__(self, container: int, group: int, device: int, bar: Bar, config_offset: int):
+        self.container, self.group, self.device = container, group, device
+        self.bar, self.config_offset = bar, config_offset
+        self.mappings: dict[int, tuple[int, int]] = {}
+        self.buffers: dict[int, mmap.mmap] = {}

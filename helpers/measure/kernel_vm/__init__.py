@@ -60,4 +60,7 @@ def run(machine: str, params: dict[str, str], *, timeout_s: float = qemu.DEFAULT
           "vmlinuz_bytes": b.manifest["vmlinuz_bytes"], "initrd_bytes": b.manifest["initrd_bytes"],
           "host": f"{platform.system()} {platform.release()} {platform.machine()}",
           "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "notes": boot.notes}
+    abort = qemu.device_abort(boot.stderr_tail)
+    if abort:  # a streamed result (parse) survived QEMU stopping the VM: say why it stopped
+        vm["device_abort"] = abort.lstrip(" —")
     return {"result": boot.result, "vm": vm}

@@ -97,6 +97,7 @@ class Boot:
     command: list[str]
     console_tail: str
     notes: list[str] = field(default_factory=list)
+    stderr_tail: str = ""  # QEMU's own complaints (an emulated device that stopped the VM says why here)
 
 
 def kernel_cmdline(params: dict[str, str], extra: str = "") -> str:
@@ -188,7 +189,7 @@ def boot(kernel: Path, initrd: Path, machine: str, params: dict[str, str], *,
         except SkipExperiment as exc:
             tail = (log[-1500:] + "\n" + stderr[-500:]).strip()
             raise SkipExperiment(f"{exc}; QEMU exit {rc}{device_abort(stderr)}; last console lines:\n{tail}") from None
-        return Boot(data, accel, version, seconds, cmd, log[-3000:], notes)
+        return Boot(data, accel, version, seconds, cmd, log[-3000:], notes, stderr[-2000:])
     raise SkipExperiment("no accelerator could start QEMU: " + "; ".join(notes))
 
 
