@@ -157,3 +157,9 @@ def try_parts(ns: dict, *parts: str) -> dict:
     part in one boot (kept while the code is unchanged), the results of `parts` returned."""
     res = run({p: examples(p) for p in PARTS}, code_of(ns))["parts"]
     return {p: res[p] for p in (parts or PARTS)}
+
+
+def judge(c, results: dict, part: str) -> None:
+    """A check cell's verdict on `part` from a run's results (c: helpers.core.grading.check)."""
+    r = results.get(part) or {"ok": False, "feedback": f"no result for part {part}"}
+    c.require(bool(r.get("ok")), str(r.get("feedback") or "failed"))

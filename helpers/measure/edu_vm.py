@@ -70,6 +70,20 @@ def probe(scenario: str, **params: str) -> dict:
     return run
 
 
+def guest_module():
+    """The guest library (tools/kernel_lab/edu.py) imported here, to read: its constants, layouts and
+    classes are the ones the VM's code uses (it is standard library only; nothing in it runs a device)."""
+    import importlib.util
+    import sys
+
+    if "edu" in sys.modules and getattr(sys.modules["edu"], "__file__", "") == str(bundle.SOURCES / "edu.py"):
+        return sys.modules["edu"]
+    spec = importlib.util.spec_from_file_location("edu", bundle.SOURCES / "edu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def guest_source(*names: str, module: str = "edu_probe.py") -> str:
     """The source of the named functions or classes of a guest module (tools/kernel_lab/), in order."""
     path = bundle.SOURCES / module
