@@ -53,3 +53,29 @@ def ttm_diagram() -> Diagram:
     d.arrow("gtt", "vram", "5 move back in", "data", bend=14)
     d.arrow("gtt", "sys", "4 unbind, no copy", "control")
     return d
+
+
+def fences_diagram() -> Diagram:
+    """A buffer's reservation object: who adds fences, who waits for which, who signals."""
+    d = Diagram("A buffer's reservation object: who adds fences, who waits for them",
+                "A job that will write the buffer adds its fence to the buffer's reservation object (dma_resv) as a "
+                "writer's fence, a job that will only read adds a reader's fence (1); in the lab, vgem's "
+                "FENCE_ATTACH ioctl stands in for the GPU driver. A reader, such as poll for POLLIN on the dma-buf, "
+                "EXPORT_SYNC_FILE for reading or the start of CPU access for reading, waits for the unsignalled "
+                "writers' fences only (2). A writer, such as poll for POLLOUT, waits for every unsignalled fence (3). "
+                "Before TTM moves or frees the buffer, ttm_bo_wait_ctx waits for all of its fences, the kernel's "
+                "own included (4). When the job ends, its fence is signalled, here by FENCE_SIGNAL or vgem's 10 "
+                "second timer, and every waiter wakes (5).", height=360)
+    d.box("job", "job (GPU driver;\nhere vgem FENCE_ATTACH)", "gpu", 20, 40, 190, 58)
+    d.box("resv", "dma_resv of the buffer\nwriters' | readers' fences", "kernel", 290, 40, 200, 58)
+    d.box("reader", "a reader: POLLIN,\nsync_file, CPU read", "cpu", 575, 20, 175, 58)
+    d.box("writer", "a writer: POLLOUT,\nsync_file for writing", "cpu", 575, 130, 175, 58)
+    d.box("ttm", "TTM: evict or free\n(ttm_bo_wait_ctx)", "kernel", 290, 230, 200, 58)
+    d.box("buf", "the buffer's memory", "memory", 20, 230, 190, 58)
+    d.arrow("job", "resv", "1 add fence", "control")
+    d.arrow("reader", "resv", "2 waits: writers", "control")
+    d.arrow("writer", "resv", "3 waits: all", "control")
+    d.arrow("ttm", "resv", "4 waits: all", "control")
+    d.arrow("job", "buf", "reads / writes", "data")
+    d.arrow("job", "resv", "5 signal", "completion", bend=30)
+    return d

@@ -3,7 +3,7 @@ transcripts, never from the page."""
 
 from __future__ import annotations
 
-from helpers.ch06_gem_ttm_dmabuf import real_drm, real_ttm
+from helpers.ch06_gem_ttm_dmabuf import real_drm, real_fences, real_ttm
 from helpers.core import checks
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
@@ -61,3 +61,51 @@ def buffers_with_fbdev(answer, evict: Evidence) -> bool | None:
                         hint="one 3 MiB console framebuffer stays pinned: what is left of the VRAM for 3 MiB buffers?",
                         hints=[checks.Hint(lambda a, e: a == e + 1, "that is how many fit without the console's "
                                                                     "framebuffer: it takes one buffer's room")])
+
+
+# --------------------------------------------------------------------------------------------
+# Fences (real_fences.implicit_sync)
+# --------------------------------------------------------------------------------------------
+def reader_with_writer_pending(answer, fences: Evidence) -> bool | None:
+    """Predict: poll(POLLIN) on a dma-buf whose buffer carries an unsignalled writer's fence."""
+    f = real_fences.facts(fences.require())
+    correct = "b" if f["write_fence_blocks_readers"] else "a"
+    return checks.choice(
+        "reader vs pending writer", answer,
+        {"a": "poll returns at once: the buffer is readable", "b": "poll waits, and gives up at its timeout",
+         "c": "poll fails with an error (EBUSY)"}, correct,
+        {"a": "the memory is there, but a writer's fence is pending: the data may still change, so POLLIN is "
+              "not reported until that fence signals",
+         "b": f"a reader waits for the writers' fences (dma_resv_usage_rw(false) is DMA_RESV_USAGE_WRITE): "
+              f"the kernel's poll timed out after {f['poll_timeout_ms']} ms",
+         "c": "poll never fails for a pending fence; EBUSY is what vgem's own attach ioctl answered when a "
+              "second, conflicting fence was added"})
+
+
+def never_signalled_seconds(answer, fences: Evidence) -> bool | None:
+    """Derivation: how long poll waits on a vgem fence nobody signals (the probe allowed 20 s)."""
+    never = real_fences.facts(fences.require()).get("never")
+    if never is None:
+        print("… this run did not wait out an unsignalled fence (never_signalled=False); run the default")
+        return None
+    return checks.close("never-signalled fence", answer, never["waited_s"], rel_tol=0.1,
+                        hint="read vgem_fence_create in drivers/gpu/drm/vgem/vgem_fence.c: what does mod_timer arm?",
+                        hints=[checks.Hint(lambda a, e: abs(a - never["poll_limit_s"]) < 0.5,
+                                           "that is poll's own limit; something in vgem signals the fence earlier")],
+                        why="vgem arms a timer of VGEM_FENCE_TIMEOUT (10*HZ) on every fence it creates, so a "
+                            "forgotten fence cannot hang its waiters; a real GPU driver has a job timeout instead")
+
+
+def who_waits(rule, fences: Evidence) -> bool | None:
+    """Coding: rule(fences, access) -> must wait?, checked against every poll the kernel answered
+    and against the same cases with extra signalled fences in a shuffled order."""
+    def trial(fn) -> list[str]:
+        probe = fn([], "read")
+        if probe is None:
+            raise NotImplementedError  # the stub: not answered yet
+        problems = real_fences.check_rule(fn, fences.require(), shuffled_seed=5)
+        return [f"{len(problems)} cases differ from the kernel, first: {problems[0]}"] if problems else []
+
+    return checks.code("who waits for whom", rule, trial,
+                       why="a reader waits only for unsignalled writers' fences, a writer for every unsignalled "
+                           "fence; signalled fences never hold anyone (dma_resv_usage_rw)")

@@ -42,9 +42,9 @@ static void arr(const char *k) { open_(k, '['); }
 static void end_obj(void) { depth--; putchar('}'); }
 static void end_arr(void) { depth--; putchar(']'); }
 static void jint(const char *k, long long v) { key(k); printf("%lld", v); }
-static void jbool(const char *k, int v) { key(k); fputs(v ? "true" : "false", stdout); }
+static __attribute__((unused)) void jbool(const char *k, int v) { key(k); fputs(v ? "true" : "false", stdout); }
 static void jstr(const char *k, const char *v) { key(k); jstr_raw(v); }
-static void jerr(const char *k, int err) { key(k); jstr_raw(strerror(err)); }
+static __attribute__((unused)) void jerr(const char *k, int err) { key(k); jstr_raw(strerror(err)); }
 
 /* a text file (debugfs, fdinfo, trace) as a JSON list of its lines, at most max_lines */
 static void jfile_lines(const char *k, const char *path, int max_lines) {

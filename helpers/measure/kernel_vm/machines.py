@@ -47,6 +47,7 @@ class Machine:
 MACHINES: dict[str, Machine] = {m.name: m for m in (
     Machine("gem", ("-device", "virtio-gpu-pci"), (*DRM, "drm_shmem_helper", "vgem", "virtio_pci", "virtio-gpu")),
     Machine("evict", ("-device", "bochs-display,vgamem=16M"), (*DRM, "ttm", "drm_vram_helper", "bochs")),
+    Machine("fences", (), (*DRM, "drm_shmem_helper", "vgem"), device_label="vgem (no device)"),
     # QEMU's teaching PCI device behind an emulated Intel IOMMU (interrupt remapping needs the split
     # irqchip; caching-mode lets VFIO's mappings reach the emulated IOMMU), for VFIO (Chapters 2b/4b, Lab 6)
     Machine("edu", ("-device", "intel-iommu,intremap=on,caching-mode=on", "-device", "edu"),
@@ -55,7 +56,7 @@ MACHINES: dict[str, Machine] = {m.name: m for m in (
 )}
 
 # The guest programs compiled into the bundle, from tools/kernel_lab/<name>.c (plus any .h there).
-PROGRAMS = ("probe",)
+PROGRAMS = ("probe", "fences")
 
 
 def get(name: str) -> Machine:
