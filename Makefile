@@ -109,13 +109,15 @@ test-unit: $(STAMP)
 
 # The kernel lab (helpers/measure/kernel_vm): build its bundle from Debian's packages into
 # build/kernel_lab/ (kernel + initramfs with the DRM modules and tools/kernel_lab/probe.c; needs
-# apt-get, gcc and libdrm-dev), then boot it under QEMU (TCG, or KVM where a guest runs on it).
+# apt-get, gcc and libdrm-dev; plus Debian's Python 3.11 for the edu machine, python.cpio.gz), then
+# boot it under QEMU (TCG, or KVM where a guest runs on it): Chapters 6b, 2b and 4b, and Lab 6.
 # Built before the notebooks so Chapter 6, part 2 runs live in CI.
 kernel-lab: $(STAMP)
 	$(BIN)/python -m helpers.measure.kernel_vm build
 
 test-kernel-lab: kernel-lab
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m kernel_vm --durations=0 tests/measure/test_kernel_vm_live.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m kernel_vm --durations=0 tests/measure/test_kernel_vm_live.py \
+		tests/measure/test_edu_live.py tests/labs/test_lab6_live.py
 
 kernel-lab-tests-left-out:
 	@echo "make test: KERNEL LAB VM TESTS NOT RUN (KERNEL_LAB_TESTS=$(KERNEL_LAB_TESTS)); install qemu-system-x86 and run 'make test-kernel-lab'"

@@ -219,7 +219,8 @@ def test_transcripts_round_trip_and_refuse_edits(monkeypatch, tmp_path):
 def test_the_gpu_recorder_leaves_kernel_lab_experiments_to_the_vm_recorder():
     reg = experiments.discover()
     lab = [e for e in reg.values() if e.reference == experiments.KERNEL_LAB_REFERENCE]
-    assert {e.id for e in lab} == {"real_drm.gem_prime", "real_ttm.eviction", "real_fences.implicit_sync"}
+    assert {e.id for e in lab} == {"real_drm.gem_prime", "real_ttm.eviction", "real_fences.implicit_sync",
+                                   "real_bar.edu", "vfio_dma.edu"}
     assert all(experiments.QEMU in e.needs for e in lab)
     for e in lab:  # their transcripts are committed and valid
         assert transcript.load(e.id).provenance["accel"] in ("TCG", "KVM")

@@ -9,8 +9,10 @@
 #   kl.run=evict kl.buffers=8 kl.flips=0,1,2,.../3,0,...   TTM placement and eviction on bochs,
 #                                                    one run per /-separated flip sequence
 #   kl.run=fences kl.delay_ms=200 kl.poll_ms=100 kl.never=1   dma_fence, dma_resv, sync_file on vgem
+#   kl.run=python                                   /work/main.py under the guest's Python (machines with
+#                                                    python=True: kernel_vm.run appends it and /work)
 /bin/busybox --install -s /bin
-export PATH=/bin
+export PATH=/bin:/usr/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
@@ -46,6 +48,7 @@ case "$RUN" in
     gem) /probe gem $(arg drivers | tr ',' ' ') > $out 2>/dev/console ;;
     evict) /probe evict "$(arg buffers)" "$(arg flips)" > $out 2>/dev/console ;;
     fences) /fences "$(arg delay_ms)" "$(arg poll_ms)" "$(arg never)" > $out 2>/dev/console ;;
+    python) cd /work && PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3.11 -S -u main.py > $out 2>/dev/console ;;
     *) echo "{\"error\": \"unknown kl.run=$RUN\"}" > $out ;;
 esac
 echo "KERNEL-LAB-END" > $out

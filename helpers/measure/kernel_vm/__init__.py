@@ -19,16 +19,31 @@ does: QEMU emulates display devices whose drivers ship in every distribution ker
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import platform
 
-from helpers.measure.kernel_vm import bundle, machines, qemu
+from helpers.measure.kernel_vm import bundle, guest_python, machines, qemu
 
-__all__ = ["run", "bundle", "machines", "qemu"]
+__all__ = ["run", "bundle", "machines", "qemu", "guest_python", "guest_files"]
 
 
-def run(machine: str, params: dict[str, str], *, timeout_s: float = qemu.DEFAULT_TIMEOUT_S, log=print) -> dict:
+def guest_files(files: dict[str, bytes] | None = None) -> bytes:
+    """The run's /work folder as a gzipped cpio: the course's guest modules (tools/kernel_lab/*.py)
+    and `files` ({name: bytes}, e.g. main.py, the program /init runs), for machines with Python."""
+    entries = [("work", None, 0o755)]
+    entries += [(f"work/{p.name}", p.read_bytes(), 0o644) for p in sorted(bundle.SOURCES.glob("*.py"))]
+    entries += [(f"work/{name}", data, 0o644) for name, data in (files or {}).items()]
+    return gzip.compress(bundle.cpio_newc(entries, chardevs=()), compresslevel=1, mtime=0)
+
+
+def run(machine: str, params: dict[str, str], *, timeout_s: float = qemu.DEFAULT_TIMEOUT_S, log=print,
+        files: dict[str, bytes] | None = None, parse=None) -> dict:
     """Build the bundle if needed, boot `machine` (a name in machines.MACHINES) with `params`,
-    return {"result": the probe's JSON, "vm": how it ran}. SkipExperiment when this machine cannot."""
+    return {"result": the probe's JSON, "vm": how it ran}. SkipExperiment when this machine cannot.
+
+    On a machine with Python (machines.Machine.python) Debian's Python 3.11 is appended to the
+    initramfs, `files` go to /work beside the course's guest modules, and kl.run=python runs
+    /work/main.py; `parse` reads the result port (qemu.boot)."""
     m = machines.get(machine)
     hint = qemu.available()
     if hint:
@@ -36,7 +51,8 @@ def run(machine: str, params: dict[str, str], *, timeout_s: float = qemu.DEFAULT
 
         raise SkipExperiment(hint)
     b = bundle.ensure(log)
-    boot = qemu.boot(b.kernel, b.initrd, machine, params, timeout_s=timeout_s)
+    extra = guest_python.ensure(log).read_bytes() + guest_files(files) if m.python else b""
+    boot = qemu.boot(b.kernel, b.initrd, machine, params, timeout_s=timeout_s, extra_initrd=extra, parse=parse)
     vm = {"kernel_release": boot.result.get("kernel_release") or b.kernel_release,
           "kernel_package": b.manifest["kernel_deb"], "qemu": boot.qemu_version, "accel": boot.accel.upper(),
           "device": m.label, "machine": machine, "params": params,
@@ -44,4 +60,7 @@ def run(machine: str, params: dict[str, str], *, timeout_s: float = qemu.DEFAULT
           "vmlinuz_bytes": b.manifest["vmlinuz_bytes"], "initrd_bytes": b.manifest["initrd_bytes"],
           "host": f"{platform.system()} {platform.release()} {platform.machine()}",
           "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "notes": boot.notes}
+    abort = qemu.device_abort(boot.stderr_tail)
+    if abort:  # a streamed result (parse) survived QEMU stopping the VM: say why it stopped
+        vm["device_abort"] = abort.lstrip(" —")
     return {"result": boot.result, "vm": vm}

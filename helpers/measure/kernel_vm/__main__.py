@@ -1,6 +1,7 @@
 """`python -m helpers.measure.kernel_vm build|run|record` — the kernel lab from a shell.
 
-  build                      fetch Debian's packages and build the bundle (build/kernel_lab/)
+  build                      fetch Debian's packages and build the bundle (build/kernel_lab/), and the
+                             guest's Python for machines that run Python (python.cpio.gz)
   run MACHINE [k=v ...]      boot once (a machine of machines.py: gem, evict, ...) and print the probe's JSON (kl.k=v on the kernel command line)
   record [--only GLOB]       run the kernel-lab experiments in the VM and write their transcripts
                              to data/kernel_lab/<id>.json (what replay reads where QEMU is absent)
@@ -17,7 +18,7 @@ import time
 from helpers.core import experiments
 from helpers.core.errors import CourseError
 from helpers.measure import kernel_vm
-from helpers.measure.kernel_vm import bundle, transcript
+from helpers.measure.kernel_vm import bundle, guest_python, transcript
 
 
 def kernel_lab_experiments() -> list[experiments.Experiment]:
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "build":
             b = bundle.ensure()
+            guest_python.ensure()  # the edu machine's interpreter (Chapters 2b and 4b, Lab 6)
             print(json.dumps(b.manifest, indent=1))
             return 0
         if args.cmd == "run":

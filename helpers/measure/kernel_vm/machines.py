@@ -36,6 +36,7 @@ class Machine:
     board: str = "pc"  # QEMU -machine
     memory_mb: int = 256
     cmdline: str = ""  # added to the kernel command line
+    python: bool = False  # boots with Debian's Python appended (guest_python) and the course's guest code in /work
 
     @property
     def label(self) -> str:
@@ -47,6 +48,11 @@ MACHINES: dict[str, Machine] = {m.name: m for m in (
     Machine("gem", ("-device", "virtio-gpu-pci"), (*DRM, "drm_shmem_helper", "vgem", "virtio_pci", "virtio-gpu")),
     Machine("evict", ("-device", "bochs-display,vgamem=16M"), (*DRM, "ttm", "drm_vram_helper", "bochs")),
     Machine("fences", (), (*DRM, "drm_shmem_helper", "vgem"), device_label="vgem (no device)"),
+    # QEMU's teaching PCI device behind an emulated Intel IOMMU (interrupt remapping needs the split
+    # irqchip; caching-mode lets VFIO's mappings reach the emulated IOMMU), for VFIO (Chapters 2b/4b, Lab 6)
+    Machine("edu", ("-device", "intel-iommu,intremap=on,caching-mode=on", "-device", "edu"),
+            ("vfio_iommu_type1", "vfio-pci"), device_label="edu (1234:11e8) behind intel-iommu",
+            board="q35,kernel-irqchip=split", cmdline="intel_iommu=on", python=True),
 )}
 
 # The guest programs compiled into the bundle, from tools/kernel_lab/<name>.c (plus any .h there).

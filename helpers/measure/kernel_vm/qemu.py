@@ -97,6 +97,7 @@ class Boot:
     command: list[str]
     console_tail: str
     notes: list[str] = field(default_factory=list)
+    stderr_tail: str = ""  # QEMU's own complaints (an emulated device that stopped the VM says why here)
 
 
 def kernel_cmdline(params: dict[str, str], extra: str = "") -> str:
@@ -140,12 +141,16 @@ def parse_result(text: str) -> dict:
 
 
 def boot(kernel: Path, initrd: Path, machine: str, params: dict[str, str], *,
-         timeout_s: float = DEFAULT_TIMEOUT_S) -> Boot:
+         timeout_s: float = DEFAULT_TIMEOUT_S, extra_initrd: bytes = b"", parse=None) -> Boot:
     """Boot once (KVM first where usable, then TCG) and return the probe's JSON.
 
+    extra_initrd: more (gzipped cpio) archives the kernel unpacks over the bundle's initramfs
+    (the guest's Python, the run's own files). parse: reads the result port's text (default
+    parse_result; a caller that streams results may accept a run cut short).
     SkipExperiment when QEMU is missing or the guest produced no result; DeviceTimeoutError
     when it ran past timeout_s (the QEMU process group is killed first).
     """
+    parse = parse or parse_result
     binary = qemu_binary()
     if binary is None:
         raise SkipExperiment(install_hint())
@@ -157,7 +162,11 @@ def boot(kernel: Path, initrd: Path, machine: str, params: dict[str, str], *,
     for k, accel in enumerate(accels):
         with tempfile.TemporaryDirectory(prefix="kernel-lab-boot-") as tmp:
             console, result = Path(tmp) / "console.log", Path(tmp) / "result.txt"
-            cmd = command(binary, kernel, initrd, machine, params, accel, console, result)
+            boot_initrd = initrd
+            if extra_initrd:  # the kernel unpacks concatenated archives in order, later ones over earlier
+                boot_initrd = Path(tmp) / "initrd.img"
+                boot_initrd.write_bytes(initrd.read_bytes() + extra_initrd)
+            cmd = command(binary, kernel, boot_initrd, machine, params, accel, console, result)
             t0 = time.monotonic()
             watch = console if k + 1 < len(accels) else None  # a silent KVM boot falls back to TCG
             rc, stderr = _run_to_end(cmd, timeout_s, watch)
@@ -176,12 +185,23 @@ def boot(kernel: Path, initrd: Path, machine: str, params: dict[str, str], *,
             notes.append(f"{accel} did not start (QEMU exit {rc}: {stderr.strip()[-200:]}); used {accels[k + 1]}")
             continue
         try:
-            data = parse_result(out)
+            data = parse(out)
         except SkipExperiment as exc:
             tail = (log[-1500:] + "\n" + stderr[-500:]).strip()
-            raise SkipExperiment(f"{exc}; QEMU exit {rc}; last console lines:\n{tail}") from None
-        return Boot(data, accel, version, seconds, cmd, log[-3000:], notes)
+            raise SkipExperiment(f"{exc}; QEMU exit {rc}{device_abort(stderr)}; last console lines:\n{tail}") from None
+        return Boot(data, accel, version, seconds, cmd, log[-3000:], notes, stderr[-2000:])
     raise SkipExperiment("no accelerator could start QEMU: " + "; ".join(notes))
+
+
+def device_abort(stderr: str) -> str:
+    """Why QEMU itself stopped, when an emulated device aborted it (else ""): QEMU 7.2's edu
+    ends the whole VM with a "hardware error" on a DMA outside its 4 KiB buffer."""
+    if "hardware error" not in stderr and "EDU" not in stderr:
+        return ""
+    first = next((x for x in stderr.splitlines() if "EDU" in x or "hardware error" in x), "").strip()
+    return (f" — QEMU's emulated device stopped the VM ({first[:200]}): edu's DMA engine only copies inside "
+            "its own 4 KiB buffer (device addresses 0x40000 to 0x40ffe on QEMU 7.2, fewer than 4096 bytes); "
+            "check the source, destination and count you programmed")
 
 
 def _run_to_end(cmd: list[str], timeout_s: float, watch: Path | None = None) -> tuple[int | None, str]:
