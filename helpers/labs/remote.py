@@ -9,7 +9,8 @@ implementation of an earlier part) stays in the grader's process.
 - `callback`: a function; each call is answered by the grader (a timer, an earlier part).
 - `cuda`: the part of `cupy.cuda` Lab 2's `timed_copy` uses (Event, record, synchronize,
   runtime.memcpyAsync, get_elapsed_time); the clock runs in the grader.
-- `ns`: a read-only record of attributes (a TTM buffer object's name, size, priority ...).
+- `ns`: a record of attributes (a TTM buffer object's name, size, priority ...); with a `ref`,
+  one object per ref within a request.
 - `module`: NumPy, as the `xp` argument of Lab 3's `range_doppler`.
 """
 
@@ -23,15 +24,24 @@ from helpers.labs.wire import WireError
 Callback = Callable[..., object]  # callback(name, *args) -> the grader's answer
 
 
-def make(spec: dict, callback: Callback, decode: Callable) -> object:
-    """The stand-in a placeholder asks for."""
+def make(spec: dict, callback: Callback, decode: Callable, memo: dict) -> object:
+    """The stand-in a placeholder asks for; `memo` makes one object of every `ref` in a request
+    (a buffer object listed among the candidates and in the model's table is one object)."""
     kind = spec["__remote__"]
     if kind == "callback":
         return _function(spec["name"], callback)
     if kind == "cuda":
         return RemoteCuda(spec["name"], callback)
+    if kind == "cuda_stream":
+        return RemoteCuda(spec["name"], callback).stream
     if kind == "ns":
-        return types.SimpleNamespace(**{k: decode(v) for k, v in spec["fields"].items()})
+        ref = spec.get("ref")
+        if ref is not None and ("ns", ref) in memo:
+            return memo[("ns", ref)]
+        obj = types.SimpleNamespace(**{k: decode(v) for k, v in spec["fields"].items()})
+        if ref is not None:
+            memo[("ns", ref)] = obj
+        return obj
     if kind == "module" and spec.get("name") == "numpy":
         import numpy
 

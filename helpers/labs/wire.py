@@ -74,6 +74,8 @@ def encode(value, depth: int = 0):
             raise WireError(f"an array of dtype {value.dtype} cannot be sent (numbers only)")
         a = np.ascontiguousarray(value)
         return {"__nd__": [a.dtype.name, list(a.shape), base64.b64encode(a.tobytes()).decode()]}
+    if t is Remote:
+        return {"__remote__": value.kind, **{k: encode(v, depth + 1) for k, v in value.fields.items()}}
     name = t.__name__
     if dataclasses.is_dataclass(value) and _wire_types().get(name) is t:
         return {"__dc__": name, "v": {f.name: encode(getattr(value, f.name), depth + 1)
@@ -81,9 +83,17 @@ def encode(value, depth: int = 0):
     raise WireError(f"a {name} is not plain data (numbers, strings, lists, dicts, NumPy arrays)")
 
 
-def remote(kind: str, **fields) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Remote:
     """A placeholder the worker replaces with a stand-in of `kind` (helpers.labs.remote)."""
-    return {"__remote__": kind, **{k: encode(v) for k, v in fields.items()}}
+
+    kind: str
+    fields: dict
+
+
+def remote(kind: str, **fields) -> Remote:
+    """A placeholder the worker replaces with a stand-in of `kind` (helpers.labs.remote)."""
+    return Remote(kind, fields)
 
 
 def decode(data, remote_maker: Callable[[dict], object] | None = None, depth: int = 0):

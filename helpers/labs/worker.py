@@ -71,8 +71,10 @@ class Worker:
             raise GraderRefused(reply.get("message", "the grader refused"))
         return self.decode(reply.get("value"))
 
-    def decode(self, data):
-        return wire.decode(data, lambda spec: remote.make(spec, self.callback, self.decode))
+    def decode(self, data, memo: dict | None = None):
+        """Data from the grader as values; stand-ins built here (one per `ref` within a request)."""
+        memo = {} if memo is None else memo
+        return wire.decode(data, lambda spec: remote.make(spec, self.callback, lambda d: self.decode(d, memo), memo))
 
     def serve(self) -> None:
         while (req := self.receive()) is not None:
@@ -114,11 +116,12 @@ class Worker:
     def call(self, req: dict) -> dict:
         saved = {}
         try:
-            args = self.decode(req.get("args", []))
-            kwargs = self.decode(req.get("kwargs", {}))
+            memo: dict = {}
+            args = self.decode(req.get("args", []), memo)
+            kwargs = self.decode(req.get("kwargs", {}), memo)
             for name, cb in (req.get("bind") or {}).items():
                 saved[name] = self.ns.get(name, _MISSING)
-                self.ns[name] = self.decode(wire.remote("callback", name=cb))
+                self.ns[name] = self.decode(wire.encode(wire.remote("callback", name=cb)))
             fn = self._target(req)
             with _forbidding(req.get("forbid"), req.get("what", str(req.get("target"))), fn):
                 result = fn(*args, **kwargs)
