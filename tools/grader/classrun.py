@@ -151,11 +151,13 @@ def grade_lab(root: Path, notebook: Path, source_path: Path, *, seed: int | None
 
 
 def submissions(folder: Path) -> dict[str, list[Path]]:
-    """{student: [notebooks]} from a folder of notebooks (one student) or of per-student folders."""
+    """{student: [notebooks]} from a folder of notebooks (one student) or of per-student folders
+    (their notebooks directly inside, or one folder deeper, as nbgrader's submitted/<student>/<lab>/)."""
     flat = sorted(p for p in folder.glob("lab*.ipynb") if p.is_file())
     if flat:
         return {"submission": flat}
-    return {d.name: sorted(p for p in d.glob("*.ipynb") if p.is_file())
+    return {d.name: sorted(p for p in [*d.glob("*.ipynb"), *d.glob("*/*.ipynb")]  # nbgrader: <student>/<lab>/
+                           if p.is_file() and ".ipynb_checkpoints" not in p.parts)
             for d in sorted(folder.iterdir()) if d.is_dir() and not d.name.startswith(".")}
 
 
