@@ -41,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "tools")) if p not in sys.path]
 import labgrade  # noqa: E402 - the course's grader (tools/labgrade.py, tools/grader/)
+
 COURSE = "gpu-datamove"
 STUDENTS = ("student1", "student2", "student3")
 INSTRUCTOR = "instructor"

@@ -12,6 +12,8 @@ implementation of an earlier part) stays in the grader's process.
 - `ns`: a record of attributes (a TTM buffer object's name, size, priority ...); with a `ref`,
   one object per ref within a request.
 - `module`: NumPy, as the `xp` argument of Lab 3's `range_doppler`.
+- `toygpu`, `labdriver`, `fakebus`: Lab 1's device, which runs in the grader: every register
+  access, system-memory load and store and BAR1 access is a question to the grader's device.
 """
 
 from __future__ import annotations
@@ -42,6 +44,14 @@ def make(spec: dict, callback: Callback, decode: Callable, memo: dict) -> object
         if ref is not None:
             memo[("ns", ref)] = obj
         return obj
+    if kind == "toygpu":
+        return memo.setdefault(("toygpu", spec["name"]), RemoteToyGPU(spec["name"], callback))
+    if kind == "labdriver":
+        return lab_driver(spec, callback, decode, memo)
+    if kind == "fakebus":
+        from helpers.labs.toy_driver import FakeBus
+
+        return FakeBus(decode(spec["values"]))
     if kind == "module" and spec.get("name") == "numpy":
         import numpy
 
@@ -97,3 +107,152 @@ class RemoteCuda:
     def get_elapsed_time(self, start, end) -> float:
         """Milliseconds between two recorded events, as cupy.cuda.get_elapsed_time."""
         return self._ask("elapsed", getattr(start, "_id", None), getattr(end, "_id", None))
+
+
+# ----------------------------------------------------------------------- Lab 1: a device in the grader
+#: exceptions a stand-in may raise in the learner's code as the grader's device raised them
+def course_exceptions() -> dict[str, type]:
+    """The course's exception classes a learner's driver may meet or raise (by name)."""
+    from helpers.core import errors
+    from helpers.models.toygpu import driver
+
+    out = {}
+    for mod in (errors, driver):
+        for name, obj in vars(mod).items():
+            if isinstance(obj, type) and issubclass(obj, Exception) and obj.__module__ == mod.__name__:
+                out[name] = obj
+    return out
+
+
+def rebuild(name: str, message: str) -> Exception:
+    """The exception `name` (a course class or a built-in) with `message`, without its constructor."""
+    import builtins
+
+    cls = course_exceptions().get(name) or getattr(builtins, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        return RuntimeError(f"{name}: {message}")
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, message)
+    return exc
+
+
+class RemoteMemory:
+    """Device-visible system memory of a Buffer; every load and store goes to the grader's device.
+
+    Indexing reads a copy (`buf.view[0:8]`, `buf.view.copy()`, `np.asarray(buf.view)`);
+    assigning to an index or a slice writes through (`buf.view[:] = data`). A NumPy view of a
+    copy (`buf.view[0:8].view("<u8")`) is a copy too: write through `buf.view[...] = ...`."""
+
+    def __init__(self, ask, addr: int, nbytes: int) -> None:
+        self._ask, self.addr, self.nbytes = ask, int(addr), int(nbytes)
+        self.shape, self.size, self.dtype, self.ndim = (self.nbytes,), self.nbytes, "uint8", 1
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+    def _range(self, key) -> tuple[int, int, bool]:
+        if isinstance(key, slice):
+            start, stop, step = key.indices(self.nbytes)
+            if step != 1:
+                raise ValueError("device memory is read and written in contiguous ranges (no step)")
+            return start, max(start, stop), False
+        i = int(key)
+        i = i + self.nbytes if i < 0 else i
+        if not 0 <= i < self.nbytes:
+            raise IndexError(f"index {key} outside a {self.nbytes}-byte buffer")
+        return i, i + 1, True
+
+    def __getitem__(self, key):
+        start, stop, scalar = self._range(key)
+        data = self._ask("mem_read", self.addr + start, stop - start)
+        return int(data[0]) if scalar else data
+
+    def __setitem__(self, key, value) -> None:
+        import numpy as np
+
+        start, stop, _ = self._range(key)
+        data = np.broadcast_to(np.asarray(value).astype(np.uint8, copy=False).reshape(-1)
+                               if np.ndim(value) else np.uint8(value), (stop - start,))
+        self._ask("mem_write", self.addr + start, np.ascontiguousarray(data))
+
+    def copy(self):
+        return self[:]
+
+    def view(self, dtype):
+        return self[:].view(dtype)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self[:]
+        return a if dtype is None else a.astype(dtype)
+
+
+def _buffer(ask, addr: int, nbytes: int):
+    from helpers.models.toygpu.driver import Buffer
+
+    return Buffer(int(addr), int(nbytes), RemoteMemory(ask, addr, nbytes))
+
+
+class RemoteToyGPU:
+    """The bus of a toy GPU that runs in the grader (Lab 1): MMIO, BAR1, system memory, counters."""
+
+    def __init__(self, name: str, callback: Callback) -> None:
+        self._name, self._callback = name, callback
+
+    def _ask(self, op: str, *args):
+        return self._callback(self._name, op, *args)
+
+    def read(self, reg) -> int:
+        return self._ask("read", reg)
+
+    def write(self, reg, value, *, check: bool = True) -> None:
+        self._ask("write", reg, int(value), bool(check))
+
+    def check(self) -> None:
+        self._ask("check")
+
+    def alloc_sys(self, nbytes: int, align: int = 64):
+        got = self._ask("alloc_sys", int(nbytes), int(align))
+        return _buffer(self._ask, got["addr"], got["nbytes"])
+
+    def free_sys(self, buf) -> None:
+        self._ask("free_sys", int(buf.addr))
+
+    def bar1_read(self, offset: int, nbytes: int, *, width: int = 8):
+        return self._ask("bar1_read", int(offset), int(nbytes), int(width))
+
+    def bar1_write(self, offset: int, data, *, mode: str = "wc", width: int = 8) -> None:
+        import numpy as np
+
+        self._ask("bar1_write", int(offset), np.ascontiguousarray(data), str(mode), int(width))
+
+    def device_counters(self) -> dict:
+        return self._ask("device_counters")
+
+    @property
+    def counters(self):
+        return types.SimpleNamespace(**self._ask("counters"))
+
+
+def lab_driver(spec: dict, callback: Callback, decode: Callable, memo: dict):
+    """A LabDriver whose device is the grader's (Lab 1); buffers are RemoteMemory."""
+    from helpers.labs.toy_driver import LabDriver
+
+    name = spec["name"]
+    dev = memo.setdefault(("toygpu", name), RemoteToyGPU(name, callback))
+    fields = decode(spec["fields"])
+    bufs = {k: _buffer(dev._ask, *fields.pop(k)) for k in ("ring", "fence", "rptr")}
+    return LabDriver(dev=dev, **bufs, **fields)
+
+
+def export(value):
+    """A learner's LabDriver as data (its buffers as (addr, nbytes)); anything else unchanged."""
+    from helpers.labs.toy_driver import LabDriver
+
+    if type(value) is LabDriver:
+        fields = {k: getattr(value, k) for k in ("entries", "pt_base", "pages", "bar1_table", "first_dva", "wptr",
+                                                 "next_fence", "doorbells", "vram_next")}
+        for k in ("ring", "fence", "rptr"):
+            b = getattr(value, k)
+            fields[k] = (int(getattr(b, "addr", -1)), int(getattr(b, "nbytes", 0)))
+        return {"__labdriver__": fields}
+    return value

@@ -5,7 +5,8 @@ The grader (tools/grader) calls a learner's functions in another process, a sand
 values a lab passes and returns into that JSON and back:
 
 - JSON's own types, plus tuples, dicts with non-string keys, non-finite floats, NumPy arrays
-  of numeric dtypes (bytes in base64) and NumPy scalars;
+  of numeric dtypes (bytes in base64) and NumPy scalars; a subclass of int, float or str (an
+  IntEnum, a learner's float with a lying `__eq__`) crosses as its plain value;
 - the course's model dataclasses a lab hands to learner code (`WIRE_TYPES`: a LinkMatrix, the
   radar model's MachineParams), rebuilt from their fields;
 - tagged placeholders the worker turns into stand-ins (`{"__remote__": kind, ...}`, see
@@ -59,6 +60,12 @@ def encode(value, depth: int = 0):
         return value
     if t is float:
         return _float(value)
+    if isinstance(value, (int, float, str)) and not isinstance(value, np.generic):
+        # a subclass (an IntEnum, or a learner's float whose __eq__ lies) crosses as its plain
+        # value, read through the base type's own slot: whatever it overrides stays behind
+        base = int if isinstance(value, int) else float if isinstance(value, float) else str
+        plain = {int: int.__int__, float: float.__float__, str: str.__str__}[base](value)
+        return encode(plain, depth + 1)
     if isinstance(value, np.generic) and type(value).__module__ == "numpy":
         return encode(value.item(), depth + 1)
     if t is list:

@@ -33,10 +33,11 @@ import traceback
 from helpers.labs import remote, wire
 
 REQUESTS_FD, REPLIES_FD = 3, 4
-#: built-in exception classes, captured before any learner code runs (a learner cannot
-#: make an exception of theirs look like one of these by naming a class ValueError)
+#: built-in and course exception classes, captured before any learner code runs (a learner
+#: cannot make an exception of theirs look like one of these by naming a class ValueError)
 BUILTIN_EXCEPTIONS = {name: obj for name, obj in vars(builtins).items()
                       if isinstance(obj, type) and issubclass(obj, BaseException)}
+KNOWN_EXCEPTIONS = {**BUILTIN_EXCEPTIONS, **remote.course_exceptions()}
 
 
 class GraderRefused(Exception):  # noqa: N818 - what the learner's code sees
@@ -68,6 +69,8 @@ class Worker:
         if reply is None:
             os._exit(0)
         if reply.get("op") != "answer":
+            if reply.get("error"):  # the grader's device raised it: the learner's code meets the same class
+                raise remote.rebuild(str(reply["error"]), str(reply.get("message", "")))
             raise GraderRefused(reply.get("message", "the grader refused"))
         return self.decode(reply.get("value"))
 
@@ -133,7 +136,10 @@ class Worker:
                 h = len(self.handles) + 1
                 self.handles[h] = result
                 return {"op": "return", "handle": h}
-            return {"op": "return", "value": wire.encode(result)}
+            reply = {"op": "return", "value": wire.encode(remote.export(result))}
+            if req.get("sync") is not None:  # an argument the call changed (a LabDriver's pointers)
+                reply["synced"] = wire.encode(remote.export(args[int(req["sync"])]))
+            return reply
         except Exception as exc:  # noqa: BLE001 - the learner's exception, described for the grader
             return {"op": "raised", **_describe(exc)}
         finally:
@@ -153,7 +159,7 @@ def _no_display(*args, **kwargs) -> None:
 
 def _describe(exc: BaseException) -> dict:
     """An exception as data: the built-in classes it is an instance of, its message, where."""
-    types_ = [c.__name__ for c in type(exc).__mro__ if BUILTIN_EXCEPTIONS.get(c.__name__) is c]
+    types_ = [c.__name__ for c in type(exc).__mro__ if KNOWN_EXCEPTIONS.get(c.__name__) is c]
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<cell ")]
     where = f"in {frames[-1].name}, line {frames[-1].lineno}" if frames else ""
     try:

@@ -76,7 +76,7 @@ def benchmark_warmup(c, student, seed: int) -> None:
         reps, warmup = k["reps"], k["warmup"]
         timer = bwlab.warmup_timer(k["steady_s"], reps + warmup, slow_calls=k["slow_calls"],
                                    slow_factor=k["slow_factor"], seed=k["seed"])
-        res = student.call("benchmark", wire.remote("callback", name="timer"), reps=reps, warmup=warmup,
+        res = student.call("benchmark", wire.remote("callback", name="timer"), kwargs={"reps": reps, "warmup": warmup},
                            callbacks={"timer": timer})
         _result(c, res)
         c.require(timer.calls == reps + warmup, f"your benchmark called timer() {timer.calls} times; with "
@@ -95,15 +95,15 @@ def benchmark_warmup(c, student, seed: int) -> None:
                   + (" — that is the mean, not the median" if np.isclose(res["median_s"], kept.mean()) else ""))
         c.require(np.isclose(res["min_s"], kept.min(), rtol=1e-9), f"min_s is {res['min_s']!r}, not the minimum")
     plain = bwlab.CountingTimer([2e-3] * 5, "simulated timings")
-    student.call("benchmark", wire.remote("callback", name="timer"), reps=5, warmup=0, callbacks={"timer": plain})
+    student.call("benchmark", wire.remote("callback", name="timer"), kwargs={"reps": 5, "warmup": 0},
+                 callbacks={"timer": plain})
     c.require(plain.calls == 5, f"with reps=5, warmup=0 your benchmark called timer() {plain.calls} times, not 5")
 
 
 def benchmark_agrees(c, student, seed: int) -> None:
     for name, ts, warm in ref.cases("benchmark_agrees", recorded("transfers.large_copy"), seed=seed):
         timer = bwlab.replay_timer(ts)
-        res = student.call("benchmark", wire.remote("callback", name="timer"), reps=len(ts) - warm, warmup=warm,
-                           callbacks={"timer": timer})
+        res = student.call("benchmark", wire.remote("callback", name="timer"), kwargs={"reps": len(ts) - warm, "warmup": warm}, callbacks={"timer": timer})
         _result(c, res)
         c.require(timer.calls == len(ts), f"your benchmark used {timer.calls} of the {len(ts)} timings of {name}, "
                   f"with reps={len(ts) - warm} and warmup={warm}: call timer() warmup + reps times")

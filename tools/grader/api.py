@@ -68,10 +68,10 @@ class Remote:
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
-        return lambda *args, **kwargs: self._student.call({"handle": self._handle}, *args, attr=name, **kwargs)
+        return lambda *args, **kwargs: self._student.call({"handle": self._handle}, *args, attr=name, kwargs=kwargs)
 
-    def __call__(self, *args, **kwargs):
-        return self._student.call({"handle": self._handle}, *args, **kwargs)
+    def __call__(self, *args, pick: int | None = None, **kwargs):
+        return self._student.call({"handle": self._handle}, *args, pick=pick, kwargs=kwargs)
 
 
 class Student:
@@ -83,12 +83,14 @@ class Student:
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
-        return lambda *args, **kwargs: self.call(name, *args, **kwargs)
+        return lambda *args, **kwargs: self.call(name, *args, kwargs=kwargs)
 
     def call(self, target, *args, attr: str | None = None, bind: dict[str, Callable] | None = None,
              keep: bool = False, pick: int | None = None, forbid: dict[str, tuple[str, ...]] | None = None,
-             callbacks: dict[str, Callable] | None = None, timeout: float | None = None, **kwargs):
-        """Call learner function `target` (or a kept object's method `attr`) in the worker.
+             callbacks: dict[str, Callable] | None = None, timeout: float | None = None, sync: int | None = None,
+             kwargs: dict | None = None):
+        """Call learner function `target` (or a kept object's method `attr`) in the worker, with
+        positional `args` and keyword arguments `kwargs` (a dict: the options below are the grader's).
 
         bind: global names of the learner's namespace answered, during this call, by these
           grader-side functions (the reference of earlier parts: one bug costs one part).
@@ -96,6 +98,7 @@ class Student:
         pick: the result is one of argument `pick`'s items; return its index (or None).
         forbid: {module: names} the call must not use (integrity.own_work in the worker).
         callbacks: grader-side answers for stand-ins passed as arguments (wire.remote).
+        sync: also return argument `sync` as the call left it: (result, that argument), as data.
         """
         cbs = dict(callbacks or {})
         names = {}
@@ -104,8 +107,8 @@ class Student:
             cbs[names[name]] = fn
         reply = self.session.request(
             {"op": "call", "target": target, "attr": attr, "args": wire.encode(list(args)),
-             "kwargs": wire.encode(dict(kwargs)), "bind": names, "keep": keep, "pick": pick,
-             "forbid": forbid, "what": target if isinstance(target, str) else attr},
+             "kwargs": wire.encode(dict(kwargs or {})), "bind": names, "keep": keep, "pick": pick,
+             "forbid": forbid, "what": target if isinstance(target, str) else attr, "sync": sync},
             timeout or self.call_s, cbs)
         op = reply.get("op")
         if op == "raised":
@@ -121,6 +124,7 @@ class Student:
             i = reply.get("index")
             return i if type(i) is int else None
         try:
-            return wire.decode(reply.get("value"))
+            value = wire.decode(reply.get("value"))
+            return value if sync is None else (value, wire.decode(reply.get("synced")))
         except Exception as exc:  # noqa: BLE001 - whatever the worker sent, it is not a result
             raise wire.WireError(f"your function's result could not be read as data ({exc})") from None

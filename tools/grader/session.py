@@ -187,5 +187,5 @@ def _answer(msg: dict, callbacks: dict[str, Callable]) -> dict:
         if not isinstance(args, list) or not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
             raise wire.WireError("malformed callback")
         return {"op": "answer", "value": wire.encode(fn(*args, **kwargs))}
-    except Exception as exc:  # noqa: BLE001 - reported to the learner's code as a refusal
-        return {"op": "refused", "message": f"{type(exc).__name__}: {exc}"[:300]}
+    except Exception as exc:  # noqa: BLE001 - raised again in the learner's code (same class name)
+        return {"op": "refused", "error": type(exc).__name__, "message": str(exc)[:500]}
