@@ -124,7 +124,10 @@ def decode(data, remote_maker: Callable[[dict], object] | None = None, depth: in
         cls = _wire_types().get(data["__dc__"])
         if cls is None:
             raise WireError(f"unknown type {data['__dc__']!r} on the wire")
-        return cls(**{k: decode(v, remote_maker, depth + 1) for k, v in data["v"].items()})
+        try:
+            return cls(**{k: decode(v, remote_maker, depth + 1) for k, v in data["v"].items()})
+        except (TypeError, ValueError, AttributeError) as exc:  # the course's own validation (an InputError too)
+            raise WireError(f"a malformed {data['__dc__']} on the wire ({exc})") from None
     if "__remote__" in data:
         if remote_maker is None:
             raise WireError("a stand-in placeholder where only data may come")
@@ -142,9 +145,11 @@ def _array(spec) -> np.ndarray:
     dtype, shape, b64 = spec
     if dtype not in DTYPES:
         raise WireError(f"an array of dtype {dtype!r} on the wire")
-    shape = tuple(int(s) for s in shape)
-    buf = base64.b64decode(b64)
-    a = np.frombuffer(buf, dtype=dtype)
+    try:
+        shape = tuple(int(s) for s in shape)
+        a = np.frombuffer(base64.b64decode(b64, validate=True), dtype=dtype)
+    except (ValueError, TypeError) as exc:  # binascii.Error is a ValueError
+        raise WireError(f"a malformed array on the wire ({exc})") from None
     if a.size != math.prod(shape):
         raise WireError(f"an array of shape {shape} with {a.size} elements")
     return a.reshape(shape).copy()

@@ -93,6 +93,11 @@ def buddy_examples(c, student, seed: int) -> None:
 
 
 def buddy_properties(c, student, seed: int) -> None:
+    b = student.call("Buddy", 16, keep=True)  # a quick look first: nonsense fails fast, without shrinking
+    off, lists = b.alloc(1), b.free_lists()
+    c.require(type(off) is int and isinstance(lists, dict),
+              f"Buddy(16).alloc(1) returned {off!r} and free_lists() {lists!r}: an offset and a dict are expected"[:300])
+
     @settings(max_examples=120, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(hypothesis.HealthCheck))
     @given(st.sampled_from([16, 32, 64]), st.lists(st.tuples(st.booleans(), st.integers(1, 20)), max_size=60))

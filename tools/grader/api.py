@@ -19,6 +19,7 @@ implementation, answer a stand-in's callbacks).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -59,6 +60,10 @@ class StudentRaised(Exception):  # noqa: N818 - the learner's code raised
         return f"your code raised {self.name}: {self.message}{where}"
 
 
+class PartTimeout(Exception):  # noqa: N818 - the event
+    """A part's calls together took longer than the part may (Limits.part_s)."""
+
+
 class Remote:
     """An object the learner's code made that stays in the worker (`keep=True`): call its methods."""
 
@@ -77,8 +82,8 @@ class Remote:
 class Student:
     """The learner's functions in the worker; each call returns data or raises StudentRaised."""
 
-    def __init__(self, session: Session, call_s: float) -> None:
-        self.session, self.call_s = session, call_s
+    def __init__(self, session: Session, call_s: float, deadline: float | None = None) -> None:
+        self.session, self.call_s, self.deadline = session, call_s, deadline
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -100,6 +105,8 @@ class Student:
         callbacks: grader-side answers for stand-ins passed as arguments (wire.remote).
         sync: also return argument `sync` as the call left it: (result, that argument), as data.
         """
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise PartTimeout("this part's calls of your code took too long altogether (very slow code?)")
         cbs = dict(callbacks or {})
         names = {}
         for name, fn in (bind or {}).items():

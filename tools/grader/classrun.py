@@ -25,7 +25,7 @@ from helpers.core import grading
 from helpers.core.grading import CheckFailed
 from helpers.labs import wire
 from tools.grader import sandbox
-from tools.grader.api import Part, Student, StudentRaised
+from tools.grader.api import Part, PartTimeout, Student, StudentRaised
 from tools.grader.session import Session, WorkerGone
 from tools.grader.submission import LAB_NAME, LabSource, SubmissionError, lab_source, solution_cells
 
@@ -104,7 +104,7 @@ class LabRun:
         if time.monotonic() > deadline:
             return result(0, "ERROR", f"not run: this lab took more than {self.limits.submission_s:.0f} s")
         try:
-            student = Student(self.worker(), self.limits.call_s)
+            student = Student(self.worker(), self.limits.call_s, time.monotonic() + self.limits.part_s)
             part.run(grading.check(part.grade_id), student, seed)
             return result(part.points, "OK")
         except CheckFailed as exc:
@@ -113,6 +113,8 @@ class LabRun:
             return result(0, "FAIL", (str(exc) or "an assertion about your code failed") + self._cell_note())
         except StudentRaised as exc:
             return result(0, "FAIL", exc.feedback() + self._cell_note())
+        except PartTimeout as exc:
+            return result(0, "FAIL", f"{exc} (more than {self.limits.part_s:.0f} s)")
         except wire.WireError as exc:
             return result(0, "FAIL", f"your code returned something that is not plain data: {exc}")
         except WorkerGone as exc:

@@ -42,6 +42,7 @@ class Limits:
     file_bytes: int = 16 << 20     # RLIMIT_FSIZE: the largest file it may write, output included
     load_s: float = 120.0          # wall clock for the setup and solution cells
     call_s: float = 60.0           # wall clock for one call of a learner function
+    part_s: float = 240.0          # wall clock for all the calls of one graded part
     submission_s: float = 600.0    # wall clock for one lab of one student, all parts
 
 
