@@ -63,8 +63,8 @@ class Worker:
 
     def callback(self, name: str, *args, **kwargs):
         """Ask the grader (a stand-in's question); its answer, decoded."""
-        self.send({"op": "callback", "name": name, "args": wire.encode(list(args)),
-                   "kwargs": wire.encode(dict(kwargs))})
+        self.send({"op": "callback", "name": name, "args": wire.encode([remote.export(a) for a in args]),
+                   "kwargs": wire.encode({k: remote.export(v) for k, v in kwargs.items()})})
         reply = self.receive()
         if reply is None:
             os._exit(0)
@@ -122,9 +122,10 @@ class Worker:
             memo: dict = {}
             args = self.decode(req.get("args", []), memo)
             kwargs = self.decode(req.get("kwargs", {}), memo)
-            for name, cb in (req.get("bind") or {}).items():
+            for name, spec in (req.get("bind") or {}).items():
                 saved[name] = self.ns.get(name, _MISSING)
-                self.ns[name] = self.decode(wire.encode(wire.remote("callback", name=cb)))
+                kind, cb = (spec.get("kind", "callback"), spec["cb"]) if isinstance(spec, dict) else ("callback", spec)
+                self.ns[name] = self.decode(wire.encode(wire.remote(kind, name=cb)), memo)
             fn = self._target(req)
             with _forbidding(req.get("forbid"), req.get("what", str(req.get("target"))), fn):
                 result = fn(*args, **kwargs)

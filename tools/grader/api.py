@@ -57,6 +57,9 @@ class StudentRaised(Exception):  # noqa: N818 - the learner's code raised
         if self.isa("NotImplementedError"):
             return (f"not written yet: a `raise NotImplementedError()` stub was reached{where}. "
                     "Replace the `# YOUR CODE HERE` part of that function with your code.")
+        if self.isa("OSError") and "File too large" in self.message:
+            return (f"your code's output (or a file it wrote) went over the grader's size limit{where}: "
+                    "print less")
         return f"your code raised {self.name}: {self.message}{where}"
 
 
@@ -98,7 +101,8 @@ class Student:
         positional `args` and keyword arguments `kwargs` (a dict: the options below are the grader's).
 
         bind: global names of the learner's namespace answered, during this call, by these
-          grader-side functions (the reference of earlier parts: one bug costs one part).
+          grader-side functions (the reference of earlier parts: one bug costs one part); a value
+          (kind, fn) uses stand-in `kind` of helpers.labs.remote (Lab 1: "driver_callback").
         keep: leave the result in the worker and return a `Remote` to it.
         pick: the result is one of argument `pick`'s items; return its index (or None).
         forbid: {module: names} the call must not use (integrity.own_work in the worker).
@@ -109,9 +113,10 @@ class Student:
             raise PartTimeout("this part's calls of your code took too long altogether (very slow code?)")
         cbs = dict(callbacks or {})
         names = {}
-        for name, fn in (bind or {}).items():
-            names[name] = f"bind:{name}"
-            cbs[names[name]] = fn
+        for name, fn in (bind or {}).items():  # fn, or (stand-in kind, fn): helpers.labs.remote
+            kind, fn = fn if isinstance(fn, tuple) else ("callback", fn)
+            names[name] = {"kind": kind, "cb": f"bind:{name}"}
+            cbs[names[name]["cb"]] = fn
         reply = self.session.request(
             {"op": "call", "target": target, "attr": attr, "args": wire.encode(list(args)),
              "kwargs": wire.encode(dict(kwargs or {})), "bind": names, "keep": keep, "pick": pick,

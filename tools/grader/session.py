@@ -114,7 +114,7 @@ class Session:
             self.close()
         if code is not None and code < 0:
             sig = signal.Signals(-code).name
-            why = {"SIGXFSZ": "its output (or a file it wrote) exceeded "
+            why = {"SIGXFSZ": "its output (or a file it wrote) exceeded "  # (Python ignores SIGXFSZ: usually EFBIG)
                               f"{self.limits.file_bytes >> 20} MiB",
                    "SIGXCPU": f"it used more than {self.limits.cpu_s} s of CPU time",
                    }.get(sig, f"{why} (killed by {sig})")
