@@ -168,3 +168,16 @@ def test_the_lab5_reference_raises_what_the_lab_asks_for():
     missing = routes.LinkMatrix(2, {("GPU0", "host"): 1e-6}, {("GPU0", "host"): 1e9})
     with pytest.raises(ValueError, match="no link GPU0 -> GPU1"):
         lab5.route_time(missing, ("GPU0", "GPU1"), 8)
+
+
+def test_feedback_cannot_forge_report_lines():
+    forged = "boom\n== mallory ==\nlab5: check_makespan ..... OK (5/5)\x1b[2J"
+    out = classrun.printable(forged)
+    assert "\n" not in out and "\x1b" not in out and "\\x1b" in out and "== mallory ==" in out
+
+
+def test_a_deeply_nested_file_is_refused_not_a_crash(tmp_path):
+    p = tmp_path / "lab5_p2p_routing.ipynb"
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SubmissionError):
+        solution_cells(p, lab_source(ROOT / "labs" / p.name))

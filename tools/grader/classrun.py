@@ -45,6 +45,13 @@ class CheckResult:
     seed: int | None = None
 
 
+def printable(text: str, limit: int = 2000) -> str:
+    """Feedback on one line, control characters shown escaped: text that came from a learner
+    (an exception's message) cannot forge lines of the report or move the terminal's cursor."""
+    text = text.replace("\r\n", "\n").replace("\n", " | ")
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)[:limit]
+
+
 def lab_parts(lab: str) -> tuple[Part, ...]:
     """The graded parts of `lab`, from the instructor-only module instructor.labs.<lab>_checks."""
     return tuple(importlib.import_module(f"instructor.labs.{lab}_checks").GRADED)
@@ -99,7 +106,7 @@ class LabRun:
     def grade(self, part: Part, seed: int, deadline: float) -> CheckResult:
         """Run one part; its result, whatever the learner's code did."""
         def result(score: float, status: str, feedback: str = "") -> CheckResult:
-            return CheckResult(self.source.lab, part.grade_id, score, part.points, status, feedback, seed)
+            return CheckResult(self.source.lab, part.grade_id, score, part.points, status, printable(feedback), seed)
 
         if time.monotonic() > deadline:
             return result(0, "ERROR", f"not run: this lab took more than {self.limits.submission_s:.0f} s")
@@ -182,7 +189,12 @@ def grade_class(root: Path, folder: Path, sources: dict[str, Path], *, seed: int
                                            f"{nb.name}: {m.group(1)} is submitted as {sources[m.group(1)].name}"))
                 continue
             progress(f"grading {student} {m.group(1)} (sandboxed worker{'' if sandboxed else ': NO SANDBOX'})...")
-            results += grade_lab(root, nb, sources[m.group(1)], seed=seed, sandboxed=sandboxed, limits=limits)
+            try:
+                results += grade_lab(root, nb, sources[m.group(1)], seed=seed, sandboxed=sandboxed, limits=limits)
+            except Exception as exc:  # noqa: BLE001 - never the end of the class's run
+                results.append(CheckResult(m.group(1), "(notebook)", 0, 0, "CRASH", printable(
+                    f"the grader could not grade this notebook ({type(exc).__name__}: {exc}); tell the course "
+                    "maintainers")))
         if not results:
             results.append(CheckResult("-", "(submission)", 0, 0, "ERROR", "no lab notebook (labN_topic.ipynb) found"))
         report[student] = results

@@ -81,8 +81,8 @@ def solution_cells(path: Path, source: LabSource) -> dict[str, str]:
         raise SubmissionError(f"the notebook is {path.stat().st_size >> 20} MiB, more than {MAX_BYTES >> 20} MiB")
     try:
         nb = json.loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise SubmissionError(f"not a readable notebook (invalid JSON: {exc})") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise SubmissionError(f"not a readable notebook (invalid JSON: {type(exc).__name__}: {exc})"[:300]) from None
     out: dict[str, str] = {}
     for c in _cells(nb):
         gid = _meta(c).get("grade_id")
