@@ -109,7 +109,8 @@ FACTS = '''
 def facts(root):
     import os, socket
     out = {"uid": os.getuid(), "cwd": os.getcwd(), "instructor_visible": os.path.exists(root + "/instructor"),
-           "course": sorted(os.listdir("/course")), "env": sorted(k for k in os.environ if "NBGRADER" in k)}
+           "course": sorted(os.listdir("/course")), "env": sorted(k for k in os.environ if "NBGRADER" in k),
+           "home": sorted(os.listdir("."))}
     for name, path in (("write_course", "/course/helpers/x.py"), ("write_root", root + "/x"),
                        ("write_scratch", "mine.txt")):
         try:
@@ -118,6 +119,13 @@ def facts(root):
             out[name] = True
         except OSError:
             out[name] = False
+    try:
+        with open("big.bin", "wb") as f:
+            for _ in range(12):
+                f.write(b"x" * (1 << 20))
+        out["write_12_mib"] = True
+    except OSError:
+        out["write_12_mib"] = False
     try:
         socket.create_connection(("1.1.1.1", 53), timeout=2)
         out["network"] = True
@@ -136,17 +144,20 @@ def test_a_worker_sees_no_instructor_files_no_network_and_writes_only_its_scratc
     assert sandbox.available() is None, f"grading needs the sandbox (labs/README.md): {sandbox.available()}"
     os.environ["NBGRADER_EXECUTION"] = "autograde"  # the grader's environment does not leak in
     try:
-        with Session(ROOT, tmp_path / "scratch", limits=sandbox.Limits(call_s=10)) as s:
+        (tmp_path / "scratch").mkdir()
+        (tmp_path / "scratch" / "lab5_p2p_routing.ipynb").write_text("{}")
+        with Session(ROOT, tmp_path / "scratch", limits=sandbox.Limits(call_s=10, scratch_bytes=8 << 20)) as s:
             assert s.request({"op": "load", "setup": [], "cells": {"x": FACTS}}, 60)["errors"] == {}
             f = Student(s, 20).facts(str(ROOT))
     finally:
         del os.environ["NBGRADER_EXECUTION"]
     assert f["instructor_visible"] is False and f["course"] == ["data", "helpers"]
     assert f["write_course"] is False and f["write_root"] is False and f["write_scratch"] is True
-    assert f["network"] is False and f["env"] == []
+    assert f["network"] is False and f["env"] == [] and f["write_12_mib"] is False  # its home holds 8 MiB
     if os.geteuid() == 0:
         assert f["uid"] == sandbox.NOBODY
-    assert (tmp_path / "scratch" / "mine.txt").exists()
+    assert f["cwd"] == sandbox.SCRATCH and f["home"] == ["lab5_p2p_routing.ipynb"]
+    assert sorted(p.name for p in (tmp_path / "scratch").iterdir()) == ["lab5_p2p_routing.ipynb"]  # nothing out
 
 
 def test_a_hung_call_is_killed_at_its_deadline_and_a_raise_comes_back_as_data(tmp_path):

@@ -2,8 +2,10 @@
 
 What the worker sees (Linux, bubblewrap): the system's /usr (read-only), the Python it runs
 on (read-only), the course's `helpers/` and `data/` at /course (read-only: the student
-distribution's part of the checkout, never `instructor/`, `labs/` or `tools/`), and its own
-scratch copy of the submission at /home/learner (the only place it may write; a private /tmp too).
+distribution's part of the checkout, never `instructor/`, `labs/` or `tools/`), and its home
+/home/learner, a private tmpfs of `scratch_bytes` holding a read-only copy of the submission
+(with a private /tmp and /dev/shm of the same size: the only places it may write, all in
+memory, all gone when it ends).
 No network (every namespace unshared, `--unshare-all`), its own PID namespace (killing the
 sandbox kills everything in it), a new session (no terminal to inject into), and, when the
 grader is root, the unprivileged uid/gid 65534 (`setpriv` inside the sandbox, every
@@ -40,6 +42,7 @@ class Limits:
     memory_bytes: int = 6 << 30    # RLIMIT_AS
     processes: int = 512           # RLIMIT_NPROC (threads count; per uid)
     file_bytes: int = 16 << 20     # RLIMIT_FSIZE: the largest file it may write, output included
+    scratch_bytes: int = 128 << 20  # size of its writable home and of its /tmp (tmpfs, in memory)
     load_s: float = 120.0          # wall clock for the setup and solution cells
     call_s: float = 60.0           # wall clock for one call of a learner function
     part_s: float = 240.0          # wall clock for all the calls of one graded part
@@ -74,15 +77,18 @@ def _parents(path: Path) -> list[str]:
     return out
 
 
-def bwrap_argv(root: Path, scratch: Path) -> list[str]:
-    """The bubblewrap command line (up to the program) for a worker over `scratch`."""
+def bwrap_argv(root: Path, scratch: Path, limits: Limits | None = None) -> list[str]:
+    """The bubblewrap command line (up to the program) for a worker over `scratch`: its home is
+    a size-limited tmpfs holding the submission (read-only) from `scratch`."""
+    size = str((limits or DEFAULT_LIMITS).scratch_bytes)
     root_grader = os.geteuid() == 0
     # as root: no user namespace (the uid change below must be real); otherwise bwrap's own
     argv = ["bwrap", "--die-with-parent", "--new-session"]
     argv += (["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
              if root_grader else ["--unshare-all"])
     argv += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-             "--perms", "01777", "--tmpfs", "/dev/shm", "--perms", "01777", "--tmpfs", "/tmp"]
+             "--size", size, "--perms", "01777", "--tmpfs", "/dev/shm",
+             "--size", size, "--perms", "01777", "--tmpfs", "/tmp"]
     for d in ("bin", "lib", "lib32", "lib64", "sbin"):
         p = Path("/") / d
         if p.is_symlink():
@@ -97,7 +103,10 @@ def bwrap_argv(root: Path, scratch: Path) -> list[str]:
     argv += _parents(Path(COURSE) / "x")
     for d in ("helpers", "data"):
         argv += ["--ro-bind", str(root / d), f"{COURSE}/{d}"]
-    argv += [*_parents(Path(SCRATCH)), "--bind", str(scratch), SCRATCH, "--chdir", SCRATCH]
+    argv += [*_parents(Path(SCRATCH)), "--size", size, "--perms", "01777", "--tmpfs", SCRATCH]
+    for f in sorted(p for p in scratch.iterdir() if p.is_file()):  # the submission, read-only
+        argv += ["--ro-bind", str(f), f"{SCRATCH}/{f.name}"]
+    argv += ["--chdir", SCRATCH]
     if root_grader:  # drop to uid/gid 65534 inside, with no capabilities left and none to gain
         argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", "setpriv", f"--reuid={NOBODY}",
                  f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
@@ -114,11 +123,12 @@ def environment(course_path: str) -> dict[str, str]:
             "NUMBA_NUM_THREADS": "1", "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "COURSE_MODE": "replay"}
 
 
-def worker_command(root: Path, scratch: Path, sandboxed: bool) -> tuple[list[str], dict[str, str]]:
+def worker_command(root: Path, scratch: Path, sandboxed: bool,
+                   limits: Limits | None = None) -> tuple[list[str], dict[str, str]]:
     """(argv, env) that start the worker for a submission copied into `scratch`."""
     program = [python(), "-s", "-m", "helpers.labs.worker"]
     if sandboxed:
-        return bwrap_argv(root, scratch) + program, environment(COURSE)
+        return bwrap_argv(root, scratch, limits) + program, environment(COURSE)
     return program, environment(str(root))
 
 

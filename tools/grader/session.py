@@ -22,7 +22,7 @@ from helpers.labs import wire
 from tools.grader import sandbox
 
 MAX_MESSAGE = 64 << 20  # bytes in one reply line
-OUTPUT = "output.log"   # the learner's stdout and stderr, in the scratch folder
+OUTPUT = "output.log"   # the learner's stdout and stderr, beside the scratch folder (capped by RLIMIT_FSIZE)
 
 
 class WorkerGone(Exception):  # noqa: N818 - the event, not an error class hierarchy
@@ -45,8 +45,10 @@ class Session:
         sandbox.prepare_scratch(scratch)
         req_r, req_w = (_high_fd(fd) for fd in os.pipe())
         rep_r, rep_w = (_high_fd(fd) for fd in os.pipe())
-        argv, env = sandbox.worker_command(root, scratch, sandboxed)
-        out = open(scratch / OUTPUT, "wb")  # noqa: SIM115 - the child's stdout/stderr
+        out_path = scratch.parent / f"{scratch.name}.{OUTPUT}"  # beside the scratch copy: not in the sandbox
+        out = open(out_path, "wb")  # noqa: SIM115 - the child's stdout/stderr
+        argv, env = sandbox.worker_command(root, scratch, sandboxed, limits)
+        self.output_path = out_path
 
         def child_setup() -> None:
             os.dup2(req_r, 3, inheritable=True)
@@ -100,7 +102,7 @@ class Session:
     def output(self, limit: int = 2000) -> str:
         """The end of what the learner's code printed."""
         try:
-            data = (self.scratch / OUTPUT).read_bytes()
+            data = self.output_path.read_bytes()
         except OSError:
             return ""
         return data[-limit:].decode("utf-8", "replace")
