@@ -3,7 +3,7 @@
 #   make test   create .venv if missing (or add the test and book tools to the learner's), then
 #               run every check CI runs
 #   make student                  student versions of the labs into build/student (nbgrader)
-#   make grade SUBMISSIONS=dir    autograde submitted labs, xv6-style report (nbgrader)
+#   make grade SUBMISSIONS=dir    grade submitted labs (sandboxed, checks out of process), xv6-style report
 #   make student-repo DEST=dir    what a class hands out (no solutions, no instructor/), scanned
 # One environment, two stamps: `make lab` installs the learner set (the course, JupyterLab, Numba,
 # plotly, ipywidgets, hypothesis for Lab 4; CuPy only where an NVIDIA driver is found) and writes
@@ -133,8 +133,9 @@ test-notebooks: $(STAMP)
 		--rootdir=. -o testpaths= $(NOTEBOOKS)
 
 # Labs (nbgrader format, see labs/README.md): the student versions, made by nbgrader, must run
-# to the end with every check reporting a clean failure and score 0; the solutions must score
-# full points. Together with test-notebooks this proves every check can pass and can fail.
+# to the end with every check cell reporting a clean failure, and score 0 through the sandboxed
+# grader; the solutions must score full points through it. Together with test-notebooks and the
+# red team (tests/labs/test_redteam.py) this proves every check can pass and can fail.
 test-labs: $(STAMP)
 	$(BIN)/python tools/labgrade.py student --out build/ci-student
 	$(BIN)/python tools/labgrade.py run-student build/ci-student
@@ -164,10 +165,12 @@ student-repo: $(STAMP)
 	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=folder"; exit 2; }
 	$(BIN)/python tools/studentdist.py build "$(DEST)"
 
-# Instructors: grade a folder of submissions (notebooks, or one sub-folder per student).
+# Instructors: grade a folder of submissions (notebooks, or one sub-folder per student): each
+# student's lab in a bubblewrap sandbox, the checks and hidden cases in the grader's process
+# (labs/README.md, "How a lab is graded"). GRADEBOOK=file.csv also writes the scores as a table.
 grade: $(STAMP)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder"; exit 2; }
-	$(BIN)/python tools/labgrade.py grade "$(SUBMISSIONS)"
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADEBOOK=grades.csv]"; exit 2; }
+	$(BIN)/python tools/labgrade.py grade "$(SUBMISSIONS)" $(if $(GRADEBOOK),--gradebook "$(GRADEBOOK)")
 
 # `make lab`'s own command, headless: its REST API must answer on localhost.
 test-lab: $(STAMP)

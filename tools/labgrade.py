@@ -27,12 +27,16 @@ import shutil
 import sys
 import tempfile
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tools.grader import classrun, sandbox  # noqa: E402
+
 LAB_NAME = re.compile(r"^(lab\d+)_[a-z0-9_]+\.ipynb$")
 FAIL_LINE = "✘ {gid}: FAIL"
 TIMEOUT_S = 600
@@ -167,105 +171,40 @@ def make_student(labs: list[Path], out: Path) -> list[Path]:
 
 
 # --------------------------------------------------------------------------- grading
-@dataclass
-class CheckResult:
-    lab: str
-    grade_id: str
-    score: float
-    max_score: float
-    status: str  # OK, FAIL (clean CheckFailed), CRASH (any other error), MISSING
-    feedback: str
+CheckResult = classrun.CheckResult
 
 
-def _submissions(folder: Path) -> dict[str, list[Path]]:
-    """{student: [notebooks]} from a folder of notebooks or of per-student folders."""
+def grade(folder: Path, labs: list[Path] | None = None, *, seed: int | None = None, sandboxed: bool = True,
+          limits: sandbox.Limits = sandbox.DEFAULT_LIMITS) -> dict[str, list[CheckResult]]:
+    """Grade every submission in `folder` out of process (tools/grader); {student: [CheckResult]}.
+
+    Each student's lab runs in its own sandboxed worker; the checks, their hidden cases and
+    expected values stay in this process. Nothing a submission does ends the run: a bad one
+    is that student's 0, with the reason, and every student is listed.
+    """
     if not folder.is_dir():
         raise SystemExit(f"{folder}: no such folder of submissions")
-    flat = sorted(folder.glob("lab*.ipynb"))
-    if flat:
-        return {"submission": flat}
-    subs = {d.name: sorted(d.glob("lab*.ipynb")) for d in sorted(folder.iterdir()) if d.is_dir()}
-    subs = {k: v for k, v in subs.items() if v}
-    if not subs:
-        raise SystemExit(f"{folder}: no labN_topic.ipynb notebooks in it or in its sub-folders")
-    return subs
-
-
-def _feedback(cell) -> tuple[str, str]:
-    """(status, feedback) of an autograded check cell from its outputs."""
-    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream"
-                   and o.get("name") == "stdout")
-    errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
-    stderr = [o for o in cell.get("outputs", []) if o.output_type == "stream" and o.get("name") == "stderr"]
-    fail = [ln.split("FAIL — ", 1)[-1] for ln in text.splitlines() if ": FAIL" in ln]
-    if errors:
-        e = errors[0]
-        if e.ename == "CheckFailed":
-            return "FAIL", fail[0] if fail else e.evalue
-        return "CRASH", f"the check itself crashed with {e.ename}: {e.evalue}"
-    if stderr:
-        return "FAIL", "the cell wrote to stderr (nbgrader gives 0 points): " + stderr[0].text.strip()[:200]
-    return "FAIL", fail[0] if fail else "no points (see the autograded notebook)"
-
-
-def grade(folder: Path, labs: list[Path] | None = None, keep: Path | None = None) -> dict[str, list[CheckResult]]:
-    """Autograde every submission in `folder`; returns {student: [CheckResult]}.
-
-    With `keep`, the autograded notebooks (with their outputs and feedback) are copied there
-    as keep/<student>/<labN>/<notebook>.
-    """
-    from nbgrader.api import Gradebook
-
-    _course_env()
+    if sandboxed and (why := sandbox.available()):
+        raise SystemExit(f"cannot sandbox the submissions here: {why}.\nGrading runs learner code; "
+                         "without a sandbox it could read and change this checkout (instructor/ included). "
+                         "Grade on Linux with bubblewrap, or pass --no-sandbox to run unconfined (labs/README.md).")
     sources = {lab_id(p): p for p in source_labs([str(x) for x in labs] if labs else None)}
-    subs = _submissions(folder)
-    report: dict[str, list[CheckResult]] = {}
-    with tempfile.TemporaryDirectory(prefix="labs-grade-") as tmp:
-        root = Path(tmp)
-        api = _api(root)
-        wanted = sorted({lab_id(nb) for nbs in subs.values() for nb in nbs})
-        unknown = [a for a in wanted if a not in sources]
-        if unknown:
-            raise SystemExit(f"submissions for {', '.join(unknown)}, but no such lab in labs/")
-        _generate(api, root, [sources[a] for a in wanted])
-        for student, nbs in subs.items():
-            sid = re.sub(r"[^A-Za-z0-9_-]", "_", student)
-            for nb in nbs:
-                aid = lab_id(nb)
-                if nb.name != sources[aid].name:
-                    raise SystemExit(f"{nb}: lab {aid} must be submitted as {sources[aid].name}")
-                dst = root / "submitted" / sid / aid
-                dst.mkdir(parents=True, exist_ok=True)
-                shutil.copy(nb, dst / nb.name)
-            for aid in sorted({lab_id(nb) for nb in nbs}):
-                print(f"grading {student} {aid} (nbgrader autograde)...", flush=True)
-                res = api.autograde(aid, sid, force=True, create=True)
-                if not res["success"]:
-                    raise SystemExit(f"nbgrader autograde {aid} {student} failed:\n{res['log']}\n{res['error']}")
-            report[student] = _collect(root, sid, sorted({lab_id(nb) for nb in nbs}), sources, Gradebook)
-        if keep is not None:
-            shutil.copytree(root / "autograded", keep, dirs_exist_ok=True)
-    return report
+    return classrun.grade_class(ROOT, folder, sources, seed=seed, sandboxed=sandboxed, limits=limits,
+                                progress=lambda m: print(m, flush=True))
 
 
-def _collect(root: Path, sid: str, aids: list[str], sources: dict, gradebook_cls) -> list[CheckResult]:
-    out = []
-    with gradebook_cls(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        for aid in aids:
-            stem = sources[aid].stem
-            graded = nbformat.read(root / "autograded" / sid / aid / f"{stem}.ipynb", as_version=4)
-            cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in graded.cells}
-            sub = gb.find_submission_notebook(stem, aid, sid)
-            for g in sorted(sub.grades, key=lambda g: list(cells).index(g.name) if g.name in cells else 0):
-                score = g.score if g.score is not None else 0.0
-                if g.max_score and score >= g.max_score:
-                    status, fb = "OK", ""
-                elif g.name in cells:
-                    status, fb = _feedback(cells[g.name])
-                else:
-                    status, fb = "MISSING", "the graded cell is missing from the submission"
-                out.append(CheckResult(aid, g.name, score, g.max_score, status, fb))
-    return out
+def write_gradebook(report: dict[str, list[CheckResult]], path: Path) -> None:
+    """One CSV row per student and check (student, lab, check, score, max, status, feedback, seed)."""
+    import csv
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["student", "lab", "check", "score", "max_score", "status", "feedback", "seed"])
+        for student, checks in report.items():
+            for c in checks:
+                w.writerow([student, c.lab, c.grade_id, f"{c.score:g}", f"{c.max_score:g}", c.status,
+                            c.feedback.splitlines()[0][:500] if c.feedback else "", c.seed])
 
 
 def print_report(report: dict[str, list[CheckResult]]) -> None:
@@ -357,7 +296,10 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("submissions")
     g.add_argument("--expect", choices=("pass", "fail"), default=None,
                    help="CI: require every check to pass, or every check to fail cleanly")
-    g.add_argument("--keep", help="copy the autograded notebooks (outputs, feedback) into this folder")
+    g.add_argument("--seed", type=int, help="the hidden cases' seed (to rerun a disputed grade exactly)")
+    g.add_argument("--gradebook", help="also write every student's scores to this CSV file")
+    g.add_argument("--no-sandbox", action="store_true",
+                   help="run learner code WITHOUT bubblewrap (it can then read and write this checkout)")
     li = sub.add_parser("lint", help="check source labs against the lab format")
     li.add_argument("labs", nargs="*")
     r = sub.add_parser("run-student", help="execute student versions without nbgrader")
@@ -371,8 +313,12 @@ def main(argv: list[str] | None = None) -> int:
         make_student(source_labs(a.labs or None), Path(a.out))
         return 0
     if a.cmd == "grade":
-        report = grade(Path(a.submissions), keep=Path(a.keep) if a.keep else None)
+        if a.no_sandbox:
+            print("WARNING: --no-sandbox: learner code runs unconfined, as you, next to instructor/", flush=True)
+        report = grade(Path(a.submissions), seed=a.seed, sandboxed=not a.no_sandbox)
         print_report(report)
+        if a.gradebook:
+            write_gradebook(report, Path(a.gradebook))
         if a.expect is None:  # instructor use: xv6 style, exit 1 when any check lost points
             lost = [c for cs in report.values() for c in cs if c.status != "OK"]
             print(f"{len(report)} submission(s); {len(lost)} check(s) without full points")

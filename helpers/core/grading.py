@@ -1,6 +1,6 @@
-"""Graded checks for the labs: instant feedback for a learner, points for nbgrader.
+"""Check cells of the labs: instant feedback for a learner on the published examples.
 
-A lab's graded cell wraps its test in `check`, named by the cell's nbgrader grade_id:
+A lab's check cell wraps its test in `check`, named by the cell's nbgrader grade_id:
 
     with grading.check("fit_synthetic") as c:
         t0, bw = fit_line(sizes, times)
@@ -8,11 +8,15 @@ A lab's graded cell wraps its test in `check`, named by the cell's nbgrader grad
 
 The block's outcome is one line, `✔ fit_synthetic: PASS` or `✘ fit_synthetic: FAIL — <feedback>`.
 Interactively (and when CI executes a student version) a failure is printed and swallowed, so
-the notebook runs to the end. Under nbgrader (autograde or validate, which set
-NBGRADER_EXECUTION) the failure is raised again as CheckFailed, because nbgrader gives a
-test cell zero points exactly when it raises. An unfinished solution region (nbgrader's stub
-`raise NotImplementedError()`) or a crash in the learner's code is reported as a failure
-with the function it came from, never as a crash of the check itself.
+the notebook runs to the end; under nbgrader's validate (NBGRADER_EXECUTION set) it is raised
+again as CheckFailed, so the Validate button reports it. An unfinished solution region
+(nbgrader's stub `raise NotImplementedError()`) or a crash in the learner's code is reported as
+a failure with the function it came from, never as a crash of the check itself.
+
+These cells never decide a grade. Grades come from the lab grader (tools/grader), which runs
+the same kind of checks — `check(...).require` / `.close`, the same CheckFailed — in its own
+process, on hidden cases, calling the learner's functions in a sandboxed worker: whatever a
+learner does to this module in their kernel changes their feedback, not their grade.
 
 Cells that merely *use* the learner's code ("try it" cells, plots) wrap it in `attempt()`,
 which reports an unfinished or failing function and lets the notebook go on.
@@ -52,7 +56,7 @@ results: dict[str, Outcome] = {}  # grade_id -> latest outcome in this kernel
 
 
 def autograding() -> bool:
-    """True while nbgrader autogrades or validates this notebook (failures must raise)."""
+    """True while nbgrader validates (or autogrades) this notebook: failures raise, for its report."""
     return config.nbgrader_grading()
 
 

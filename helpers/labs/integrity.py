@@ -3,10 +3,11 @@
 Three tools for the labs' graded cells (none of them holds an answer):
 
 - `reference(lab)` imports the instructor-only module `instructor.labs.<lab>` (reference
-  implementations and hidden cases). It exists only in the instructor's copy of the course: the
-  labs call it between nbgrader's hidden-test markers, which the student versions do not
-  contain, and `python -m helpers.problems --solve` calls it; elsewhere it raises
-  `InstructorOnlyError`, which says so.
+  implementations and hidden cases) from the instructor's checkout, found only explicitly
+  (`instructor_module(name, root)`: the folder given, or the checkout this package comes from;
+  never the working directory's parents). `python -m helpers.problems --solve` uses it;
+  elsewhere it raises `InstructorOnlyError`, which says so. Grading does not: the grader
+  (tools/grader) imports the instructor's modules in its own process, never in the learner's.
 - `replaced(namespace, mapping)` puts the reference implementation of earlier parts in place of
   the learner's for one check (the learner's `makespan` then calls the reference `route_time`),
   so a bug in an early part costs that part only.
@@ -18,7 +19,9 @@ Three tools for the labs' graded cells (none of them holds an answer):
 
 from __future__ import annotations
 
+import functools
 import importlib
+import os
 import sys
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -39,33 +42,39 @@ class NotOwnWork(CourseError, AssertionError):
     """A learner's function used the course's implementation of the quantity it must compute."""
 
 
-def _candidate_roots() -> Iterator[Path]:
-    """Folders that may hold `instructor/`: the working directory and its parents, then the
-    checkout this `helpers` package comes from."""
-    here = Path.cwd().resolve()
-    yield from (here, *here.parents)
-    yield Path(__file__).resolve().parents[2]
+def course_root() -> Path:
+    """The checkout this `helpers` package comes from (a student copy has no instructor/ in it)."""
+    return Path(__file__).resolve().parents[2]
 
 
-def instructor_module(name: str) -> types.ModuleType:
-    """The instructor-only module `instructor.<name>`; InstructorOnlyError where it is absent."""
+def instructor_module(name: str, root: str | os.PathLike | None = None) -> types.ModuleType:
+    """The instructor-only module `instructor.<name>`, from exactly one place: the folder `root`
+    (an instructor's checkout, given explicitly: `--instructor DIR`), or else the checkout this
+    `helpers` package comes from. Never from the working directory or the folders above it: a
+    student copy unpacked inside an instructor's checkout finds nothing. InstructorOnlyError
+    where it is absent."""
     full = f"{INSTRUCTOR_PACKAGE}.{validate.text(name, 'instructor module')}"
+    where = Path(root).resolve() if root is not None else course_root()
+    package = where / INSTRUCTOR_PACKAGE
+    if not (package / "__init__.py").is_file():
+        raise InstructorOnlyError(
+            f"{full} is not here ({where} has no {INSTRUCTOR_PACKAGE}/ folder): reference answers, hidden grading "
+            "cases and the answers of per-learner problems belong to the instructor's copy of the course, which the "
+            "student distribution does not contain. Your instructor grades with them; the examples in the notebooks "
+            "are for you. (Instructors: pass your checkout explicitly, --instructor DIR.)")
+    loaded = sys.modules.get(INSTRUCTOR_PACKAGE)
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve().parent != package:
+        for key in [k for k in sys.modules if k == INSTRUCTOR_PACKAGE or k.startswith(INSTRUCTOR_PACKAGE + ".")]:
+            sys.modules.pop(key)
+    sys.path.insert(0, str(where))
     try:
-        return importlib.import_module(full)
-    except ModuleNotFoundError as exc:
-        if not (exc.name == INSTRUCTOR_PACKAGE or full.startswith(f"{exc.name}.") or exc.name == full):
-            raise
-    for root in _candidate_roots():
-        if (root / INSTRUCTOR_PACKAGE / "__init__.py").is_file():
-            if str(root) not in sys.path:
-                sys.path.insert(0, str(root))
-            importlib.invalidate_caches()
-            sys.modules.pop(INSTRUCTOR_PACKAGE, None)
-            return importlib.import_module(full)
-    raise InstructorOnlyError(
-        f"{full} is not here: reference answers, hidden grading cases and the answers of per-learner problems "
-        "belong to the instructor's copy of the course (its instructor/ folder), which the student distribution "
-        "does not contain. Your instructor grades with them; the examples in the notebooks are for you.")
+        importlib.invalidate_caches()
+        module = importlib.import_module(full)
+    finally:
+        sys.path.remove(str(where))
+    if not Path(module.__file__).resolve().is_relative_to(package):
+        raise InstructorOnlyError(f"{full} came from {module.__file__}, not from {package}")
+    return module
 
 
 def reference(lab: str) -> types.ModuleType:
@@ -96,10 +105,36 @@ def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
             yield from _code_objects(const)
 
 
+def _inside(obj: object, depth: int = 3, budget: list | None = None) -> Iterator[object]:
+    """`obj`, and what it holds when it is a container (list, tuple, set, dict keys and values,
+    a SimpleNamespace or a partial's function and arguments), a few levels deep."""
+    budget = [2000] if budget is None else budget
+    yield obj
+    if depth <= 0 or budget[0] <= 0:
+        return
+    if isinstance(obj, dict):
+        items = [*obj.keys(), *obj.values()]
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        items = list(obj)
+    elif isinstance(obj, types.SimpleNamespace):
+        items = list(vars(obj).values())
+    elif isinstance(obj, functools.partial):
+        items = [obj.func, *obj.args, *obj.keywords.values()]
+    else:
+        return
+    for item in items[:budget[0]]:
+        budget[0] -= 1
+        yield from _inside(item, depth - 1, budget)
+
+
 def _referenced(fn: Callable) -> Iterator[object]:
     """Objects a function can reach without a call: globals it names (and their named
-    attributes), defaults, closure cells; for a method-bearing object, its functions too."""
+    attributes), defaults, closure cells, and what any of them holds as a container (a course
+    function kept in a list, a dict or a tuple is found too)."""
     fn = getattr(fn, "__func__", fn)
+    if isinstance(fn, functools.partial):
+        yield from _inside(fn)
+        fn = fn.func
     code = getattr(fn, "__code__", None)
     if code is None:
         return
@@ -108,14 +143,14 @@ def _referenced(fn: Callable) -> Iterator[object]:
     for n in names:
         if n in glb:
             obj = glb[n]
-            yield obj
+            yield from _inside(obj)
             if isinstance(obj, types.ModuleType):
                 yield from (getattr(obj, a) for a in names if hasattr(obj, a))
-    yield from (getattr(fn, "__defaults__", None) or ())
-    yield from ((getattr(fn, "__kwdefaults__", None) or {}).values())
+    for obj in (*(getattr(fn, "__defaults__", None) or ()), *((getattr(fn, "__kwdefaults__", None) or {}).values())):
+        yield from _inside(obj)
     for cell in getattr(fn, "__closure__", None) or ():
         try:
-            yield cell.cell_contents
+            yield from _inside(cell.cell_contents)
         except ValueError:  # an empty cell
             continue
 

@@ -5,7 +5,8 @@
     python -m helpers.problems --list
 
 `--solve` prints the answers, computed by the instructor's reference implementations; it works
-only in the instructor's copy of the course and says so elsewhere (exit status 2).
+only in the instructor's copy of the course (or with `--instructor DIR` naming it) and says so
+elsewhere (exit status 2). It never looks for instructor/ above the working directory.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--list", action="store_true", help="the problems there are")
     ap.add_argument("--learner", help="learner id: a name, login or student number")
     ap.add_argument("--solve", action="store_true", help="print the answers too (instructor's copy only)")
+    ap.add_argument("--instructor", metavar="DIR", help="the instructor's checkout holding instructor/ (default: "
+                    "the checkout this helpers package comes from; never the folders above the working directory)")
     a = ap.parse_args(argv)
     if a.list:
         print("per-learner problems:", ", ".join(problems.KEYS))
@@ -41,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     print(p)
     if a.solve:
         try:
-            solver = instructor_module("problems")
+            solver = instructor_module("problems", a.instructor)
         except InstructorOnlyError as exc:
             print(f"\n--solve: {exc}", file=sys.stderr)
             return 2

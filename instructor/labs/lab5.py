@@ -25,6 +25,9 @@ def route_time(m: LinkMatrix, path: tuple[str, ...], nbytes: int) -> float:
     """Seconds for one transfer along `path` with nothing else running (store and forward)."""
     if len(path) < 2:
         raise RoutingInputError(f"a route needs at least two nodes, got {path!r}")
+    for a, b in zip(path, path[1:], strict=False):
+        if not m.has(a, b):  # the lab asks for ValueError here (RoutingError is not one)
+            raise ValueError(f"no link {a} -> {b} in this matrix")
     return sum(m.cost(a, b, nbytes) for a, b in zip(path, path[1:], strict=False))
 
 

@@ -1,9 +1,10 @@
 """Lab 1's grading: randomised devices defeat constants, each part is graded on its own, and
 nothing earns points without new code.
 
-Submissions are planted as dictionaries of functions and scored the way autograding scores
-them: each check under NBGRADER_EXECUTION=autograde, with the instructor's reference for every
-other part and the hidden seeds. One test then runs a planted notebook through nbgrader itself.
+Submissions are planted as dictionaries of functions and scored in this process by the checks
+of helpers.labs.toy_driver (the checks the grader runs), with the instructor's reference for
+every other part and its seeds. One test then grades a planted notebook through the grader
+itself, as `make grade` does: devices in the grader, the learner's driver sandboxed.
 """
 
 from __future__ import annotations
@@ -198,9 +199,10 @@ def _submission(tmp_path: Path) -> Path:
     return tmp_path / "subs"
 
 
-def test_nbgrader_grades_each_part_on_its_own(tmp_path):
-    """Through nbgrader's autograde: the hidden tests restore the checks, use unseen devices and
-    the reference for the other parts; only the two planted parts lose their points."""
+def test_the_grader_grades_each_part_on_its_own(tmp_path):
+    """Through the grader (as `make grade`): the devices run in the grader, the learner's driver
+    in the sandboxed worker; unseen devices, the reference for the other parts; only the two
+    planted parts lose their points."""
     pytest.importorskip("nbgrader")
     sys.path.insert(0, str(ROOT / "tools"))
     import labgrade

@@ -83,14 +83,6 @@ def _error(ename):
     return {"output_type": "error", "ename": ename, "evalue": "boom", "traceback": []}
 
 
-def test_feedback_tells_clean_failures_from_crashes():
-    clean = _graded_cell("a", [_stdout("✘ a: FAIL — did you warm up?\n"), _error("CheckFailed")])
-    assert labgrade._feedback(clean) == ("FAIL", "did you warm up?")
-    assert labgrade._feedback(_graded_cell("a", [_error("NameError")]))[0] == "CRASH"
-    stderr = _graded_cell("a", [{"output_type": "stream", "name": "stderr", "text": "warn\n"}])
-    assert "stderr" in labgrade._feedback(stderr)[1]
-
-
 def _result(status, score, max_score=5):
     return labgrade.CheckResult("lab2", "x", score, max_score, status, "")
 
@@ -125,21 +117,37 @@ def test_report_lines_and_totals(capsys):
 
 
 def test_submissions_layouts(tmp_path):
+    from tools.grader.classrun import submissions
+
     (tmp_path / "flat").mkdir()
     (tmp_path / "flat" / "lab2_bandwidth_test.ipynb").write_text("{}")
-    assert list(labgrade._submissions(tmp_path / "flat")) == ["submission"]
+    assert list(submissions(tmp_path / "flat")) == ["submission"]
     for s in ("ann", "bob"):
         (tmp_path / "class" / s).mkdir(parents=True)
         (tmp_path / "class" / s / "lab2_bandwidth_test.ipynb").write_text("{}")
-    assert list(labgrade._submissions(tmp_path / "class")) == ["ann", "bob"]
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(SystemExit, match="no labN_topic"):
-        labgrade._submissions(tmp_path / "empty")
+    (tmp_path / "class" / "cyd" / "lab2").mkdir(parents=True)  # nbgrader's submitted/<student>/<lab>/
+    (tmp_path / "class" / "cyd" / "lab2" / "lab2_bandwidth_test.ipynb").write_text("{}")
+    (tmp_path / "class" / "dan").mkdir()  # handed in nothing: listed, with a reason
+    got = submissions(tmp_path / "class")
+    assert list(got) == ["ann", "bob", "cyd", "dan"] and got["dan"] == [] and len(got["cyd"]) == 1
 
 
-def test_nbgrader_round_trip_partial_credit_and_restored_checks(tmp_path, capsys):
-    """Through nbgrader itself: a student who wrote only fit_line, and who replaced a check with
-    `pass`, gets the fit's points and not the tampered check's (it is restored from the source)."""
+def test_a_student_without_a_lab_is_listed_with_the_reason(tmp_path):
+    from tools.grader.classrun import grade_class
+
+    (tmp_path / "dan").mkdir()
+    (tmp_path / "eve").mkdir()
+    (tmp_path / "eve" / "lab9_nothing.ipynb").write_text("{}")
+    report = grade_class(ROOT, tmp_path, {"lab2": ROOT / "labs" / "lab2_bandwidth_test.ipynb"}, progress=lambda m: None)
+    assert set(report) == {"dan", "eve"}
+    assert report["dan"][0].status == "ERROR" and "no lab notebook" in report["dan"][0].feedback
+    assert report["eve"][0].status == "ERROR" and "not a lab of this course" in report["eve"][0].feedback
+
+
+def test_nbgrader_student_version_partial_credit_and_tampered_checks(tmp_path, capsys):
+    """A student version made by nbgrader, in which the student wrote only fit_line and replaced
+    a check with `pass`: the fit's points, and none for the tampered check (checks are the
+    grader's, never the notebook's)."""
     pytest.importorskip("nbgrader")
     lab = ROOT / "labs" / "lab2_bandwidth_test.ipynb"
     [student] = labgrade.make_student([lab], tmp_path / "student")

@@ -1,11 +1,13 @@
 """Planted submissions: hard-coded answers score 0 on their parts, a bug costs only its own part.
 
-Each lab's source notebook is graded in-process the way nbgrader autograde does (labsim), with
-some solution cells replaced. A hard-coded answer — one that reproduces the published examples
-(it passes them in the student version) or the constant the issue found — must score 0 on its
-parts once the hidden cases run; a bug planted in an early part must cost that part and nothing
-else, because later parts are graded with the reference in its place. tests/labs/test_labgrade.py
-drives nbgrader itself; `make grade` on these submissions gives the same scores.
+Every planted submission (the instructor's source lab with some solution cells replaced) is
+graded by the course's grader, as `make grade` does: in one class run, each lab of each
+planted student in its own sandboxed worker (plain child processes where bubblewrap is
+missing), the checks and hidden cases in the grader's process. A hard-coded answer — one that
+reproduces the published examples (it passes them in the student version, which `labsim`
+shows by running the notebook's own check cells) or the constant the issue found — must score
+0 on its parts; a bug planted in an early part must cost that part and nothing else, because
+later parts are graded with the reference in its place.
 """
 
 import sys
@@ -13,8 +15,13 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[2] / "tools"),
+                str(Path(__file__).resolve().parents[2])]
+import labgrade  # noqa: E402
 import labsim  # noqa: E402
+import redteam  # noqa: E402
+
+from tools.grader import sandbox  # noqa: E402
 
 FULL = {
     "lab2": {"timed_copy_events": 4, "benchmark_warmup": 4, "benchmark_agrees": 5, "fit_synthetic": 5,
@@ -85,13 +92,13 @@ class Buddy:
 
 
 @pytest.mark.parametrize("lab", sorted(HARD_CODED))
-def test_hard_coded_answers_score_zero_on_their_parts(lab, monkeypatch):
+def test_hard_coded_answers_score_zero_on_their_parts(lab, graded):
     planted, parts = HARD_CODED[lab]
-    graded = labsim.score(lab, planted, monkeypatch=monkeypatch)
+    got, feedback = graded(f"hard-coded-{lab}", lab)
     for part in parts:
-        assert graded[part] == 0, f"{lab} {part}: a hard-coded answer earned {graded[part]} points"
+        assert got[part] == 0, f"{lab} {part}: a hard-coded answer earned {got[part]} points"
     for part in set(FULL[lab]) - parts:  # the rest of the submission is the worked solution
-        assert graded[part] == FULL[lab][part], (part, labsim.FEEDBACK.get(part))
+        assert got[part] == FULL[lab][part], (part, feedback[part])
 
 
 @pytest.mark.parametrize("lab", ["lab2", "lab5"])
@@ -102,26 +109,28 @@ def test_lookups_of_the_published_answers_pass_the_published_examples(lab, monke
     assert all(shown[p] == FULL[lab][p] for p in parts), {p: labsim.FEEDBACK.get(p) for p in parts}
 
 
-def test_a_buddy_that_replays_the_examples_passes_them_and_scores_zero(monkeypatch):
+def test_a_buddy_that_replays_the_examples_passes_them_and_scores_zero(monkeypatch, graded):
     shown = labsim.score("lab4", {"buddy_impl": BUDDY_REPLAY}, monkeypatch=monkeypatch, hidden=False)
     assert shown["buddy_examples"] == 3, labsim.FEEDBACK.get("buddy_examples")
-    graded = labsim.score("lab4", {"buddy_impl": BUDDY_REPLAY}, monkeypatch=monkeypatch)
-    assert graded["buddy_examples"] == 0 and graded["buddy_properties"] == 0
-    assert graded["policy_cyclic"] == 4 and graded["policy_hot_cold"] == 4
+    got, _ = graded("buddy-replay", "lab4")
+    assert got["buddy_examples"] == 0 and got["buddy_properties"] == 0
+    assert got["policy_cyclic"] == 4 and got["policy_hot_cold"] == 4
 
 
-def test_calling_the_courses_own_implementation_scores_zero(monkeypatch):
-    planted = {"fit_line": '''
+OWN_IMPLEMENTATION = {"lab2": {"fit_line": '''
 def fit_line(nbytes, times_s):
     f = copy_cost.fit(np.asarray(nbytes, dtype=int), np.asarray(times_s, dtype=float))
     return f.t0_s, f.bandwidth_Bps
-''', "range_doppler_code": '''
+'''}, "lab3": {"range_doppler_code": '''
 def range_doppler(xp, frame, mf):
     return radar.doppler_map(xp, frame, mf)
-'''}
-    lab2 = labsim.score("lab2", {"fit_line": planted["fit_line"]}, monkeypatch=monkeypatch)
-    assert lab2["fit_synthetic"] == 0 and "copy_cost.fit" in labsim.FEEDBACK["fit_synthetic"]
-    lab3 = labsim.score("lab3", {"range_doppler_code": planted["range_doppler_code"]}, monkeypatch=monkeypatch)
+'''}}
+
+
+def test_calling_the_courses_own_implementation_scores_zero(graded):
+    lab2, feedback = graded("own-implementation-lab2", "lab2")
+    assert lab2["fit_synthetic"] == 0 and "copy_cost.fit" in feedback["fit_synthetic"]
+    lab3, _ = graded("own-implementation-lab3", "lab3")
     assert lab3["rd_matches_reference"] == 0 and lab3["rd_finds_target"] == 0
     assert lab3["deadline_report"] == 4
 
@@ -190,14 +199,41 @@ def route_time(M, path, nbytes):
 
 
 @pytest.mark.parametrize("lab", sorted(BUGS))
-def test_a_bug_in_an_early_part_costs_only_that_part(lab, monkeypatch):
+def test_a_bug_in_an_early_part_costs_only_that_part(lab, graded):
     planted, parts = BUGS[lab]
-    graded = labsim.score(lab, planted, monkeypatch=monkeypatch)
-    lost = {p for p, v in graded.items() if v < FULL[lab][p]}
-    assert lost == parts, {p: labsim.FEEDBACK.get(p) for p in lost ^ parts}
+    got, feedback = graded(f"bug-{lab}", lab)
+    lost = {p for p, v in got.items() if v < FULL[lab][p]}
+    assert lost == parts, {p: feedback[p] for p in lost ^ parts}
 
 
 @pytest.mark.parametrize("lab", sorted(FULL))
-def test_the_worked_solutions_score_full_points_on_hidden_cases(lab, monkeypatch):
-    graded = labsim.score(lab, monkeypatch=monkeypatch)
-    assert graded == FULL[lab], {p: labsim.FEEDBACK.get(p) for p in graded if graded[p] != FULL[lab][p]}
+def test_the_worked_solutions_score_full_points_on_hidden_cases(lab, graded):
+    got, feedback = graded(f"solution-{lab}", lab)
+    assert got == FULL[lab], {p: feedback[p] for p in got if got[p] != FULL[lab][p]}
+
+
+# ------------------------------------------------------------------------ the class run
+def _planted() -> dict[str, tuple[str, dict]]:
+    """student -> (lab, replaced solution cells), every planted submission above."""
+    out = {f"hard-coded-{lab}": (lab, cells) for lab, (cells, _) in HARD_CODED.items()}
+    out["buddy-replay"] = ("lab4", {"buddy_impl": BUDDY_REPLAY})
+    out |= {f"own-implementation-{lab}": (lab, cells) for lab, cells in OWN_IMPLEMENTATION.items()}
+    out |= {f"bug-{lab}": (lab, cells) for lab, (cells, _) in BUGS.items()}
+    out |= {f"solution-{lab}": (lab, {}) for lab in FULL}
+    return out
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """graded(student, lab) -> ({grade_id: points}, {grade_id: feedback}) from one class run."""
+    folder = tmp_path_factory.mktemp("planted")
+    for student, (lab, cells) in _planted().items():
+        redteam.write(folder, student, lab, redteam.notebook(lab, cells))
+    report = labgrade.grade(folder, sandboxed=sandbox.available() is None)
+    labgrade.print_report(report)
+
+    def get(student: str, lab: str):
+        results = [r for r in report[student] if r.lab == lab]
+        return {r.grade_id: r.score for r in results}, {r.grade_id: r.feedback for r in results}
+
+    return get

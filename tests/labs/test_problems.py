@@ -1,7 +1,9 @@
 """Per-learner problems (helpers.problems) and their instructor answers (instructor.problems)."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +11,8 @@ import pytest
 from helpers import problems
 from helpers.core.errors import InputError
 from instructor import problems as answers
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_seed_is_a_stable_hash_of_problem_and_learner():
@@ -51,3 +55,22 @@ def test_the_command_line_prints_the_problem_and_with_solve_the_answers():
     r = subprocess.run([sys.executable, "-m", "helpers.problems", "--lab", "9", "--learner", "x"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "no per-learner problem 'lab9'" in r.stderr
+
+
+def test_solve_never_searches_the_folders_above_a_student_copy(tmp_path):
+    """A student copy unpacked inside an instructor's checkout must not find its instructor/:
+    --solve takes the answers only from the copy's own checkout or from --instructor DIR."""
+    import shutil
+
+    checkout = tmp_path / "instructor-checkout"
+    shutil.copytree(ROOT / "instructor", checkout / "instructor", ignore=shutil.ignore_patterns("__pycache__"))
+    student = checkout / "build" / "student-copy"
+    shutil.copytree(ROOT / "helpers", student / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(student))
+    run = [sys.executable, "-m", "helpers.problems", "--lab", "5", "--learner", "ann", "--solve"]
+    r = subprocess.run(run, cwd=student, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Answers" not in r.stdout, r.stdout + r.stderr
+    assert "not here" in r.stderr and "--instructor DIR" in r.stderr
+    r = subprocess.run(run + ["--instructor", str(checkout)], cwd=student, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "Answers (instructor):" in r.stdout, r.stdout + r.stderr

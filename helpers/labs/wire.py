@@ -1,0 +1,160 @@
+"""What crosses between the lab grader and a submission's worker: plain data, as JSON.
+
+The grader (tools/grader) calls a learner's functions in another process, a sandboxed worker
+(helpers.labs.worker), and the two speak one JSON object per line. This module turns the
+values a lab passes and returns into that JSON and back:
+
+- JSON's own types, plus tuples, dicts with non-string keys, non-finite floats, NumPy arrays
+  of numeric dtypes (bytes in base64) and NumPy scalars; a subclass of int, float or str (an
+  IntEnum, a learner's float with a lying `__eq__`) crosses as its plain value;
+- the course's model dataclasses a lab hands to learner code (`WIRE_TYPES`: a LinkMatrix, the
+  radar model's MachineParams), rebuilt from their fields;
+- tagged placeholders the worker turns into stand-ins (`{"__remote__": kind, ...}`, see
+  helpers.labs.remote).
+
+Decoding builds only those: dicts, lists, numbers, strings, arrays of numbers and the listed
+dataclasses. What the grader reads back from a worker is therefore data whose comparison it
+controls; an object whose `__eq__` the learner wrote cannot cross (the course design's
+"assume an adversary").
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from helpers.core.errors import CourseError
+
+#: dtypes an array may have on the wire (never object)
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64", "complex64", "complex128")
+MAX_DEPTH = 32
+
+
+class WireError(CourseError):
+    """A value that cannot cross between grader and worker (not plain data)."""
+
+
+def _wire_types() -> dict[str, type]:
+    from helpers.ch09_radar_pipeline.radar import MachineParams
+    from helpers.models.routes import LinkMatrix
+
+    return {"LinkMatrix": LinkMatrix, "MachineParams": MachineParams}
+
+
+def _float(x: float):
+    return x if math.isfinite(x) else {"__float__": repr(x)}
+
+
+def encode(value, depth: int = 0):
+    """`value` as JSON-ready data; WireError for anything that is not plain data."""
+    if depth > MAX_DEPTH:
+        raise WireError("value nested too deeply")
+    t = type(value)
+    if value is None or t is bool or t is int or t is str:
+        return value
+    if t is float:
+        return _float(value)
+    if isinstance(value, (int, float, str)) and not isinstance(value, np.generic):
+        # a subclass (an IntEnum, or a learner's float whose __eq__ lies) crosses as its plain
+        # value, read through the base type's own slot: whatever it overrides stays behind
+        base = int if isinstance(value, int) else float if isinstance(value, float) else str
+        plain = {int: int.__int__, float: float.__float__, str: str.__str__}[base](value)
+        return encode(plain, depth + 1)
+    if isinstance(value, np.generic) and type(value).__module__ == "numpy":
+        return encode(value.item(), depth + 1)
+    if t is list:
+        return [encode(v, depth + 1) for v in value]
+    if t is tuple:
+        return {"__tuple__": [encode(v, depth + 1) for v in value]}
+    if t is dict:
+        if all(type(k) is str and not k.startswith("__") for k in value):
+            return {k: encode(v, depth + 1) for k, v in value.items()}
+        return {"__items__": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+    if t is np.ndarray:
+        if value.dtype.name not in DTYPES:
+            raise WireError(f"an array of dtype {value.dtype} cannot be sent (numbers only)")
+        a = np.ascontiguousarray(value)
+        return {"__nd__": [a.dtype.name, list(a.shape), base64.b64encode(a.tobytes()).decode()]}
+    if t is Remote:
+        return {"__remote__": value.kind, **{k: encode(v, depth + 1) for k, v in value.fields.items()}}
+    name = t.__name__
+    if dataclasses.is_dataclass(value) and _wire_types().get(name) is t:
+        return {"__dc__": name, "v": {f.name: encode(getattr(value, f.name), depth + 1)
+                                     for f in dataclasses.fields(value)}}
+    raise WireError(f"a {name} is not plain data (numbers, strings, lists, dicts, NumPy arrays)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Remote:
+    """A placeholder the worker replaces with a stand-in of `kind` (helpers.labs.remote)."""
+
+    kind: str
+    fields: dict
+
+
+def remote(kind: str, **fields) -> Remote:
+    """A placeholder the worker replaces with a stand-in of `kind` (helpers.labs.remote)."""
+    return Remote(kind, fields)
+
+
+def decode(data, remote_maker: Callable[[dict], object] | None = None, depth: int = 0):
+    """The value `data` (JSON-decoded) stands for; placeholders go to `remote_maker`."""
+    if depth > MAX_DEPTH:
+        raise WireError("value nested too deeply")
+    if isinstance(data, list):
+        return [decode(v, remote_maker, depth + 1) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if "__float__" in data:
+        return float(data["__float__"])
+    if "__tuple__" in data:
+        return tuple(decode(v, remote_maker, depth + 1) for v in data["__tuple__"])
+    if "__items__" in data:
+        return {_key(decode(k, remote_maker, depth + 1)): decode(v, remote_maker, depth + 1)
+                for k, v in data["__items__"]}
+    if "__nd__" in data:
+        return _array(data["__nd__"])
+    if "__dc__" in data:
+        cls = _wire_types().get(data["__dc__"])
+        if cls is None:
+            raise WireError(f"unknown type {data['__dc__']!r} on the wire")
+        try:
+            return cls(**{k: decode(v, remote_maker, depth + 1) for k, v in data["v"].items()})
+        except (TypeError, ValueError, AttributeError) as exc:  # the course's own validation (an InputError too)
+            raise WireError(f"a malformed {data['__dc__']} on the wire ({exc})") from None
+    if "__remote__" in data:
+        if remote_maker is None:
+            raise WireError("a stand-in placeholder where only data may come")
+        return remote_maker(data)
+    return {k: decode(v, remote_maker, depth + 1) for k, v in data.items()}
+
+
+def _key(k):
+    if isinstance(k, (list, dict)):
+        raise WireError("a dict key must be a number, a string or a tuple")
+    return k
+
+
+def _array(spec) -> np.ndarray:
+    dtype, shape, b64 = spec
+    if dtype not in DTYPES:
+        raise WireError(f"an array of dtype {dtype!r} on the wire")
+    try:
+        shape = tuple(int(s) for s in shape)
+        a = np.frombuffer(base64.b64decode(b64, validate=True), dtype=dtype)
+    except (ValueError, TypeError) as exc:  # binascii.Error is a ValueError
+        raise WireError(f"a malformed array on the wire ({exc})") from None
+    if a.size != math.prod(shape):
+        raise WireError(f"an array of shape {shape} with {a.size} elements")
+    return a.reshape(shape).copy()
+
+
+def dumps(message: dict) -> bytes:
+    """One protocol line."""
+    return (json.dumps(message, allow_nan=False, separators=(",", ":")) + "\n").encode()

@@ -1,0 +1,142 @@
+"""What a lab's graded parts are written against.
+
+A lab's instructor module (`instructor/labs/labN.py`) lists its graded parts:
+
+    PARTS = (Part("check_route_time", 5, ("route_time",), grade_route_time), ...)
+
+    def grade_route_time(c, student, seed):
+        for case in cases("route_time", seed):                 # hidden, drawn here
+            got = student.route_time(case.M, case.path, case.nbytes)   # runs in the worker
+            c.close(f"route_time on {case.name}", got, case.want, 1e-9, "...")
+
+`c` is a `helpers.core.grading.check` (its `require` and `close` raise CheckFailed with the
+feedback), `student` a `Student`: each attribute is a learner function, called in the
+sandboxed worker with arguments sent as data (helpers.labs.wire) and returning data. Learner
+exceptions come back as `StudentRaised`; `student.call(...)` takes the options (bind an
+earlier part to the reference, keep an object in the worker, forbid the course's own
+implementation, answer a stand-in's callbacks).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from helpers.labs import wire
+from tools.grader.session import Session
+
+
+@dataclass(frozen=True)
+class Part:
+    """One graded check: its notebook grade_id, points, the learner functions it grades, and
+    `run(c, student, seed)`, which raises CheckFailed (through `c`) when the part is wrong."""
+
+    grade_id: str
+    points: float
+    functions: tuple[str, ...]
+    run: Callable
+
+
+class StudentRaised(Exception):  # noqa: N818 - the learner's code raised
+    """The learner's function raised: the built-in classes it is an instance of, its message."""
+
+    def __init__(self, info: dict) -> None:
+        self.types = [str(t) for t in info.get("types", [])]
+        self.name = str(info.get("name", "Exception"))
+        self.message = str(info.get("message", ""))[:500]
+        self.where = str(info.get("where", ""))[:200]
+        super().__init__(f"{self.name}: {self.message}")
+
+    def isa(self, name: str) -> bool:
+        """True when the learner's exception is an instance of the built-in class `name`."""
+        return name in self.types
+
+    def feedback(self) -> str:
+        where = f" ({self.where})" if self.where else ""
+        if self.isa("NotImplementedError"):
+            return (f"not written yet: a `raise NotImplementedError()` stub was reached{where}. "
+                    "Replace the `# YOUR CODE HERE` part of that function with your code.")
+        if self.isa("OSError") and "File too large" in self.message:
+            return (f"your code's output (or a file it wrote) went over the grader's size limit{where}: "
+                    "print less")
+        return f"your code raised {self.name}: {self.message}{where}"
+
+
+class PartTimeout(Exception):  # noqa: N818 - the event
+    """A part's calls together took longer than the part may (Limits.part_s)."""
+
+
+class Remote:
+    """An object the learner's code made that stays in the worker (`keep=True`): call its methods."""
+
+    def __init__(self, student: Student, handle: int) -> None:
+        self._student, self._handle = student, handle
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self._student.call({"handle": self._handle}, *args, attr=name, kwargs=kwargs)
+
+    def __call__(self, *args, pick: int | None = None, **kwargs):
+        return self._student.call({"handle": self._handle}, *args, pick=pick, kwargs=kwargs)
+
+
+class Student:
+    """The learner's functions in the worker; each call returns data or raises StudentRaised."""
+
+    def __init__(self, session: Session, call_s: float, deadline: float | None = None) -> None:
+        self.session, self.call_s, self.deadline = session, call_s, deadline
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self.call(name, *args, kwargs=kwargs)
+
+    def call(self, target, *args, attr: str | None = None, bind: dict[str, Callable] | None = None,
+             keep: bool = False, pick: int | None = None, forbid: dict[str, tuple[str, ...]] | None = None,
+             callbacks: dict[str, Callable] | None = None, timeout: float | None = None, sync: int | None = None,
+             kwargs: dict | None = None):
+        """Call learner function `target` (or a kept object's method `attr`) in the worker, with
+        positional `args` and keyword arguments `kwargs` (a dict: the options below are the grader's).
+
+        bind: global names of the learner's namespace answered, during this call, by these
+          grader-side functions (the reference of earlier parts: one bug costs one part); a value
+          (kind, fn) uses stand-in `kind` of helpers.labs.remote (Lab 1: "driver_callback").
+        keep: leave the result in the worker and return a `Remote` to it.
+        pick: the result is one of argument `pick`'s items; return its index (or None).
+        forbid: {module: names} the call must not use (integrity.own_work in the worker).
+        callbacks: grader-side answers for stand-ins passed as arguments (wire.remote).
+        sync: also return argument `sync` as the call left it: (result, that argument), as data.
+        """
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise PartTimeout("this part's calls of your code took too long altogether (very slow code?)")
+        cbs = dict(callbacks or {})
+        names = {}
+        for name, fn in (bind or {}).items():  # fn, or (stand-in kind, fn): helpers.labs.remote
+            kind, fn = fn if isinstance(fn, tuple) else ("callback", fn)
+            names[name] = {"kind": kind, "cb": f"bind:{name}"}
+            cbs[names[name]["cb"]] = fn
+        reply = self.session.request(
+            {"op": "call", "target": target, "attr": attr, "args": wire.encode(list(args)),
+             "kwargs": wire.encode(dict(kwargs or {})), "bind": names, "keep": keep, "pick": pick,
+             "forbid": forbid, "what": target if isinstance(target, str) else attr, "sync": sync},
+            timeout or self.call_s, cbs)
+        op = reply.get("op")
+        if op == "raised":
+            raise StudentRaised(reply)
+        if op != "return":
+            raise wire.WireError(f"the worker answered {op!r}")
+        if keep:
+            h = reply.get("handle")
+            if type(h) is not int:
+                raise wire.WireError("the worker kept no object")
+            return Remote(self, h)
+        if pick is not None:
+            i = reply.get("index")
+            return i if type(i) is int else None
+        try:
+            value = wire.decode(reply.get("value"))
+            return value if sync is None else (value, wire.decode(reply.get("synced")))
+        except Exception as exc:  # noqa: BLE001 - whatever the worker sent, it is not a result
+            raise wire.WireError(f"your function's result could not be read as data ({exc})") from None

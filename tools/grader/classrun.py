@@ -1,0 +1,201 @@
+"""Grade a class: every student's every lab, each in its own sandboxed worker; nobody is skipped.
+
+For one lab of one student: the solution cells are read from the notebook (submission.py),
+a worker starts in a fresh scratch copy (session.py, sandbox.py), runs the lab's setup cell
+and the learner's cells, and each graded part of the lab (`instructor.labs.labN_checks.GRADED`) runs
+here, calling the learner's functions in the worker on hidden cases drawn here. Whatever
+happens to one submission — a notebook that is not one, edited metadata, a crash, an endless
+loop, an output flood, a killed worker — is that student's 0 on the parts it touched, with the
+reason; the run goes on to the next part (in a new worker) and the next student.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import secrets
+import shutil
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from helpers.core import grading
+from helpers.core.grading import CheckFailed
+from helpers.labs import wire
+from tools.grader import sandbox
+from tools.grader.api import Part, PartTimeout, Student, StudentRaised
+from tools.grader.session import Session, WorkerGone
+from tools.grader.submission import LAB_NAME, LabSource, SubmissionError, lab_source, solution_cells
+
+MAX_WORKERS = 3  # workers one lab of one student may use (a new one after each that died)
+
+
+@dataclass
+class CheckResult:
+    """One graded part of one student's lab."""
+
+    lab: str
+    grade_id: str
+    score: float
+    max_score: float
+    status: str  # OK; FAIL (the part is wrong); ERROR (the submission could not be graded); CRASH (grader bug)
+    feedback: str
+    seed: int | None = None
+
+
+def printable(text: str, limit: int = 2000) -> str:
+    """Feedback on one line, control characters shown escaped: text that came from a learner
+    (an exception's message) cannot forge lines of the report or move the terminal's cursor."""
+    text = text.replace("\r\n", "\n").replace("\n", " | ")
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)[:limit]
+
+
+def lab_parts(lab: str) -> tuple[Part, ...]:
+    """The graded parts of `lab`, from the instructor-only module instructor.labs.<lab>_checks."""
+    return tuple(importlib.import_module(f"instructor.labs.{lab}_checks").GRADED)
+
+
+def part_seed(base: int, grade_id: str) -> int:
+    """The hidden-case seed of one part, derived from the submission's seed (reproducible)."""
+    return int.from_bytes(hashlib.sha256(f"{base}:{grade_id}".encode()).digest()[:4], "big") >> 1
+
+
+class LabRun:
+    """One lab of one student: a worker (restarted after it dies) and the parts, in order."""
+
+    def __init__(self, root: Path, source: LabSource, cells: dict[str, str], notebook: Path, *,
+                 sandboxed: bool, limits: sandbox.Limits) -> None:
+        self.root, self.source, self.cells, self.notebook = root, source, cells, notebook
+        self.sandboxed, self.limits = sandboxed, limits
+        self.session: Session | None = None
+        self.started = 0
+        self.load_errors: dict[str, str] = {}
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"grade-{source.lab}-"))
+
+    def worker(self) -> Session:
+        """The live worker, started (and the learner's cells loaded) when needed."""
+        if self.session is not None and self.session.alive:
+            return self.session
+        if self.started >= MAX_WORKERS:
+            raise WorkerGone(f"{MAX_WORKERS} workers died on this submission; its remaining parts are not run")
+        self.started += 1
+        scratch = self.tmp / f"scratch{self.started}"
+        scratch.mkdir()
+        shutil.copy(self.notebook, scratch / self.source.name)  # the learner's scratch copy
+        self.session = Session(self.root, scratch, sandboxed=self.sandboxed, limits=self.limits)
+        reply = self.session.request({"op": "load", "setup": list(self.source.setup), "cells": self.cells},
+                                     self.limits.load_s)
+        errors = reply.get("errors") if reply.get("op") == "loaded" else None
+        if not isinstance(errors, dict):
+            self.session.close()
+            raise WorkerGone("the worker did not load the cells (protocol broken)")
+        setup = {k: v for k, v in errors.items() if str(k).startswith("setup")}
+        if setup:
+            self.session.close()
+            raise WorkerGone(f"the lab's own setup cell failed in the sandbox: {setup}")
+        self.load_errors = {str(k): v for k, v in errors.items()}
+        return self.session
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def grade(self, part: Part, seed: int, deadline: float) -> CheckResult:
+        """Run one part; its result, whatever the learner's code did."""
+        def result(score: float, status: str, feedback: str = "") -> CheckResult:
+            return CheckResult(self.source.lab, part.grade_id, score, part.points, status, printable(feedback), seed)
+
+        if time.monotonic() > deadline:
+            return result(0, "ERROR", f"not run: this lab took more than {self.limits.submission_s:.0f} s")
+        try:
+            student = Student(self.worker(), self.limits.call_s, time.monotonic() + self.limits.part_s)
+            part.run(grading.check(part.grade_id), student, seed)
+            return result(part.points, "OK")
+        except CheckFailed as exc:
+            return result(0, "FAIL", str(exc) + self._cell_note())
+        except AssertionError as exc:  # a property test's assertion
+            return result(0, "FAIL", (str(exc) or "an assertion about your code failed") + self._cell_note())
+        except StudentRaised as exc:
+            return result(0, "FAIL", exc.feedback() + self._cell_note())
+        except PartTimeout as exc:
+            return result(0, "FAIL", f"{exc} (more than {self.limits.part_s:.0f} s)")
+        except wire.WireError as exc:
+            return result(0, "FAIL", f"your code returned something that is not plain data: {exc}")
+        except WorkerGone as exc:
+            tail = self.session.output(300).strip() if self.session is not None else ""
+            return result(0, "ERROR", f"your code's process stopped: {exc}"
+                          + (f"; its last output: {tail[-300:]!r}" if tail else ""))
+        except Exception as exc:  # noqa: BLE001 - a bug of the grader's: never the class's end
+            return result(0, "CRASH", f"the grader itself failed on this part ({type(exc).__name__}: {exc}); "
+                          "tell the course maintainers\n" + traceback.format_exc(limit=3))
+
+    def _cell_note(self) -> str:
+        bad = {k: v for k, v in self.load_errors.items() if not k.startswith("setup")}
+        if not bad:
+            return ""
+        gid, e = next(iter(bad.items()))
+        return f" (note: your cell {gid} did not run: {e.get('name')}: {e.get('message')})"
+
+
+def grade_lab(root: Path, notebook: Path, source_path: Path, *, seed: int | None = None, sandboxed: bool = True,
+              limits: sandbox.Limits = sandbox.DEFAULT_LIMITS) -> list[CheckResult]:
+    """The results of every graded part of one submitted lab notebook."""
+    source = lab_source(source_path)
+    parts = lab_parts(source.lab)
+    base = secrets.randbelow(2**31) if seed is None else int(seed)
+    try:
+        cells = solution_cells(notebook, source)
+    except (SubmissionError, OSError) as exc:
+        return [CheckResult(source.lab, p.grade_id, 0, p.points, "ERROR", f"submission refused: {exc}", base)
+                for p in parts]
+    run = LabRun(root, source, cells, notebook, sandboxed=sandboxed, limits=limits)
+    deadline = time.monotonic() + limits.submission_s
+    try:
+        return [run.grade(p, part_seed(base, p.grade_id), deadline) for p in parts]
+    finally:
+        run.close()
+
+
+def submissions(folder: Path) -> dict[str, list[Path]]:
+    """{student: [notebooks]} from a folder of notebooks (one student) or of per-student folders
+    (their notebooks directly inside, or one folder deeper, as nbgrader's submitted/<student>/<lab>/)."""
+    flat = sorted(p for p in folder.glob("lab*.ipynb") if p.is_file())
+    if flat:
+        return {"submission": flat}
+    return {d.name: sorted(p for p in [*d.glob("*.ipynb"), *d.glob("*/*.ipynb")]  # nbgrader: <student>/<lab>/
+                           if p.is_file() and ".ipynb_checkpoints" not in p.parts)
+            for d in sorted(folder.iterdir()) if d.is_dir() and not d.name.startswith(".")}
+
+
+def grade_class(root: Path, folder: Path, sources: dict[str, Path], *, seed: int | None = None,
+                sandboxed: bool = True, limits: sandbox.Limits = sandbox.DEFAULT_LIMITS,
+                progress=print) -> dict[str, list[CheckResult]]:
+    """{student: results} for every student in `folder`; a student without a gradable lab is
+    listed with a line saying why."""
+    report: dict[str, list[CheckResult]] = {}
+    for student, notebooks in submissions(folder).items():
+        results: list[CheckResult] = []
+        for nb in notebooks:
+            m = LAB_NAME.match(nb.name)
+            if not m or m.group(1) not in sources:
+                results.append(CheckResult(nb.stem[:20], "(notebook)", 0, 0, "ERROR",
+                                           f"{nb.name} is not a lab of this course ({', '.join(sorted(sources))})"))
+                continue
+            if nb.name != sources[m.group(1)].name:
+                results.append(CheckResult(m.group(1), "(notebook)", 0, 0, "ERROR",
+                                           f"{nb.name}: {m.group(1)} is submitted as {sources[m.group(1)].name}"))
+                continue
+            progress(f"grading {student} {m.group(1)} (sandboxed worker{'' if sandboxed else ': NO SANDBOX'})...")
+            try:
+                results += grade_lab(root, nb, sources[m.group(1)], seed=seed, sandboxed=sandboxed, limits=limits)
+            except Exception as exc:  # noqa: BLE001 - never the end of the class's run
+                results.append(CheckResult(m.group(1), "(notebook)", 0, 0, "CRASH", printable(
+                    f"the grader could not grade this notebook ({type(exc).__name__}: {exc}); tell the course "
+                    "maintainers")))
+        if not results:
+            results.append(CheckResult("-", "(submission)", 0, 0, "ERROR", "no lab notebook (labN_topic.ipynb) found"))
+        report[student] = results
+    return report
