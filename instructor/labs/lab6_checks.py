@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 
-from tools.grader.api import Part
-
 from helpers.labs import lab6 as published
 from instructor.labs import lab6 as ref
+from tools.grader.api import Part
 
 POINTS = {"open": 4, "identify": 3, "factorial": 3, "map": 4, "dma": 5, "refuse": 3, "faults": 3}
 _RUNS: dict[str, dict] = {}
