@@ -3,6 +3,8 @@ the exercises (on the recorded reference and planted wrong answers), the latency
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ from helpers.core import reference
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
+from helpers.measure import gpu_chase
 from helpers.models import copy_cost
 
 REF = Path(__file__).resolve().parents[2] / "data" / "reference" / "h100-pcie.json"
@@ -142,13 +145,53 @@ def test_latency_sm_crosscheck_bars_and_refusal():
     close = {"latency_ns": {"host": 1150.0, "device": 590.0}, "sm_gbps": {"h2d": 44.5, "d2h": 52.3}}
     far = {"latency_ns": {"host": 900.0, "device": 590.0}, "sm_gbps": {"h2d": 40.0, "d2h": 52.3}}
     ok = crosscheck.latency_sm_comparison(course, close)
-    assert ok["ok"] and ok["latency_tolerance"] == 0.10 and ok["sm_tolerance"] == 0.02
+    assert ok["ok"] and ok["latency_tolerance"] == crosscheck.LATENCY_TOLERANCE and ok["sm_tolerance"] == 0.02
     bad = crosscheck.latency_sm_comparison(course, far) | {"course": course, "c": far}
     problems = crosscheck.disagreements({"crosscheck.latency_and_sm_copy": bad})
     assert len(problems) == 2 and "host read latency" in problems[0] and "h2d SM copy" in problems[1]
     assert crosscheck.disagreements({"crosscheck.latency_and_sm_copy": ok | {"course": course, "c": close}}) == []
     with pytest.raises(InputError):
         crosscheck.latency_sm_comparison({"latency_ns": {"host": 1.0}}, close)
+
+
+def test_latencies_of_different_chains_are_refused_whatever_the_numbers():
+    course = {"latency_ns": {"host": 1200.0, "device": 600.0}, "sm_gbps": {"h2d": 45.0, "d2h": 52.0}}
+    head = {"host": [[1, 2], [3, 4]], "device": [[5, 6], [7, 8]]}
+    assert crosscheck.same_chains(head, {"host_order_head": [[1, 2], [3, 4]], "device_order_head": [[5, 6], [7, 8]]})
+    other = {"host_order_head": [[1, 2], [3, 4]], "device_order_head": [[5, 6], [7, 9]]}
+    assert not crosscheck.same_chains(head, other)
+    res = crosscheck.latency_sm_comparison(course, course, chains_match=False) | {"course": course, "c": course}
+    assert not res["ok"]
+    assert "other chains" in crosscheck.disagreements({"crosscheck.latency_and_sm_copy": res})[0]
+
+
+def test_the_c_program_builds_the_courses_chains(tmp_path):
+    """tools/bwcheck/chain.h (compiled here with gcc) and gpu_chase produce the same chains: the
+    same start and first slots of every trial, and the same buffer size from an L2 size."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("no C compiler on this machine")
+    header = Path(__file__).resolve().parents[2] / "tools" / "bwcheck" / "chain.h"
+    src = tmp_path / "t.c"
+    src.write_text(f'#include <stdio.h>\n#include "{header}"\n'
+                   "int main(int c, char **v) { size_t n = strtoull(v[1], NULL, 0); (void)c;\n"
+                   "  long long *ch = calloc(n / 8, 8), s[CHASE_PARTS], h[CHASE_PARTS][CHAIN_HEAD];\n"
+                   "  if (build_chains(ch, n, s, h)) return 1;\n"
+                   "  for (int t = 0; t < CHASE_PARTS; t++) printf(\"%lld %lld %lld %lld %lld\\n\", s[t], h[t][0], h[t][1], h[t][2], h[t][3]);\n"
+                   "  for (int i = 0; i < (int)(n / 8); i++) if (ch[i]) printf(\"%d:%lld\\n\", i, ch[i]);\n"
+                   "  printf(\"%zu %zu\\n\", device_chain_bytes(52428800), device_chain_bytes(62914560)); return 0; }\n")
+    exe = tmp_path / "t"
+    subprocess.run([gcc, "-O1", "-o", str(exe), str(src)], check=True, timeout=60)
+    nbytes = 256 * 3000
+    lines = subprocess.run([str(exe), str(nbytes)], capture_output=True, text=True, check=True, timeout=60).stdout.split("\n")
+    chain, starts = gpu_chase.make_chains(nbytes)
+    heads = gpu_chase.order_head(nbytes)
+    for t in range(3):
+        assert [int(x) for x in lines[t].split()] == [starts[t], *heads[t]]
+    c_chain = dict(tuple(int(x) for x in ln.split(":")) for ln in lines[3:] if ":" in ln)
+    assert c_chain == {int(i): int(chain[i]) for i in np.flatnonzero(chain)}
+    assert [int(x) for x in lines[-2].split()] == [gpu_chase.device_chain_bytes(52428800),
+                                                   gpu_chase.device_chain_bytes(62914560)]
 
 
 def test_diagrams_describe_themselves():
