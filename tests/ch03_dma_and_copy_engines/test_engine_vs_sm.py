@@ -37,8 +37,22 @@ def test_comparison_rows_and_verdict_follow_the_numbers():
     rows = engine_vs_sm.comparison_rows(ENGINE, KERNEL)
     assert rows[1] == ("h2d", "65,536 KiB", "54.0", "45.0", "0.83")
     text = engine_vs_sm.comparison_verdict(ENGINE, KERNEL)
-    assert "h2d, 64 MiB: copy engine 54.0 GB/s, SM kernel 45.0 GB/s (the engine is faster)" in text
+    assert "h2d, 64 MiB: copy engine 54.0 GB/s, SM kernel 45.0 GB/s" in text
+    assert "the engine is faster" in text.split("h2d, 64 MiB")[1].split("\n")[0]
     assert "SM kernel: host→device is 0.87x device→host" in text
+
+
+def test_the_verdict_names_no_winner_when_single_copies_overlap():
+    n = 64 << 20
+    def sweep(rates):
+        return {"sizes": [n], "rows": [{"direction": d, "nbytes": n, "gbps": sorted(rates)[len(rates) // 2],
+                                        "times_s": [n / (g * 1e9) for g in rates]} for d in ("h2d", "d2h")],
+                "timing": engine_vs_sm.TIMING}
+    close = engine_vs_sm.comparison_verdict(sweep([53.0, 54.0, 55.0]), sweep([54.5, 55.5, 56.0]))
+    assert "no winner" in close and "faster" not in close.split("\n")[0]
+    apart = engine_vs_sm.comparison_verdict(sweep([53.0, 54.0, 55.0]), sweep([56.0, 57.0, 58.0]))
+    assert "the kernel is faster" in apart
+    assert "Python's call" not in apart  # both timed behind the gate
 
 
 def test_comparison_figure_has_four_series_and_provenance():
@@ -218,9 +232,41 @@ def test_the_recorders_numba_code_runs_on_the_simulator():
         "assert len(e.engine_sweep(e.time_engine_copy, (4096,), 1)['rows']) == 2\n"
         "h = cuda.mapped_array(300, dtype=np.uint64); h[:] = np.arange(300) * 7\n"
         "d = cuda.device_array(300, dtype=np.uint64)\n"
-        "e.time_kernel_copy(h, d, 'h2d', 1, 2)\n"
+        "e.time_kernel_copy(h, d, 'h2d', 1, 2, e.StreamGate())\n"
         "assert (d.copy_to_host() == np.arange(300) * 7).all()\n"
         "assert len(c.chase_trials(c.chase_ns_per_read, 256 * 60, 4, 'device')) == 3\n"
         "g.store_ns_per_write(cuda.mapped_array(512, dtype=np.int64), 4)\n"
         "print('OK')\n")
     assert run_on_simulator(code).strip().endswith("OK")
+
+
+def _ext_config(caps: list[tuple[int, list[int]]]) -> bytes:
+    """4096 bytes of config space whose extended capabilities (from 0x100) are `caps`:
+    (id, [dwords after the header]) in order, each linked to the next."""
+    raw = bytearray(4096)
+    pos = 0x100
+    for i, (cap_id, body) in enumerate(caps):
+        nxt = pos + 4 + 4 * len(body) if i + 1 < len(caps) else 0
+        raw[pos:pos + 4] = (cap_id | 1 << 16 | nxt << 20).to_bytes(4, "little")
+        for k, dw in enumerate(body):
+            raw[pos + 4 + 4 * k:pos + 8 + 4 * k] = dw.to_bytes(4, "little")
+        pos = nxt
+    return bytes(raw)
+
+
+def test_resizable_bar_sizes_come_from_the_capability_registers():
+    cap = 1 << 4 | 1 << 12 | 1 << 20       # 1 MiB, 256 MiB, 64 GiB
+    ctrl = 1 | 1 << 5 | 16 << 8             # BAR1, one resizable BAR, set to 1 MiB << 16 = 64 GiB
+    raw = _ext_config([(0x01, [0] * 10), (0x15, [cap, ctrl])])  # AER first: the walk must follow "next"
+    rebar = pcie.rebar_from_config(raw)
+    assert rebar["present"] and rebar["offset"] == "0x12c"
+    assert rebar["bars"] == [{"bar": 1, "supported_bytes": [1 << 20, 256 << 20, 64 << 30], "current_bytes": 64 << 30,
+                              "cap_register": "0x00101010", "ctrl_register": "0x00001021"}]
+    assert "BAR1: set to 64 GiB; supported 1 MiB, 256 MiB, 64 GiB" in pcie.rebar_line(rebar)
+
+
+def test_resizable_bar_absent_or_unreadable_is_said():
+    assert pcie.rebar_from_config(_ext_config([(0x01, [0] * 10)])) == {"present": False, "bars": []}
+    short = pcie.rebar_from_config(bytes(64))
+    assert short["present"] is None and "64 bytes" in pcie.rebar_line(short)
+    assert "not recorded" in pcie.rebar_line(None)
