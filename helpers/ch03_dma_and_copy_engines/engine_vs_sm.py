@@ -85,7 +85,7 @@ def time_engine_copy(host, dev, direction: str, reps: int, gate) -> list[float]:
         for e in events[1:]:
             copy()
             e.record(gate.stream)
-    return [a.elapsed_time(b) / 1e3 for a, b in zip(events, events[1:])]  # ms -> s
+    return [events[i].elapsed_time(events[i + 1]) / 1e3 for i in range(reps)]  # ms -> s
 
 
 def time_kernel_copy(host, dev, direction: str, reps: int, blocks: int, gate) -> list[float]:
@@ -107,7 +107,7 @@ def time_kernel_copy(host, dev, direction: str, reps: int, blocks: int, gate) ->
         for e in events[1:]:
             launch(dst, src)
             e.record(gate.stream)
-    return [a.elapsed_time(b) / 1e3 for a, b in zip(events, events[1:])]  # ms -> s
+    return [events[i].elapsed_time(events[i + 1]) / 1e3 for i in range(reps)]  # ms -> s
 
 
 def blocks_for_gpu() -> int:
