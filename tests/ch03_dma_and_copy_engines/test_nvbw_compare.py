@@ -28,3 +28,10 @@ def test_shared_figures_are_compared_and_a_far_one_fails():
     assert set(by) == {"CE copy h2d, 256 MiB (GB/s)", "CE copy d2h, 256 MiB (GB/s)", "GPU read of host memory (ns)"}
     assert by["CE copy h2d, 256 MiB (GB/s)"][4] and not by["CE copy d2h, 256 MiB (GB/s)"][4]  # 8% apart
     assert "| NO |" in nvbw.table(found)
+
+
+def test_both_ways_is_compared_as_the_aggregate_the_page_shows():
+    rec = {"experiments": {"copy_engines.bidirectional": {"data": {"both": {"median_gbps": 102.2}}}}}
+    found = nvbw.rows(rec, nvbw.nvbw_values([_doc(host_to_device_bidirectional_memcpy_ce=50.3,
+                                                  device_to_host_bidirectional_memcpy_ce=50.6)]))
+    assert len(found) == 1 and found[0][1] == 102.2 and round(found[0][2], 1) == 100.9 and found[0][4]
