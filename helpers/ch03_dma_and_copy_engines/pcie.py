@@ -171,6 +171,7 @@ def rebar_line(rebar: dict | None) -> str:
     if rebar["present"] is None:
         return f"Resizable BAR: not readable here ({rebar['why']})"
     if not rebar["present"]:
-        return "Resizable BAR: the GPU has no Resizable BAR capability (extended capability 0x15)"
+        return ("Resizable BAR: no Resizable BAR capability (extended capability 0x15) in the configuration space "
+                "this machine sees (in a virtual machine, the hypervisor decides what the guest is shown)")
     return "\n".join(f"Resizable BAR{b['bar']}: set to {_size(b['current_bytes'])}; supported "
                      f"{', '.join(_size(x) for x in b['supported_bytes']) or 'none listed'}" for b in rebar["bars"])
