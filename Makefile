@@ -222,7 +222,7 @@ book: book-static
 # Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU).
 bwcheck: tools/bwcheck/bwcheck
 	tools/bwcheck/bwcheck
-tools/bwcheck/bwcheck: tools/bwcheck/bwcheck.cu
+tools/bwcheck/bwcheck: tools/bwcheck/bwcheck.cu tools/bwcheck/chain.h
 	nvcc -O2 -o $@ $<
 
 # Offline wheels for a GPU node: `make wheelhouse WH_PYTHON=3.12 WH_PLATFORM=manylinux_2_28_x86_64

@@ -49,6 +49,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -185,6 +186,17 @@ def instrumented_copy(nb_path: Path, report: Path, *, pinned_tolerance: int, dev
     return out
 
 
+SLOWEST_CELLS = 6  # per notebook, from pytest's --durations (cells of 0.5 s or more)
+_DURATION = re.compile(r"^\s*([0-9.]+)s\s+call\s+\S*::(Cell \d+)\s*$")
+
+
+def slowest_cells(pytest_output: str) -> list[list]:
+    """[[cell, seconds], ...] from pytest's --durations section (nbval names a cell 'Cell N',
+    N counting code cells from 0 in the instrumented copy, so the leak probe's first cell is 0)."""
+    return [[m.group(2), float(m.group(1))] for line in pytest_output.splitlines()
+            if (m := _DURATION.match(line))]
+
+
 def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: int,
                  device_tolerance: int, device_tolerance_mib_outside: int, alone: bool = True) -> dict:
     """Run one notebook under nbval; return pass/fail, the leaks and the raw measurements.
@@ -199,11 +211,14 @@ def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: 
     before = device_used_mib() if alone else None
     t0 = time.monotonic()
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
-           f"--nbval-cell-timeout={timeout_s}", f"--rootdir={ROOT}", "-o", "testpaths=", str(copy)]
+           f"--nbval-cell-timeout={timeout_s}", f"--rootdir={ROOT}", "-o", "testpaths=",
+           f"--durations={SLOWEST_CELLS}", "--durations-min=0.5", str(copy)]
+    slowest: list = []
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=timeout_s * 4 + 120)
         rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-4000:]
+        slowest = slowest_cells(proc.stdout)
     except subprocess.TimeoutExpired as exc:
         rc, tail = None, f"pytest did not finish within {exc.timeout:g} s"
     finally:
@@ -226,7 +241,7 @@ def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: 
                 leaks.append(f"GPU {i}: {a - b} MiB more in use after the kernel exited (nvidia-smi)")
     return {"notebook": str(nb_path.relative_to(ROOT) if nb_path.is_relative_to(ROOT) else nb_path),
             "passed": rc == 0, "pytest_rc": rc, "seconds": seconds,
-            "leak_check_ran": "final" in inside, "leaks": leaks,
+            "leak_check_ran": "final" in inside, "leaks": leaks, "slowest_cells": slowest,
             "kernel": {k: inside.get(k) for k in ("baseline", "held", "final")},
             "device_used_mib": {"before": before, "after": after},
             "output_tail": "" if rc == 0 else tail}

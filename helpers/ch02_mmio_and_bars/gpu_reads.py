@@ -23,12 +23,18 @@ from helpers.core import figures, gpu
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
 from helpers.core.gpu import cuda
+from helpers.measure import gpu_chase
 from helpers.measure.gpu_chase import TRIALS, chase_ns_per_read, chase_trials
 
+TLB_CHECK_FACTOR = 4  # the device chase is repeated over a buffer this many times larger
 
-def sizes(quick: bool) -> tuple[int, int]:
-    """(bytes of the chased buffer, reads per timed run) for the recorder's full or quick run."""
-    return ((8 << 20), 1024) if quick else ((64 << 20), 8192)
+
+def sizes(quick: bool) -> tuple[int, int, int]:
+    """(host chain bytes, device chain bytes, reads per timed run) for the recorder's full or
+    quick run. The device chain is at least 4 x this GPU's L2 (gpu_chase.device_chain_bytes)."""
+    if quick:
+        return (8 << 20), (8 << 20), 1024
+    return gpu_chase.HOST_CHAIN_BYTES, gpu_chase.device_chain_bytes(gpu_chase.l2_bytes()), 8192
 
 
 def store_ns_per_write(target, steps: int) -> float:
@@ -75,12 +81,20 @@ def probe_bar0_mmap(pci_address: str | None) -> dict:
 @experiment("mmio.gpu_read_latency", chapter=2, needs=(GPU,),
             title="One GPU thread chasing pointers: ns per read over mapped pinned host memory vs device memory")
 def record_read_latency(quick: bool, code=chase_ns_per_read) -> dict:
-    nbytes, steps = sizes(quick)
-    host = chase_trials(code, nbytes, steps, "host")
-    device = chase_trials(code, nbytes, steps, "device")
-    return {"nbytes": nbytes, "steps": steps, "trials": TRIALS, "slot_bytes": 256,
-            "host_ns": host, "device_ns": device, "host_median_ns": statistics.median(host),
-            "device_median_ns": statistics.median(device), "bar0_mmap": probe_bar0_mmap(gpu.probe().pci_bus_id)}
+    """Host and device chases (gpu_chase's design: no L2 hit, no stride, the L2 flushed before each
+    trial), and the device chase again over a buffer TLB_CHECK_FACTOR times larger: if more pages
+    cost more per read, the two device figures differ and the page says so."""
+    host_n, dev_n, steps = sizes(quick)
+    host = chase_trials(code, host_n, steps, "host")
+    device = chase_trials(code, dev_n, steps, "device")
+    big = None if quick else chase_trials(code, dev_n * TLB_CHECK_FACTOR, steps, "device")
+    return {"nbytes": host_n, "device_nbytes": dev_n, "l2_bytes": gpu_chase.l2_bytes(),
+            "flush_bytes": gpu_chase.FLUSH_MULTIPLE * gpu_chase.l2_bytes(), "steps": steps, "trials": TRIALS,
+            "slot_bytes": gpu_chase.SLOT_BYTES, "host_ns": host, "device_ns": device,
+            "host_median_ns": statistics.median(host), "device_median_ns": statistics.median(device),
+            "device_tlb_check": None if big is None else {"nbytes": dev_n * TLB_CHECK_FACTOR, "device_ns": big,
+                                                          "median_ns": statistics.median(big)},
+            "bar0_mmap": probe_bar0_mmap(gpu.probe().pci_bus_id)}
 
 
 @experiment("mmio.gpu_posted_writes", chapter=2, needs=(GPU,),
@@ -115,11 +129,45 @@ def latency_rows(reads: dict, writes: dict | None = None) -> list[tuple[str, str
     """(access, median ns, trials in ns) rows for a table."""
     rows = [("read, mapped pinned host memory", f"{reads['host_median_ns']:,.0f}",
              ", ".join(f"{v:,.0f}" for v in reads["host_ns"])),
-            ("read, device memory", f"{reads['device_median_ns']:,.0f}", ", ".join(f"{v:,.0f}" for v in reads["device_ns"]))]
+            (f"read, device memory ({_mib(reads.get('device_nbytes', reads['nbytes']))})",
+             f"{reads['device_median_ns']:,.0f}", ", ".join(f"{v:,.0f}" for v in reads["device_ns"]))]
+    tlb = reads.get("device_tlb_check")
+    if tlb:
+        rows.append((f"read, device memory ({_mib(tlb['nbytes'])}: more pages)", f"{tlb['median_ns']:,.0f}",
+                     ", ".join(f"{v:,.0f}" for v in tlb["device_ns"])))
     if writes:
         rows.append(("store, mapped pinned host memory", f"{writes['host_store_median_ns']:,.1f}",
                      ", ".join(f"{v:,.1f}" for v in writes["host_store_ns"])))
     return rows
+
+
+def _mib(n: int) -> str:
+    return f"{n >> 20:,} MiB"
+
+
+def device_latency_note(reads: dict) -> str:
+    """What the device-memory figure is, from the recording's own sizes: the buffer against the
+    L2, the flush, and whether a buffer with more pages read slower (the TLB check)."""
+    n, l2 = reads.get("device_nbytes", reads["nbytes"]), reads.get("l2_bytes")
+    if not l2:  # a recording made before the chase defeated the L2
+        return (f"the device chase covered {_mib(n)}; this recording does not say how that compares with the "
+                "L2, so some reads may have been L2 hits.")
+    text = (f"the device chase covered {_mib(n)}, {n / l2:.1f}x the {_mib(l2)} L2, visiting each 256-byte slot "
+            f"at most once after {_mib(reads['flush_bytes'])} of other writes had flushed the L2: every read "
+            "missed the L2 and went to HBM.")
+    tlb = reads.get("device_tlb_check")
+    if tlb:
+        d, big = reads["device_median_ns"], tlb["median_ns"]
+        spread = (max(reads["device_ns"]) - min(reads["device_ns"])) / d if d > 0 else float("nan")
+        diff = (big - d) / d if d > 0 else float("nan")
+        same = abs(diff) <= max(2 * spread, 0.02)
+        text += (f" Over {_mib(tlb['nbytes'])} ({TLB_CHECK_FACTOR}x the pages) a read took {big:,.0f} ns "
+                 f"({diff:+.1%}; trials within {spread:.1%}): "
+                 + ("the number of pages touched did not change the figure, so address translation adds the "
+                    "same to every read at both sizes." if same else
+                    "more pages cost more, so part of each read is address translation (TLB misses), and the "
+                    "figure depends on the buffer size."))
+    return text
 
 
 def read_verdict(reads: dict, writes: dict | None = None, rtt_model_ns: float | None = None) -> str:

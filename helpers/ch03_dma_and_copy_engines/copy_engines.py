@@ -295,7 +295,8 @@ def bidirectional_verdict(data: dict, tolerance: float = 0.15) -> str:
             f"both at once: {both:.1f} GB/s aggregate = {ratio:.2f}x the faster single direction "
             f"(asyncEngineCount = {data['async_engine_count']}).")
     if ratio >= 2 * (1 - tolerance):
-        v = "verdict: yes — the two directions run on separate engines and separate link lanes, nearly 2x."
+        v = ("verdict: yes — nearly 2x: each direction has its own copy engine, and the link is full duplex: "
+             "both directions use the same lanes, each lane with one wire pair to send and one to receive.")
     elif ratio > 1 + tolerance:
         v = (f"verdict: partly — the directions overlap but the aggregate is {ratio:.2f}x, not 2x; "
              "something shared (host memory, the root complex, one engine) limits it.")

@@ -37,7 +37,8 @@ def binary() -> Path:
     if given:
         return given
     out = SOURCE.with_suffix("")
-    if out.exists() and out.stat().st_mtime >= SOURCE.stat().st_mtime:
+    newest = max(p.stat().st_mtime for p in (SOURCE, SOURCE.with_name("chain.h")))
+    if out.exists() and out.stat().st_mtime >= newest:
         return out
     nvcc = config.tool_on_path("nvcc")
     if not nvcc:
@@ -82,16 +83,23 @@ def disagreements(experiments_data: dict) -> list[str]:
     return out
 
 
-ROUNDS = 3  # course and C alternate this many times; each side reports its median round
+# Course and C alternate this many times. A bandwidth is compared on each side's fastest round (the
+# median copy of its best round): on three H100 machines (2026-11-25) bursts of slow copies took a
+# round of one side down by 2-50% (47 GB/s among rounds at 55) as often as one round in three, and
+# never up (no round above 55.4 GB/s), so the fastest round is the undisturbed link, while a median
+# of rounds was still moved whenever three of five were hit. Both sides are treated alike, the bar
+# stays 2%, and every round is kept in the record with its spread.
+ROUNDS = 5
+STATISTIC = "fastest round (each round: the median copy); disturbances only ever slowed a round"
 
 
 def interleaved(course_round, c_round, rounds: int = ROUNDS) -> dict:
-    """Alternate the two measurements `rounds` times and compare their medians.
+    """Alternate the two measurements `rounds` times and compare each side's fastest round.
 
     `course_round()` and `c_round()` each return {direction: GB/s}. Alternating them means a
-    slow drift of the machine (a fresh node settling in its first minute did this once)
-    reaches both sides alike instead of only the one that ran first; the median round of
-    each side is what is compared, and every round is kept in the record.
+    slow drift or a burst of contention reaches both sides alike instead of only the one that ran
+    first; the fastest round of each side is what is compared (STATISTIC), and every round is
+    kept in the record, with each side's median round beside it.
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise InputError(f"rounds must be a whole number >= 1, got {rounds!r}")
@@ -101,10 +109,12 @@ def interleaved(course_round, c_round, rounds: int = ROUNDS) -> dict:
         c = c_round()
         per_round.append({"course_gbps": {d: course[d] for d in DIRECTIONS},
                           "c_gbps": {d: c[d] for d in DIRECTIONS}})
-    course = {d: median([r["course_gbps"][d] for r in per_round]) for d in DIRECTIONS}
-    c = {d: median([r["c_gbps"][d] for r in per_round]) for d in DIRECTIONS}
-    return {"course_gbps": course, "c_gbps": c, "rounds": per_round,
-            "relative_difference": {d: agreement(course[d], c[d]) for d in DIRECTIONS}}
+    course = {d: max(r["course_gbps"][d] for r in per_round) for d in DIRECTIONS}
+    c = {d: max(r["c_gbps"][d] for r in per_round) for d in DIRECTIONS}
+    medians = {side: {d: median([r[side][d] for r in per_round]) for d in DIRECTIONS}
+               for side in ("course_gbps", "c_gbps")}
+    return {"course_gbps": course, "c_gbps": c, "rounds": per_round, "statistic": STATISTIC,
+            "median_rounds": medians, "relative_difference": {d: agreement(course[d], c[d]) for d in DIRECTIONS}}
 
 
 @experiment("crosscheck.bwcheck", chapter=0, needs=(GPU, NVCC),
@@ -188,13 +198,19 @@ def caption(*evs: Evidence) -> str:
 
 
 # -- latency (Chapter 2) and SM copies (Chapter 3) -------------------------------------------------
-# Latency bar: 10%. Both sides time dependent reads of the same kind of chain the same way (runs of
-# `steps` and 2*`steps`, the difference over `steps`, so the launch cost cancels), but each builds
-# its own random cycle, so the reads meet different GPU TLB and DRAM page patterns; trial-to-trial
-# spread within one side is a few percent. A method error (the launch cost left in, a cached line
-# read twice, a wrong unit) moves the figure by 2x or more, far outside 10%; chain-to-chain
-# variation stays inside it. SM-copy bandwidth is a large-transfer bandwidth, held to TOLERANCE.
-LATENCY_TOLERANCE = 0.10
+# Both sides chase exactly the same chains (helpers/measure/gpu_chase.py and tools/bwcheck/chain.h:
+# the same splitmix64 order, the device buffer >= 4 x the L2, the L2 flushed before each trial), time
+# them the same way (runs of `steps` and 2*`steps`, the difference over `steps`), and report each
+# trial's first slots, which must match. The bar is set from measured spreads (LATENCY_BASIS); a
+# method error (the launch cost left in, a cached line read twice, a wrong unit) moves the figure
+# by 2x or more. SM-copy bandwidth is a large-transfer bandwidth, held to TOLERANCE.
+LATENCY_TOLERANCE = 0.06
+LATENCY_BASIS = ("6%, from measured spreads: on the H100 GPU-57f945db (2026-11-25), five runs of three rounds each "
+                 "put course and C 0.9-4.1% apart on device memory and 1.5-4.1% apart on host memory, with the "
+                 "course's rounds spreading up to 3.1% (device) and 4.4% (host) and C's trials up to 0.5% and "
+                 "15%; on device memory the course's Numba chase read 1-4% slower than nvcc's in every run "
+                 "(likely Numba's negative-index check on the dependent path). A method error moves the figure "
+                 "by 2x or more.")
 
 
 def run_bwcheck_args(args: list[str], timeout_s: float = 180) -> dict:
@@ -205,23 +221,32 @@ def run_bwcheck_args(args: list[str], timeout_s: float = 180) -> dict:
     return json.loads(proc.stdout)
 
 
-def latency_sm_comparison(course: dict, c: dict) -> dict:
+def same_chains(course_head: dict, c_program: dict) -> bool:
+    """True when the C program chased the course's chains: each trial's first slots agree, for
+    host and device memory (`course_head` maps "host"/"device" to gpu_chase.order_head)."""
+    return all(c_program.get(f"{k}_order_head") == course_head[k] for k in ("host", "device"))
+
+
+def latency_sm_comparison(course: dict, c: dict, chains_match: bool = True) -> dict:
     """Relative differences and verdicts: `course`/`c` hold {"latency_ns": {host, device},
-    "sm_gbps": {h2d, d2h}} (medians over the rounds)."""
+    "sm_gbps": {h2d, d2h}} (medians over the rounds). Latencies of two different chains are
+    not compared: `chains_match` False fails the check whatever the numbers."""
     for side, name in ((course, "course"), (c, "C")):
         if set(side.get("latency_ns", {})) != {"host", "device"} or set(side.get("sm_gbps", {})) != set(DIRECTIONS):
             raise InputError(f"the {name} side needs latency_ns for host and device and sm_gbps for h2d and d2h")
     lat = {k: agreement(course["latency_ns"][k], c["latency_ns"][k]) for k in ("host", "device")}
     sm = {d: agreement(course["sm_gbps"][d], c["sm_gbps"][d]) for d in DIRECTIONS}
     return {"latency_relative_difference": lat, "sm_relative_difference": sm,
-            "latency_tolerance": LATENCY_TOLERANCE, "sm_tolerance": TOLERANCE,
-            "ok": max(lat.values()) <= LATENCY_TOLERANCE and max(sm.values()) <= TOLERANCE}
+            "latency_tolerance": LATENCY_TOLERANCE, "latency_tolerance_basis": LATENCY_BASIS,
+            "sm_tolerance": TOLERANCE, "same_chains": chains_match,
+            "ok": chains_match and max(lat.values()) <= LATENCY_TOLERANCE and max(sm.values()) <= TOLERANCE}
 
 
 def _latency_sm_disagreements(data: dict | None) -> list[str]:
     if not data:
         return []
-    out = []
+    out = [] if data.get("same_chains", True) else [
+        "crosscheck.latency_and_sm_copy: the C program chased other chains than the course (order_head differs)"]
     for k, diff in data["latency_relative_difference"].items():
         if diff > data.get("latency_tolerance", LATENCY_TOLERANCE):
             out.append(f"crosscheck.latency_and_sm_copy {k} read latency: course {data['course']['latency_ns'][k]:.0f} "
@@ -242,31 +267,58 @@ def record_latency_and_sm_copy(quick: bool) -> dict:
         kernel_sweep,
         time_kernel_copy,
     )
+    from helpers.measure import gpu_chase
     from helpers.measure.gpu_chase import chase_ns_per_read, chase_trials
 
-    nbytes, steps = ((8 << 20), 1024) if quick else ((64 << 20), 8192)
+    sizes = {"host": gpu_chase.HOST_CHAIN_BYTES, "device": gpu_chase.device_chain_bytes(gpu_chase.l2_bytes())}
+    steps = 1024 if quick else 8192
+    if quick:
+        sizes = {"host": 8 << 20, "device": 8 << 20}
     sm_n, reps, rounds = ((4 << 20), 3, 1) if quick else ((64 << 20), 10, ROUNDS)
     blocks = blocks_for_gpu()
-    per_round = []
+    per_round, programs = [], []
     for _ in range(rounds):
-        course = {"latency_ns": {w: median(chase_trials(chase_ns_per_read, nbytes, steps, w)) for w in ("host", "device")}}
-        c_lat = run_bwcheck_args(["--latency", str(nbytes), str(steps)])
+        course = {"latency_ns": {w: median(chase_trials(chase_ns_per_read, sizes[w], steps, w)) for w in sizes}}
+        programs.append(run_bwcheck_args(["--latency", str(sizes["device"]), str(steps), str(sizes["host"])]))
+        c_lat = programs[-1]
         sweep = kernel_sweep(time_kernel_copy, (sm_n,), reps, blocks)
         course["sm_gbps"] = {d: gbps_at(sweep, d, sm_n) for d in DIRECTIONS}
         c_sm = run_bwcheck_args(["--smcopy", str(sm_n), str(reps), str(blocks)])
         per_round.append({"course": course, "c": {"latency_ns": {"host": c_lat["host_median_ns"],
                                                                   "device": c_lat["device_median_ns"]},
+                                                   "c_trials_ns": {"host": c_lat["host_ns"], "device": c_lat["device_ns"]},
                                                    "sm_gbps": {d: c_sm[d]["gbps"] for d in DIRECTIONS}}})
 
     def med(side: str, what: str, key: str) -> float:
         return median([r[side][what][key] for r in per_round])
 
+    def best(side: str, key: str) -> float:  # bandwidth: the fastest round, as for crosscheck.bwcheck
+        return max(r[side]["sm_gbps"][key] for r in per_round)
+
     course = {"latency_ns": {k: med("course", "latency_ns", k) for k in ("host", "device")},
-              "sm_gbps": {d: med("course", "sm_gbps", d) for d in DIRECTIONS}}
+              "sm_gbps": {d: best("course", d) for d in DIRECTIONS}}
     c = {"latency_ns": {k: med("c", "latency_ns", k) for k in ("host", "device")},
-         "sm_gbps": {d: med("c", "sm_gbps", d) for d in DIRECTIONS}}
-    return {"latency_nbytes": nbytes, "steps": steps, "sm_nbytes": sm_n, "reps": reps, "blocks": blocks,
-            "rounds": per_round, "course": course, "c": c} | latency_sm_comparison(course, c)
+         "sm_gbps": {d: best("c", d) for d in DIRECTIONS}}
+    head = {k: gpu_chase.order_head(n) for k, n in sizes.items()}
+    match = all(same_chains(head, p) for p in programs)
+    out = {"latency_nbytes": sizes, "l2_bytes": gpu_chase.l2_bytes(), "c_l2_bytes": programs[-1].get("l2_bytes"),
+           "steps": steps, "sm_nbytes": sm_n, "reps": reps, "blocks": blocks, "order_head": head,
+           "rounds": per_round, "spread": round_spreads(per_round), "course": course, "c": c,
+           "statistic": {"latency": "median round (each round: the median of 3 trials)", "sm_gbps": STATISTIC}}
+    return out | latency_sm_comparison(course, c, match)
+
+
+def round_spreads(per_round: list[dict]) -> dict:
+    """(max - min) / median over the rounds, per side and figure: the spread the record reports
+    beside each cross-checked figure (one round: 0)."""
+    out: dict = {}
+    for side in ("course", "c"):
+        for what, keys in (("latency_ns", ("host", "device")), ("sm_gbps", DIRECTIONS)):
+            for k in keys:
+                v = [r[side][what][k] for r in per_round]
+                m = median(v)
+                out.setdefault(side, {})[f"{what}.{k}"] = (max(v) - min(v)) / m if m else float("nan")
+    return out
 
 
 def latency_sm_rows(data: dict) -> list[tuple[str, ...]]:

@@ -5,6 +5,13 @@ offset 8 of the capability: MPS in bits 7:5, MRRS in bits 14:12, each 128 << val
 Capabilities, offset 4, bits 2:0: the largest MPS the function supports). sysfs `config` gives all
 of it to root, only the first 64 bytes to others, so `lspci -vv` (which reads the same file) is the
 fallback; where neither works the record says why instead of guessing.
+
+The Resizable BAR capability (PCIe extended capability 0x15, in the extended space from offset
+0x100, so root only) is read from the same bytes: per resizable BAR, the sizes the function
+supports (capability register, bits 4 and up: 1 MiB << (bit - 4)) and the size now programmed
+(control register bits 12:8: 1 MiB << value). Offsets and fields as Linux names them in
+include/uapi/linux/pci_regs.h (PCI_EXT_CAP_ID_REBAR, PCI_REBAR_CAP, PCI_REBAR_CTRL and its
+_BAR_IDX, _NBAR_MASK/_NBAR_SHIFT and _BAR_SIZE fields).
 """
 
 from __future__ import annotations
@@ -40,6 +47,42 @@ def from_config(raw: bytes) -> dict | None:
     return None
 
 
+PCI_EXT_CAP_START = 0x100
+PCI_EXT_CAP_ID_REBAR = 0x15
+MiB = 1 << 20
+
+
+def _u32(raw: bytes, at: int) -> int:
+    return int.from_bytes(raw[at:at + 4], "little")
+
+
+def rebar_from_config(raw: bytes) -> dict:
+    """The Resizable BAR capability from a configuration space dump: {"present": bool, "bars":
+    [{"bar", "supported_bytes", "current_bytes"}]}, or {"present": None, "why": ...} when the
+    dump stops before the extended space (a non-root read gets 64 bytes)."""
+    if len(raw) < PCI_EXT_CAP_START + 4:
+        return {"present": None, "why": f"only {len(raw)} bytes of config space readable (the extended space "
+                                        "starts at 0x100; root reads 4096)"}
+    pos, seen = PCI_EXT_CAP_START, set()
+    while pos and pos + 8 <= len(raw) and pos not in seen:
+        seen.add(pos)
+        header = _u32(raw, pos)
+        if header in (0, 0xFFFFFFFF):
+            break
+        if header & 0xFFFF == PCI_EXT_CAP_ID_REBAR:
+            nbars = (_u32(raw, pos + 8) >> 5) & 0x7
+            bars = []
+            for i in range(max(nbars, 1)):
+                cap, ctrl = _u32(raw, pos + 4 + 8 * i), _u32(raw, pos + 8 + 8 * i)
+                bars.append({"bar": ctrl & 0x7,
+                             "supported_bytes": [MiB << (b - 4) for b in range(4, 32) if cap >> b & 1],
+                             "current_bytes": MiB << ((ctrl >> 8) & 0x1F),
+                             "cap_register": f"0x{cap:08x}", "ctrl_register": f"0x{ctrl:08x}"})
+            return {"present": True, "offset": f"0x{pos:03x}", "bars": bars}
+        pos = (header >> 20) & 0xFFC
+    return {"present": False, "bars": []}
+
+
 def from_lspci(text: str) -> dict | None:
     """The same three numbers from `lspci -vv` output (None when it does not show them)."""
     cap = re.search(r"DevCap:\s*MaxPayload (\d+) bytes", text)
@@ -56,9 +99,10 @@ def limits_of(address: str) -> dict:
         raise InputError(f"a PCI address looks like 0000:00:06.0, got {address!r}")
     why = []
     try:
-        found = from_config((SYSFS / address / "config").read_bytes())
+        raw = (SYSFS / address / "config").read_bytes()
+        found = from_config(raw)
         if found:
-            return {"address": address, **found}
+            return {"address": address, **found, "rebar": rebar_from_config(raw)}
         why.append("sysfs config: no PCIe capability in the bytes readable here (non-root reads see 64 bytes)")
     except OSError as exc:
         why.append(f"sysfs config: {exc.strerror or exc}")
@@ -68,7 +112,8 @@ def limits_of(address: str) -> dict:
             out = subprocess.run([lspci, "-vv", "-s", address], capture_output=True, text=True, timeout=20)
             found = from_lspci(out.stdout)
             if found:
-                return {"address": address, **found}
+                return {"address": address, **found,
+                        "rebar": {"present": None, "why": "sysfs config was not readable; lspci's text is not parsed for it"}}
             why.append("lspci -vv: no DevCtl line (it needs root to read the capability)")
         except (OSError, subprocess.SubprocessError) as exc:
             why.append(f"lspci: {exc}")
@@ -87,7 +132,8 @@ def upstream_of(address: str) -> str | None:
 
 
 @experiment("copy_engines.pcie_limits", chapter=3, needs=(GPU,),
-            title="The GPU's (and its upstream port's) PCIe Max Payload Size and Max Read Request Size")
+            title="The GPU's (and its upstream port's) PCIe Max Payload Size and Max Read Request Size; "
+                  "the GPU's Resizable BAR capability")
 def record_pcie_limits(quick: bool) -> dict:
     addr = gpu.probe().pci_bus_id
     if not addr:
@@ -108,4 +154,24 @@ def limits_line(data: dict) -> str:
         else:
             out.append(f"{name} {f['address']}: MPS {f['mps']} B (supports up to {f['mps_supported']} B), "
                        f"MRRS {f['mrrs']} B, from {f['source']}")
+    gpu_f = data.get("gpu") or {}
+    if gpu_f.get("mps") is not None:
+        out.append(rebar_line(gpu_f.get("rebar")))
     return "\n".join(out)
+
+
+def _size(n: int) -> str:
+    return f"{n >> 30} GiB" if n >= 1 << 30 else f"{n >> 20} MiB"
+
+
+def rebar_line(rebar: dict | None) -> str:
+    """The GPU's Resizable BAR capability in one line per BAR, or why it is not known."""
+    if rebar is None:
+        return "Resizable BAR: not recorded (a recording made before the course read it)"
+    if rebar["present"] is None:
+        return f"Resizable BAR: not readable here ({rebar['why']})"
+    if not rebar["present"]:
+        return ("Resizable BAR: no Resizable BAR capability (extended capability 0x15) in the configuration space "
+                "this machine sees (in a virtual machine, the hypervisor decides what the guest is shown)")
+    return "\n".join(f"Resizable BAR{b['bar']}: set to {_size(b['current_bytes'])}; supported "
+                     f"{', '.join(_size(x) for x in b['supported_bytes']) or 'none listed'}" for b in rebar["bars"])

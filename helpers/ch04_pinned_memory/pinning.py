@@ -396,6 +396,14 @@ def cost_sizes(quick: bool, largest: int = LARGEST_COST_SIZE) -> list[int]:
     return [4096 << (2 * k) for k in range(20) if (4096 << (2 * k)) <= hi]
 
 
+def reps_for(nbytes: int) -> int:
+    """Repetitions per size: 7 below 64 MiB, 3 to 1 GiB, one at 1 GiB and above. A pin of 1 GiB
+    or more takes 50 ms to seconds, so the clock's resolution and one-off jitter no longer move it:
+    on the H100 (2026-11-21, two repetitions each) the per-byte cost of every step at 1 GiB and at
+    4 GiB agreed within 3%, so a second repetition bought nothing for its 8 s."""
+    return 1 if nbytes >= (1 << 30) else 3 if nbytes >= (64 << 20) else 7
+
+
 @experiments.experiment("pinning.cost_vs_size", chapter=4, needs=(GPU,),
                         title="Time to pin and unpin 4 KiB..4 GiB: cudaHostAlloc/FreeHost, "
                               "cudaHostRegister/Unregister, mlock/munlock",
@@ -411,7 +419,7 @@ def record_cost_vs_size(quick: bool, largest: int = LARGEST_COST_SIZE, code=time
             skipped[str(n)] = str(exc)
             bar.step(f"{fmt_bytes(n)} skipped")
             continue
-        reps = 1 if quick else (2 if n >= (1 << 30) else 3 if n >= (64 << 20) else 7)
+        reps = 1 if quick else reps_for(n)
         rows.append(pin_cost(n, reps, code))
         bar.step(fmt_bytes(n))
     return {"rows": rows, "skipped": skipped, "page_size": PAGE,

@@ -4,16 +4,35 @@ A read that must finish before the next one can start (its address is the value 
 cannot overlap with anything, so the time per step of a long chase is the latency of one read:
 over mapped pinned host memory, one PCIe round trip (request out, completion back) plus the
 address translation on the way; over device memory, one trip to HBM. Chapter 2 shows
-`chase_ns_per_read` on its page; the C cross-check (tools/bwcheck `--latency`) builds the same
-kind of chain and chases it with nvcc's code, and helpers.ch03_dma_and_copy_engines.crosscheck
-compares the two. NVIDIA's nvbandwidth measures the same quantity (`host_device_latency_sm`).
+`chase_ns_per_read` on its page; the C cross-check (tools/bwcheck `--latency`) chases exactly
+the same chains with nvcc's code, and helpers.ch03_dma_and_copy_engines.crosscheck compares the
+two. NVIDIA's nvbandwidth measures the host-memory figure too (`host_device_latency_sm`).
 
-The chain visits slots `stride` bytes apart in a random order, so no two steps touch the same
-cache line and a prefetcher cannot guess the next address; `make_chain(..., part, parts)` gives
-each of several trials its own set of slots, so no trial reads a line an earlier one cached.
+What the device-memory number is, and why it is well defined:
+
+- **No cache hit.** The chased buffer is at least L2_MULTIPLE times the GPU's L2 (read from the
+  device; `device_chain_bytes`), each trial visits every slot at most once, and before each
+  trial FLUSH_MULTIPLE L2s of other memory are written (`flush_l2`), so the line a step needs
+  is never already in the L2: every step is one L2 miss served by HBM. (A chain that fits the
+  L2 mixes L2 hits with HBM reads in proportions that change from run to run; that is what
+  this design removes.)
+- **No prefetching.** Slots are SLOT_BYTES apart (two 128-byte lines, no shared line), visited
+  in a pseudo-random order (`chain_order`: slots sorted by a 64-bit hash of their index), so
+  there is no stride for a prefetcher to follow.
+- **Translation.** Consecutive steps land on random pages all over the buffer (256 MiB on an
+  H100: 128 pages if the driver maps it with 2 MiB pages, 65,536 with 4 KiB pages). Whatever
+  level of the GPU's TLBs holds that many translations is part of every step; the recorder
+  also chases a buffer four times larger (`mmio.gpu_read_latency`'s `device_tlb_check`), and
+  the page shows both, so the reader sees whether more pages cost more.
+
+The order is defined by integer arithmetic alone (splitmix64), so the C program builds the
+very same chains; each side reports the first slots of every trial (`order_head`) and the
+cross-check refuses a comparison of two different chains.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -24,30 +43,120 @@ from helpers.core.gpu import cuda
 TRIALS = 3  # chases per measurement, each on its own slots
 SLOT_BYTES = 256  # two 128-byte cache lines per slot: a step never shares a line with another
 ITEM = np.dtype(np.int64)
+L2_MULTIPLE = 4  # the device chain's buffer is at least this many L2s
+FLUSH_MULTIPLE = 2  # before each trial this many L2s of other memory are written
+MIN_DEVICE_BYTES = 64 << 20  # a GPU that reports a tiny (or no) L2 still gets this much
+HOST_CHAIN_BYTES = 64 << 20  # mapped pinned host memory: the GPU's L2 does not keep it between trials
+HEAD = 4  # slots per trial reported as the chain's fingerprint (order_head)
+_SEED_SHIFT = 40  # hash input = slot + (seed << 40): distinct for < 2**40 slots
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer on uint64 (wrapping arithmetic): a bijection, so distinct inputs
+    give distinct outputs (no ties when sorting by it). tools/bwcheck/chain.h is the C twin."""
+    z = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def chain_order(slots: np.ndarray, seed: int) -> np.ndarray:
+    """`slots` (distinct slot indices) in the order a chain visits them: sorted by
+    splitmix64(slot + seed << 40). Deterministic, vectorised here, a qsort in C."""
+    seed = validate.whole_number(seed, "seed", 0, (1 << 20) - 1)
+    slots = np.asarray(slots, dtype=np.int64)
+    keys = splitmix64(slots.astype(np.uint64) + np.uint64(seed << _SEED_SHIFT))
+    return slots[np.argsort(keys, kind="stable")]
 
 
 def make_chain(nbytes: int, *, part: int = 0, parts: int = 1, seed: int = 0) -> tuple[np.ndarray, int]:
     """A pointer-chasing chain in an int64 array of `nbytes`: (array, index of the first slot).
 
     Slot k starts at element k * SLOT_BYTES / 8 and holds the element index of the next slot.
-    Only slots with k % parts == part are used, visited in a random cycle (seeded), so `parts`
-    chains built on one buffer never share a cache line."""
-    nbytes = validate.whole_number(nbytes, "chain bytes", SLOT_BYTES * 4, 1 << 34)
-    parts = validate.whole_number(parts, "parts", 1, 64)
-    part = validate.whole_number(part, "part", 0, parts - 1)
+    Only slots with k % parts == part are used, visited in `chain_order(..., seed)` as one
+    cycle, so `parts` chains built on one buffer never share a cache line."""
+    order = _order(nbytes, part, parts, seed)
     per_slot = SLOT_BYTES // ITEM.itemsize
-    slots = np.arange(part, nbytes // SLOT_BYTES, parts, dtype=np.int64)
-    if len(slots) < 2:
-        raise InputError(f"{nbytes} bytes in {parts} parts leave fewer than two slots for a chain")
-    order = np.random.default_rng(seed).permutation(slots)
     chain = np.zeros(nbytes // ITEM.itemsize, dtype=np.int64)
     chain[order * per_slot] = np.roll(order, -1) * per_slot
     return chain, int(order[0] * per_slot)
 
 
+def make_chains(nbytes: int, parts: int = TRIALS) -> tuple[np.ndarray, list[int]]:
+    """All `parts` chains of `make_chain(nbytes, part=t, parts=parts, seed=t)` in one array (their
+    slots are disjoint): (array, start of each). One buffer filled and copied once, not per trial."""
+    per_slot = SLOT_BYTES // ITEM.itemsize
+    chain = np.zeros(nbytes // ITEM.itemsize, dtype=np.int64)
+    starts = []
+    for t in range(parts):
+        order = _order(nbytes, t, parts, t)
+        chain[order * per_slot] = np.roll(order, -1) * per_slot
+        starts.append(int(order[0] * per_slot))
+    return chain, starts
+
+
+def _order(nbytes: int, part: int, parts: int, seed: int) -> np.ndarray:
+    nbytes = validate.whole_number(nbytes, "chain bytes", SLOT_BYTES * 4, 1 << 34)
+    parts = validate.whole_number(parts, "parts", 1, 64)
+    part = validate.whole_number(part, "part", 0, parts - 1)
+    slots = np.arange(part, nbytes // SLOT_BYTES, parts, dtype=np.int64)
+    if len(slots) < 2:
+        raise InputError(f"{nbytes} bytes in {parts} parts leave fewer than two slots for a chain")
+    return chain_order(slots, seed)
+
+
+def order_head(nbytes: int, trials: int = TRIALS, n: int = HEAD) -> list[list[int]]:
+    """The first `n` slot indices of each trial's chain over `nbytes`: the fingerprint both the
+    course and tools/bwcheck report, so a comparison of two different chains is refused."""
+    return [[int(s) for s in _order(nbytes, t, trials, t)[:n]] for t in range(trials)]
+
+
 def chain_length(nbytes: int, parts: int = 1) -> int:
     """How many distinct steps one part of a chain over `nbytes` holds before it repeats."""
     return (nbytes // SLOT_BYTES) // parts
+
+
+def device_chain_bytes(l2_bytes: int) -> int:
+    """The device chain's buffer: the smallest power of two >= L2_MULTIPLE x the L2 (at least
+    MIN_DEVICE_BYTES). 50 MiB of L2 (H100) -> 256 MiB; 60 MiB (H200) -> 256 MiB."""
+    l2_bytes = validate.whole_number(l2_bytes, "L2 bytes", 0, 1 << 34)
+    want = max(L2_MULTIPLE * l2_bytes, MIN_DEVICE_BYTES)
+    return 1 << (want - 1).bit_length()
+
+
+def l2_bytes() -> int:
+    """The L2 size this GPU reports (cudaDeviceProp.l2CacheSize); 0 without a usable GPU (Numba's
+    simulator has no cache, so there is nothing to defeat or flush)."""
+    from helpers.core import gpu
+
+    if not gpu.probe().usable:
+        return 0
+    return int(gpu.cupy().cuda.runtime.getDeviceProperties(0)["l2CacheSize"])
+
+
+def flush_l2(nbytes: int, value: int = 0) -> None:
+    """Write `nbytes` of freshly allocated device memory (a grid-stride int64 fill, as
+    tools/bwcheck does) and wait: whatever the L2 held before is evicted. 0: nothing to do."""
+    nbytes = validate.whole_number(nbytes, "flush bytes", 0, 1 << 36)
+    if nbytes == 0:
+        return
+    scratch = cuda.device_array(nbytes // ITEM.itemsize, dtype=np.int64)
+    _fill_kernel()[264, 256](scratch, value)
+    cuda.synchronize()
+    del scratch
+
+
+@functools.lru_cache(maxsize=1)
+def _fill_kernel():
+    """The flush's kernel, compiled once per process (Numba loads only when first asked)."""
+    @cuda.jit
+    def fill(a, v):
+        i = cuda.grid(1)
+        while i < a.size:
+            a[i] = v
+            i += cuda.gridsize(1)
+
+    return fill
 
 
 def chase_ns_per_read(chain, start: int, steps: int) -> float:
@@ -75,22 +184,25 @@ def chase_ns_per_read(chain, start: int, steps: int) -> float:
     return (times_ns[2] - times_ns[1]) / steps
 
 
-def chase_trials(code, nbytes: int, steps: int, where: str, trials: int = TRIALS) -> list[float]:
+def chase_trials(code, nbytes: int, steps: int, where: str, trials: int = TRIALS,
+                 flush_bytes: int | None = None) -> list[float]:
     """ns per read of `trials` chases over `nbytes` of host (mapped pinned) or device memory,
-    each trial on its own slots of one buffer (so no trial reads what another cached)."""
+    each trial on its own slots of one buffer (so no trial reads what another cached), with
+    `flush_bytes` of other memory written before each (default FLUSH_MULTIPLE x this GPU's L2)."""
     if 1 + 3 * steps > chain_length(nbytes, trials):
         raise InputError(f"{steps} steps need a longer chain than {nbytes} bytes in {trials} parts")
     where = validate.choice(where, "where", ("host", "device"))
+    flush = FLUSH_MULTIPLE * l2_bytes() if flush_bytes is None else flush_bytes
+    chain, starts = make_chains(nbytes, trials)
+    if where == "host":
+        buf = cuda.mapped_array(chain.size, dtype=np.int64)
+        buf[:] = chain
+    else:
+        buf = cuda.to_device(chain)
+    del chain
     out = []
-    host = cuda.mapped_array(nbytes // 8, dtype=np.int64) if where == "host" else None
-    for t in range(trials):
-        chain, start = make_chain(nbytes, part=t, parts=trials, seed=t)
-        if host is not None:
-            host[:] = chain
-            out.append(float(code(host, start, steps)))
-        else:
-            dev = cuda.to_device(chain)
-            out.append(float(code(dev, start, steps)))
-            del dev
-    del host
+    for t, start in enumerate(starts):
+        flush_l2(flush, t)
+        out.append(float(code(buf, start, steps)))
+    del buf
     return out

@@ -68,6 +68,11 @@ def test_bidirectional_verdict_follows_the_numbers(both, word):
     assert f"{both / 55.0:.2f}x" in text
 
 
+def test_the_yes_verdict_says_both_directions_share_the_lanes():
+    text = ce.bidirectional_verdict(fake_bidir(55.0, 54.0, 108.0))
+    assert "separate link lanes" not in text and "same lanes" in text and "receive" in text
+
+
 def test_which_cost_dominates():
     assert ce.which_cost_dominates(3e-6, 1e-6).startswith("host-bound")
     assert ce.which_cost_dominates(1e-6, 3e-6).startswith("device-bound")

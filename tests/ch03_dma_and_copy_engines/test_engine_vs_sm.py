@@ -3,6 +3,8 @@ the exercises (on the recorded reference and planted wrong answers), the latency
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ from helpers.core import reference
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
+from helpers.measure import gpu_chase
 from helpers.models import copy_cost
 
 REF = Path(__file__).resolve().parents[2] / "data" / "reference" / "h100-pcie.json"
@@ -34,8 +37,22 @@ def test_comparison_rows_and_verdict_follow_the_numbers():
     rows = engine_vs_sm.comparison_rows(ENGINE, KERNEL)
     assert rows[1] == ("h2d", "65,536 KiB", "54.0", "45.0", "0.83")
     text = engine_vs_sm.comparison_verdict(ENGINE, KERNEL)
-    assert "h2d, 64 MiB: copy engine 54.0 GB/s, SM kernel 45.0 GB/s (the engine is faster)" in text
+    assert "h2d, 64 MiB: copy engine 54.0 GB/s, SM kernel 45.0 GB/s" in text
+    assert "the engine is faster" in text.split("h2d, 64 MiB")[1].split("\n")[0]
     assert "SM kernel: host→device is 0.87x device→host" in text
+
+
+def test_the_verdict_names_no_winner_when_single_copies_overlap():
+    n = 64 << 20
+    def sweep(rates):
+        return {"sizes": [n], "rows": [{"direction": d, "nbytes": n, "gbps": sorted(rates)[len(rates) // 2],
+                                        "times_s": [n / (g * 1e9) for g in rates]} for d in ("h2d", "d2h")],
+                "timing": engine_vs_sm.TIMING}
+    close = engine_vs_sm.comparison_verdict(sweep([53.0, 54.0, 55.0]), sweep([54.5, 55.5, 56.0]))
+    assert "no winner" in close and "faster" not in close.split("\n")[0]
+    apart = engine_vs_sm.comparison_verdict(sweep([53.0, 54.0, 55.0]), sweep([56.0, 57.0, 58.0]))
+    assert "the kernel is faster" in apart
+    assert "Python's call" not in apart  # both timed behind the gate
 
 
 def test_comparison_figure_has_four_series_and_provenance():
@@ -142,13 +159,53 @@ def test_latency_sm_crosscheck_bars_and_refusal():
     close = {"latency_ns": {"host": 1150.0, "device": 590.0}, "sm_gbps": {"h2d": 44.5, "d2h": 52.3}}
     far = {"latency_ns": {"host": 900.0, "device": 590.0}, "sm_gbps": {"h2d": 40.0, "d2h": 52.3}}
     ok = crosscheck.latency_sm_comparison(course, close)
-    assert ok["ok"] and ok["latency_tolerance"] == 0.10 and ok["sm_tolerance"] == 0.02
+    assert ok["ok"] and ok["latency_tolerance"] == crosscheck.LATENCY_TOLERANCE and ok["sm_tolerance"] == 0.02
     bad = crosscheck.latency_sm_comparison(course, far) | {"course": course, "c": far}
     problems = crosscheck.disagreements({"crosscheck.latency_and_sm_copy": bad})
     assert len(problems) == 2 and "host read latency" in problems[0] and "h2d SM copy" in problems[1]
     assert crosscheck.disagreements({"crosscheck.latency_and_sm_copy": ok | {"course": course, "c": close}}) == []
     with pytest.raises(InputError):
         crosscheck.latency_sm_comparison({"latency_ns": {"host": 1.0}}, close)
+
+
+def test_latencies_of_different_chains_are_refused_whatever_the_numbers():
+    course = {"latency_ns": {"host": 1200.0, "device": 600.0}, "sm_gbps": {"h2d": 45.0, "d2h": 52.0}}
+    head = {"host": [[1, 2], [3, 4]], "device": [[5, 6], [7, 8]]}
+    assert crosscheck.same_chains(head, {"host_order_head": [[1, 2], [3, 4]], "device_order_head": [[5, 6], [7, 8]]})
+    other = {"host_order_head": [[1, 2], [3, 4]], "device_order_head": [[5, 6], [7, 9]]}
+    assert not crosscheck.same_chains(head, other)
+    res = crosscheck.latency_sm_comparison(course, course, chains_match=False) | {"course": course, "c": course}
+    assert not res["ok"]
+    assert "other chains" in crosscheck.disagreements({"crosscheck.latency_and_sm_copy": res})[0]
+
+
+def test_the_c_program_builds_the_courses_chains(tmp_path):
+    """tools/bwcheck/chain.h (compiled here with gcc) and gpu_chase produce the same chains: the
+    same start and first slots of every trial, and the same buffer size from an L2 size."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("no C compiler on this machine")
+    header = Path(__file__).resolve().parents[2] / "tools" / "bwcheck" / "chain.h"
+    src = tmp_path / "t.c"
+    src.write_text(f'#include <stdio.h>\n#include "{header}"\n'
+                   "int main(int c, char **v) { size_t n = strtoull(v[1], NULL, 0); (void)c;\n"
+                   "  long long *ch = calloc(n / 8, 8), s[CHASE_PARTS], h[CHASE_PARTS][CHAIN_HEAD];\n"
+                   "  if (build_chains(ch, n, s, h)) return 1;\n"
+                   "  for (int t = 0; t < CHASE_PARTS; t++) printf(\"%lld %lld %lld %lld %lld\\n\", s[t], h[t][0], h[t][1], h[t][2], h[t][3]);\n"
+                   "  for (int i = 0; i < (int)(n / 8); i++) if (ch[i]) printf(\"%d:%lld\\n\", i, ch[i]);\n"
+                   "  printf(\"%zu %zu\\n\", device_chain_bytes(52428800), device_chain_bytes(62914560)); return 0; }\n")
+    exe = tmp_path / "t"
+    subprocess.run([gcc, "-O1", "-o", str(exe), str(src)], check=True, timeout=60)
+    nbytes = 256 * 3000
+    lines = subprocess.run([str(exe), str(nbytes)], capture_output=True, text=True, check=True, timeout=60).stdout.split("\n")
+    chain, starts = gpu_chase.make_chains(nbytes)
+    heads = gpu_chase.order_head(nbytes)
+    for t in range(3):
+        assert [int(x) for x in lines[t].split()] == [starts[t], *heads[t]]
+    c_chain = dict(tuple(int(x) for x in ln.split(":")) for ln in lines[3:] if ":" in ln)
+    assert c_chain == {int(i): int(chain[i]) for i in np.flatnonzero(chain)}
+    assert [int(x) for x in lines[-2].split()] == [gpu_chase.device_chain_bytes(52428800),
+                                                   gpu_chase.device_chain_bytes(62914560)]
 
 
 def test_diagrams_describe_themselves():
@@ -175,9 +232,41 @@ def test_the_recorders_numba_code_runs_on_the_simulator():
         "assert len(e.engine_sweep(e.time_engine_copy, (4096,), 1)['rows']) == 2\n"
         "h = cuda.mapped_array(300, dtype=np.uint64); h[:] = np.arange(300) * 7\n"
         "d = cuda.device_array(300, dtype=np.uint64)\n"
-        "e.time_kernel_copy(h, d, 'h2d', 1, 2)\n"
+        "e.time_kernel_copy(h, d, 'h2d', 1, 2, e.StreamGate())\n"
         "assert (d.copy_to_host() == np.arange(300) * 7).all()\n"
         "assert len(c.chase_trials(c.chase_ns_per_read, 256 * 60, 4, 'device')) == 3\n"
         "g.store_ns_per_write(cuda.mapped_array(512, dtype=np.int64), 4)\n"
         "print('OK')\n")
     assert run_on_simulator(code).strip().endswith("OK")
+
+
+def _ext_config(caps: list[tuple[int, list[int]]]) -> bytes:
+    """4096 bytes of config space whose extended capabilities (from 0x100) are `caps`:
+    (id, [dwords after the header]) in order, each linked to the next."""
+    raw = bytearray(4096)
+    pos = 0x100
+    for i, (cap_id, body) in enumerate(caps):
+        nxt = pos + 4 + 4 * len(body) if i + 1 < len(caps) else 0
+        raw[pos:pos + 4] = (cap_id | 1 << 16 | nxt << 20).to_bytes(4, "little")
+        for k, dw in enumerate(body):
+            raw[pos + 4 + 4 * k:pos + 8 + 4 * k] = dw.to_bytes(4, "little")
+        pos = nxt
+    return bytes(raw)
+
+
+def test_resizable_bar_sizes_come_from_the_capability_registers():
+    cap = 1 << 4 | 1 << 12 | 1 << 20       # 1 MiB, 256 MiB, 64 GiB
+    ctrl = 1 | 1 << 5 | 16 << 8             # BAR1, one resizable BAR, set to 1 MiB << 16 = 64 GiB
+    raw = _ext_config([(0x01, [0] * 10), (0x15, [cap, ctrl])])  # AER first: the walk must follow "next"
+    rebar = pcie.rebar_from_config(raw)
+    assert rebar["present"] and rebar["offset"] == "0x12c"
+    assert rebar["bars"] == [{"bar": 1, "supported_bytes": [1 << 20, 256 << 20, 64 << 30], "current_bytes": 64 << 30,
+                              "cap_register": "0x00101010", "ctrl_register": "0x00001021"}]
+    assert "BAR1: set to 64 GiB; supported 1 MiB, 256 MiB, 64 GiB" in pcie.rebar_line(rebar)
+
+
+def test_resizable_bar_absent_or_unreadable_is_said():
+    assert pcie.rebar_from_config(_ext_config([(0x01, [0] * 10)])) == {"present": False, "bars": []}
+    short = pcie.rebar_from_config(bytes(64))
+    assert short["present"] is None and "64 bytes" in pcie.rebar_line(short)
+    assert "not recorded" in pcie.rebar_line(None)

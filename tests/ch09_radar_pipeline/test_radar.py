@@ -634,19 +634,25 @@ def test_breaking_points_and_separation_from_repeated_runs():
 
 def test_breaking_point_experiment_is_bounded_and_stops_climbing_a_broken_design(monkeypatch):
     calls = []
+    share = {"pageable": 2.0, "staged": 0.7, "registered": 0.1, "pipelined": 0.1}  # slowest frame / period
 
     def fake(design, n, period, frames, **kw):
         calls.append((design, n, period, kw.get("sync"), kw.get("realtime", False)))
-        lat = [int(period * 2e6)] * frames if design == "pageable" else [100] * frames  # pageable always misses
+        lat = [int(period * share[design] * 1e6)] * frames  # pageable always misses
         return radar.RunResult(design, n, period, 4, 1, frames, lat, list(range(frames)), 0, 0.1, 1.0,
                                extra={"sync": kw.get("sync") or "poll-loop"})
 
     monkeypatch.setattr(radar, "run_pipeline", fake)
     out = experiments.get("radar.breaking_point").run(True)
     assert [c for c in calls if c[0] == "pageable"] == [("pageable", 4 << 20, 8e-3, None, False)] * radar.QUICK_REPEATS
-    assert len([c for c in calls if c[0] == "registered" and c[3] is None]) == len(radar.QUICK_LADDER) * radar.QUICK_REPEATS
+    # near the deadline (0.7 of the period) every rung is repeated; far from it (0.1) one run is enough
+    assert len([c for c in calls if c[0] == "staged"]) == len(radar.QUICK_LADDER) * radar.QUICK_REPEATS
+    assert len([c for c in calls if c[0] == "registered" and c[3] is None]) == len(radar.QUICK_LADDER)
     assert {(c[3], c[4]) for c in calls if c[3]} == set(radar.RT_CONFIGS)
     assert out["truncated"] == [] and len(out["realtime"]) == len(radar.RT_CONFIGS)
+    rows = {(r[0], r[1]): r for r in radar.breaking_rows(out)}
+    assert str(rows[("registered", "4 MiB / 8 ms")][3]).startswith("1 (clear") and "(one run)" in rows[("registered", "4 MiB / 8 ms")][4]
+    assert rows[("staged", "4 MiB / 8 ms")][3] == radar.QUICK_REPEATS and "[" in rows[("staged", "4 MiB / 8 ms")][4]
 
 
 def test_new_experiments_show_their_code_and_replay_as_pending_until_recorded():

@@ -7,15 +7,17 @@
 //
 //   bwcheck [nbytes=268435456] [reps=30]      large pinned copies, bandwidth
 //   bwcheck --small [reps=200]                small pinned copies (4 B .. 4 KiB), device time
-//   bwcheck --latency [nbytes] [steps]        one thread chasing pointers: ns per read over mapped
-//                                             pinned host memory and over device memory
+//   bwcheck --latency [dev] [steps] [host]    one thread chasing pointers: ns per read over mapped
+//                                             pinned host memory (host bytes, 64 MiB) and over device
+//                                             memory (dev bytes; 0 = at least 4 x the L2)
 //   bwcheck --smcopy [nbytes] [reps] [blocks] a grid-stride kernel copying through mapped pinned
 //                                             host memory (SM copies), GB/s both directions
 //
-// --latency builds its chains as helpers/measure/gpu_chase.py does (slots 256 B apart, visited
-// in a random cycle, `parts` = 3 trials on disjoint slots; its own random generator, so the
-// order differs) and times runs of `steps` and 2*`steps` reads: the difference over `steps` is
-// ns per read. --smcopy is the kernel of helpers/ch03_dma_and_copy_engines/engine_vs_sm.py
+// --latency chases exactly the chains of helpers/measure/gpu_chase.py (chain.h: slots 256 B apart,
+// visited in splitmix64 order, 3 trials on disjoint slots, the L2 flushed before each trial by
+// writing 2 x L2 of other memory) and times runs of `steps` and 2*`steps` reads: the difference over
+// `steps` is ns per read. It prints each trial's first slots (order_head) so the course can check
+// that both sides chased the same chains. --smcopy is the kernel of helpers/ch03_dma_and_copy_engines/engine_vs_sm.py
 // (8-byte elements, grid-stride loop, `blocks` x 256 threads), timed with events.
 //
 // --small times each size two ways, as helpers/copy_engines.py and helpers/transfers.py do:
@@ -28,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "chain.h"
 
 #define GATE_TIMEOUT_NS 5000000000ULL  // 5 s: the gate opens by itself after this
 
@@ -171,9 +175,6 @@ static int small_mode(int reps) {
   return 0;
 }
 
-#define SLOT_BYTES 256
-#define CHASE_PARTS 3
-
 __global__ void chase_kernel(const long long *nxt, long long j, long long n, long long *out) {
   for (long long i = 0; i < n; i++) j = nxt[j];
   *out = j;
@@ -184,28 +185,17 @@ __global__ void copy_kernel(unsigned long long *dst, const unsigned long long *s
     dst[i] = src[i];
 }
 
-static unsigned long long rng_state = 0x9E3779B97F4A7C15ULL;
-static unsigned long long rng_next(void) {  // xorshift64*
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return rng_state * 2685821657736338717ULL;
+// The L2 flush of gpu_chase.flush_l2: a grid-stride int64 fill of other memory, 264 x 256 threads.
+__global__ void fill_kernel(long long *a, size_t n, long long v) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    a[i] = v;
 }
 
-// A random cycle over slots part, part+parts, ... of `chain` (element indices); returns the start.
-static long long build_chain(long long *chain, size_t nbytes, int part) {
-  size_t per = SLOT_BYTES / sizeof(long long), nslots = 0;
-  for (size_t k = part; k < nbytes / SLOT_BYTES; k += CHASE_PARTS) nslots++;
-  long long *order = (long long *)malloc(sizeof(long long) * nslots);
-  for (size_t i = 0; i < nslots; i++) order[i] = part + (long long)i * CHASE_PARTS;
-  for (size_t i = nslots - 1; i > 0; i--) {  // Fisher-Yates
-    size_t r = rng_next() % (i + 1);
-    long long t = order[i]; order[i] = order[r]; order[r] = t;
-  }
-  for (size_t i = 0; i < nslots; i++) chain[order[i] * per] = order[(i + 1) % nslots] * per;
-  long long start = order[0] * per;
-  free(order);
-  return start;
+static void flush_l2(long long *scratch, size_t nbytes, long long v) {
+  if (!nbytes) return;
+  fill_kernel<<<264, 256>>>(scratch, nbytes / sizeof(long long), v);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
 }
 
 // ns per read over `nxt` (a device-visible pointer): runs of 1, steps and 2*steps, as the course does.
@@ -229,36 +219,65 @@ static double chase_ns(const long long *nxt, long long start, long long steps, l
   return (ms[2] - ms[1]) * 1e6 / steps;
 }
 
-static int latency_mode(size_t nbytes, long long steps) {
-  size_t items = nbytes / sizeof(long long);
-  long long *host, *host_dev, *dev, *out, *out_dev;
-  long long *chain = (long long *)calloc(items, sizeof(long long));
+static void print_head(const char *name, long long head[CHASE_PARTS][CHAIN_HEAD], const char *end) {
+  printf("\"%s\": [", name);
+  for (int t = 0; t < CHASE_PARTS; t++) {
+    printf("%s[", t ? ", " : "");
+    for (int i = 0; i < CHAIN_HEAD; i++) printf("%s%lld", i ? ", " : "", head[t][i]);
+    printf("]");
+  }
+  printf("]%s", end);
+}
+
+// Host chains (mapped pinned, host_bytes) first, then device chains (dev_bytes), as
+// gpu_chase.chase_trials runs them: all trials' chains built once, the L2 flushed before each trial.
+static int latency_mode(size_t dev_bytes, long long steps, size_t host_bytes) {
+  long long *host, *host_dev, *dev, *out, *out_dev, *scratch = NULL, *chain;
+  long long starts[CHASE_PARTS], host_head[CHASE_PARTS][CHAIN_HEAD], dev_head[CHASE_PARTS][CHAIN_HEAD];
   double host_ns[CHASE_PARTS], dev_ns[CHASE_PARTS];
   struct cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  CK(cudaHostAlloc((void **)&host, nbytes, cudaHostAllocMapped));
-  CK(cudaHostGetDevicePointer((void **)&host_dev, host, 0));
+  size_t l2 = (size_t)prop.l2CacheSize, flush = FLUSH_MULTIPLE * l2;
+  if (!dev_bytes) dev_bytes = device_chain_bytes(l2);
+  if (1 + 3 * steps > (long long)(dev_bytes / SLOT_BYTES / CHASE_PARTS) ||
+      1 + 3 * steps > (long long)(host_bytes / SLOT_BYTES / CHASE_PARTS)) {
+    fprintf(stderr, "bwcheck: %lld steps need longer chains than %zu / %zu bytes\n", steps, dev_bytes, host_bytes);
+    return 2;
+  }
   CK(cudaHostAlloc((void **)&out, sizeof(long long), cudaHostAllocMapped));
   CK(cudaHostGetDevicePointer((void **)&out_dev, out, 0));
-  CK(cudaMalloc((void **)&dev, nbytes));
+  if (flush) CK(cudaMalloc((void **)&scratch, flush));
+  CK(cudaHostAlloc((void **)&host, host_bytes, cudaHostAllocMapped));
+  CK(cudaHostGetDevicePointer((void **)&host_dev, host, 0));
+  memset(host, 0, host_bytes);
+  if (build_chains(host, host_bytes, starts, host_head)) return 1;
   for (int t = 0; t < CHASE_PARTS; t++) {
-    memset(chain, 0, items * sizeof(long long));
-    long long start = build_chain(chain, nbytes, t);
-    memcpy(host, chain, nbytes);
-    host_ns[t] = chase_ns(host_dev, start, steps, out_dev, out);
-    CK(cudaMemcpy(dev, chain, nbytes, cudaMemcpyHostToDevice));
-    dev_ns[t] = chase_ns(dev, start, steps, out_dev, out);
+    flush_l2(scratch, flush, t);
+    host_ns[t] = chase_ns(host_dev, starts[t], steps, out_dev, out);
   }
-  printf("{\n  \"tool\": \"bwcheck\", \"mode\": \"latency\", \"device\": \"%s\", \"nbytes\": %zu, \"steps\": %lld,\n",
-         prop.name, nbytes, steps);
-  printf("  \"host_ns\": [%.3f, %.3f, %.3f], \"device_ns\": [%.3f, %.3f, %.3f],\n", host_ns[0], host_ns[1],
+  CK(cudaFreeHost(host));
+  chain = (long long *)calloc(dev_bytes / sizeof(long long), sizeof(long long));
+  if (!chain || build_chains(chain, dev_bytes, starts, dev_head)) return 1;
+  CK(cudaMalloc((void **)&dev, dev_bytes));
+  CK(cudaMemcpy(dev, chain, dev_bytes, cudaMemcpyHostToDevice));
+  free(chain);
+  for (int t = 0; t < CHASE_PARTS; t++) {
+    flush_l2(scratch, flush, t);
+    dev_ns[t] = chase_ns(dev, starts[t], steps, out_dev, out);
+  }
+  printf("{\n  \"tool\": \"bwcheck\", \"mode\": \"latency\", \"device\": \"%s\", \"l2_bytes\": %zu, \"flush_bytes\": %zu,\n",
+         prop.name, l2, flush);
+  printf("  \"host_nbytes\": %zu, \"device_nbytes\": %zu, \"steps\": %lld, \"slot_bytes\": %d,\n", host_bytes,
+         dev_bytes, steps, SLOT_BYTES);
+  printf("  \"host_ns\": [%.3f, %.3f, %.3f], \"device_ns\": [%.3f, %.3f, %.3f],\n  ", host_ns[0], host_ns[1],
          host_ns[2], dev_ns[0], dev_ns[1], dev_ns[2]);
+  print_head("host_order_head", host_head, ", ");
+  print_head("device_order_head", dev_head, ",\n");
   printf("  \"host_median_ns\": %.3f, \"device_median_ns\": %.3f\n}\n", median_d(host_ns, CHASE_PARTS),
          median_d(dev_ns, CHASE_PARTS));
   CK(cudaFree(dev));
+  if (scratch) CK(cudaFree(scratch));
   CK(cudaFreeHost(out));
-  CK(cudaFreeHost(host));
-  free(chain);
   return 0;
 }
 
@@ -308,13 +327,15 @@ int main(int argc, char **argv) {
     return small_mode(reps);
   }
   if (argc > 1 && strcmp(argv[1], "--latency") == 0) {
-    size_t n = argc > 2 ? strtoull(argv[2], NULL, 0) : (size_t)64 << 20;
+    size_t n = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;  // 0: from the L2 size, as the course does
     long long steps = argc > 3 ? atoll(argv[3]) : 8192;
-    if (n < SLOT_BYTES * 16 || steps < 1 || 1 + 3 * steps > (long long)(n / SLOT_BYTES / CHASE_PARTS)) {
-      fprintf(stderr, "usage: bwcheck --latency [nbytes] [steps], with 1 + 3*steps <= nbytes/256/3\n");
+    size_t host_n = argc > 4 ? strtoull(argv[4], NULL, 0) : (size_t)64 << 20;
+    if ((n && n < SLOT_BYTES * 16) || host_n < SLOT_BYTES * 16 || steps < 1) {
+      fprintf(stderr, "usage: bwcheck --latency [device nbytes, 0 = 4 x L2 rounded up to a power of two] [steps] "
+                      "[host nbytes], with 1 + 3*steps <= nbytes/256/3\n");
       return 2;
     }
-    return latency_mode(n, steps);
+    return latency_mode(n, steps, host_n);
   }
   if (argc > 1 && strcmp(argv[1], "--smcopy") == 0) {
     size_t n = argc > 2 ? strtoull(argv[2], NULL, 0) : (size_t)64 << 20;

@@ -1,0 +1,37 @@
+"""tools/bwcheck/nvbw_compare.py: the course's recording against nvbandwidth -j output."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("nvbw_compare", ROOT / "tools" / "bwcheck" / "nvbw_compare.py")
+nvbw = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(nvbw)
+
+REC = {"experiments": {
+    "crosscheck.bwcheck": {"data": {"course_gbps": {"h2d": 55.0, "d2h": 54.0}}},
+    "mmio.gpu_read_latency": {"data": {"host_median_ns": 1206.0}},
+}}
+
+
+def _doc(**values):
+    return {"nvbandwidth": {"testcases": [{"name": k, "status": "Passed", "sum": v} for k, v in values.items()]
+                            + [{"name": "host_to_device_memcpy_sm", "status": "Waived"}]}}
+
+
+def test_shared_figures_are_compared_and_a_far_one_fails():
+    found = nvbw.rows(REC, nvbw.nvbw_values([_doc(host_to_device_memcpy_ce=55.5, device_to_host_memcpy_ce=50.0,
+                                                  host_device_latency_sm=1190.0)]))
+    by = {r[0]: r for r in found}
+    assert set(by) == {"CE copy h2d, 256 MiB (GB/s)", "CE copy d2h, 256 MiB (GB/s)", "GPU read of host memory (ns)"}
+    assert by["CE copy h2d, 256 MiB (GB/s)"][4] and not by["CE copy d2h, 256 MiB (GB/s)"][4]  # 8% apart
+    assert "| NO |" in nvbw.table(found)
+
+
+def test_both_ways_is_compared_as_the_aggregate_the_page_shows():
+    rec = {"experiments": {"copy_engines.bidirectional": {"data": {"both": {"median_gbps": 102.2}}}}}
+    found = nvbw.rows(rec, nvbw.nvbw_values([_doc(host_to_device_bidirectional_memcpy_ce=50.3,
+                                                  device_to_host_bidirectional_memcpy_ce=50.6)]))
+    assert len(found) == 1 and found[0][1] == 102.2 and round(found[0][2], 1) == 100.9 and found[0][4]
