@@ -21,6 +21,7 @@ from __future__ import annotations
 import types
 from collections.abc import Callable
 
+from helpers.core.errors import InputError
 from helpers.labs.wire import WireError
 
 Callback = Callable[..., object]  # callback(name, *args) -> the grader's answer
@@ -156,7 +157,7 @@ class RemoteMemory:
         if isinstance(key, slice):
             start, stop, step = key.indices(self.nbytes)
             if step != 1:
-                raise ValueError("device memory is read and written in contiguous ranges (no step)")
+                raise InputError("device memory is read and written in contiguous ranges (no step)")
             return start, max(start, stop), False
         i = int(key)
         i = i + self.nbytes if i < 0 else i

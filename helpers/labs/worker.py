@@ -30,6 +30,7 @@ import os
 import sys
 import traceback
 
+from helpers.core.errors import CourseError
 from helpers.labs import remote, wire
 
 REQUESTS_FD, REPLIES_FD = 3, 4
@@ -40,7 +41,7 @@ BUILTIN_EXCEPTIONS = {name: obj for name, obj in vars(builtins).items()
 KNOWN_EXCEPTIONS = {**BUILTIN_EXCEPTIONS, **remote.course_exceptions()}
 
 
-class GraderRefused(Exception):  # noqa: N818 - what the learner's code sees
+class GraderRefused(CourseError):  # noqa: N818 - what the learner's code sees
     """The grader refused a callback (wrong arguments to a stand-in)."""
 
 
