@@ -21,6 +21,7 @@ import io
 import json
 import math
 import re
+import textwrap
 import uuid
 
 import plotly.graph_objects as go
@@ -40,6 +41,9 @@ _BADGE = {
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 PROVENANCE_WIDTH = 80  # characters per provenance line under a figure's title (about 560 px at <sup> size)
+TITLE_WIDTH = 64       # characters per title line in the plot (about 600 px at plotly's 17 px)
+TITLE_LINE_PX, PROVENANCE_LINE_PX = 24, 18  # height of a title line and of a provenance (<sup>) line
+TITLE_PAD, TITLE_GAP = 10, 28               # room above the title block, and between it and the plot
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 
 
@@ -77,8 +81,16 @@ class CourseFigure:
         title = fig.layout.title.text or ""
         lines = [piece for m, s in self.parts for piece in wrap_at_dots(provenance_line(m, s))]
         self.title = re.sub(r"<[^>]+>", "", title.split("<br>")[0]).strip()
-        fig.update_layout(title={"text": f"{title}<br><sup>{'<br>'.join(lines)}</sup>", "x": 0.01},
-                          margin={"t": 70 + 20 * len(lines)}, template="plotly_white", colorway=PALETTE)
+        self._heading = title
+        head = [piece for part in title.split("<br>")
+                for piece in (textwrap.wrap(part, TITLE_WIDTH) if "<" not in part else [part]) or [""]]
+        block = TITLE_LINE_PX * len(head) + PROVENANCE_LINE_PX * len(lines)
+        # The title block hangs from the top of the figure and the plot starts below it, so a title
+        # or provenance of any number of lines never reaches the plot or its y-axis title.
+        fig.update_layout(title={"text": f"{'<br>'.join(head)}<br><sup>{'<br>'.join(lines)}</sup>", "x": 0.01,
+                                 "xanchor": "left", "xref": "container", "y": 1, "yref": "container",
+                                 "yanchor": "top", "pad": {"t": TITLE_PAD}},
+                          margin={"t": TITLE_PAD + block + TITLE_GAP}, template="plotly_white", colorway=PALETTE)
         _tell_series_apart(fig)
 
     def rows(self) -> list[tuple[str, object, object]]:
@@ -115,14 +127,28 @@ class CourseFigure:
     def modes(self) -> list[Mode]:
         return [m for m, _ in self.parts]
 
+    def _page_figure(self) -> tuple[go.Figure, str]:
+        """The figure for an HTML page, and its heading: the title and provenance move out of the
+        plot into HTML above it, where they wrap to any column width (plotly's title cannot)."""
+        fig = go.Figure(self.fig)
+        t = fig.layout.margin.t or 0
+        fig.update_layout(title_text="", margin={"t": TITLE_GAP})
+        if fig.layout.height:
+            fig.update_layout(height=max(fig.layout.height - (t - TITLE_GAP), 160))
+        prov = "".join(f'<span class="course-figure-provenance">{html.escape(provenance_line(m, s))}</span>'
+                       for m, s in self.parts)
+        heading = re.sub(r"<(?!/?(?:b|i|sup|sub|br)\b)[^>]*>", "", self._heading)  # plotly's few tags only
+        return fig, f'<div class="course-figure-heading"><span class="course-figure-title">{heading}</span>{prov}</div>'
+
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         div_id = f"fig-{uuid.uuid4().hex[:12]}"
-        plot = pio.to_html(self.fig, include_plotlyjs=False, full_html=False, div_id=div_id,
-                           config={"displaylogo": False, "responsive": True})
+        page_fig, heading = self._page_figure()
+        plot = heading + pio.to_html(page_fig, include_plotlyjs=False, full_html=False, div_id=div_id,
+                                     config={"displaylogo": False, "responsive": True})
         desc = html.escape(self.description())
         data_uri = "data:text/csv;base64," + base64.b64encode(self.csv().encode()).decode()
         name = re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-") or "figure"
-        html_part = (f'<figure class="course-figure" role="group" aria-label="{desc}">{plot}'
+        html_part = (f'<figure class="course-figure" aria-label="{desc}">{plot}'
                      f'<figcaption class="course-figure-description">{desc} '
                      f'<a download="{name}.csv" href="{data_uri}">Download the data (CSV)</a></figcaption></figure>')
         return {
