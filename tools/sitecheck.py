@@ -118,12 +118,14 @@ LAYOUT_JS = r"""((checkOutputs) => {
       texts.slice(k + 1).forEach(b => { if (meet(a.r, b.r, 0.5)) out.push(`${name}: ${say(a.t)} and ${say(b.t)} overprint each other`); });
     });
   });
-  document.querySelectorAll('.plotly-graph-div').forEach((div, i) => {
+  new Set(document.querySelectorAll('.plotly-graph-div, .js-plotly-plot')).forEach(div => {
+    if (div.parentElement && div.parentElement.closest('.js-plotly-plot')) return;
     const svg = div.querySelector('svg.main-svg');
     if (!svg) return;
     const frame = R(div);
     if (!visible(frame)) return;
-    const name = 'figure "' + ((div.querySelector('.gtitle') || {}).textContent || ('#' + (i + 1))).slice(0, 50) + '"';
+    const head = (div.closest('figure') || div).querySelector('.course-figure-title, .gtitle');
+    const name = 'figure "' + ((head || {}).textContent || div.id || '?').slice(0, 50) + '"';
     const part = t => { const g = t.closest('.g-gtitle, .g-xtitle, .g-ytitle, .legend, .annotation, .xtick, .ytick, .colorbar');
                         return g ? (g.classList.contains('xtick') ? 'xtick' : g.classList.contains('ytick') ? 'ytick' : g) : null; };
     const texts = [...div.querySelectorAll('svg text')].filter(t => (t.textContent || '').trim())

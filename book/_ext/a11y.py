@@ -35,7 +35,10 @@ RULES: list[tuple[re.Pattern, str]] = [
     (re.compile(r'<div role="list" class="citation-list">'), '<div class="citation-list">'),
     (re.compile(r'<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar">'),
      '<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar" role="navigation" aria-label="Course">'),
-    (re.compile(r"<th([^>]*)>(\s*)</th>"), r"<td\1>\2</td>"),
+    # a header row of empty cells (a Markdown table used as a key-value list) goes; any other
+    # empty header cell becomes a data cell
+    (re.compile(r"<thead>\s*<tr[^>]*>(?:\s*<th[^>]*>\s*(?:<p>\s*</p>)?\s*</th>)+\s*</tr>\s*</thead>"), ""),
+    (re.compile(r"<th([^>]*)>(\s*(?:<p>\s*</p>)?\s*)</th>"), r"<td\1>\2</td>"),
 ]
 
 
