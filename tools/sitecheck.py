@@ -265,7 +265,7 @@ def check_page(page: Page, base: str, site: Path, rel: str, want_launch: bool,
     return probs, state
 
 
-def set_width(page: Page, width: int, settle_s: float = 0.6, height: int = 900) -> None:
+def set_width(page: Page, width: int, settle_s: float = 1.0, height: int = 900) -> None:
     """Resize the page's window to `width` CSS px and let it reflow (plotly redraws on resize)."""
     page.send("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
     page.evaluate("window.dispatchEvent(new Event('resize')), 1")
