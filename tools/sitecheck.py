@@ -135,7 +135,7 @@ LAYOUT_JS = r"""((checkOutputs) => {
       texts.slice(k + 1).forEach(b => { if (a.p !== b.p && meet(a.r, b.r, 1)) out.push(`${name}: ${say(a.t)} and ${say(b.t)} overprint each other`); });
     });
   });
-  document.querySelectorAll('figure.course-diagram, figure.course-figure, .plotly-graph-div, article img').forEach(f => {
+  document.querySelectorAll('figure.course-diagram, figure.course-diagram svg, figure.course-figure, .plotly-graph-div, article img').forEach(f => {
     const r = R(f);
     if (visible(r) && r.right > Math.min(colR.right, document.documentElement.clientWidth) + 1)
       out.push(`a ${f.tagName.toLowerCase()}${f.className && typeof f.className === 'string' ? '.' + f.className.split(' ')[0] : ''} is wider than the page's column (${Math.round(r.width)} px, column ends at ${Math.round(colR.right)} px)`);
@@ -313,7 +313,8 @@ def diagram_shots(page: Page, out: Path, rel: str, widths: tuple[int, ...] = WID
         n_figs = page.evaluate("document.querySelectorAll('figure.course-diagram').length") or 0
         for n in range(n_figs):
             x, y, width, height = page.evaluate(
-                f"(() => {{ const f = document.querySelectorAll('figure.course-diagram')[{n}]; f.scrollIntoView(); "
+                f"(() => {{ const f = document.querySelectorAll('figure.course-diagram')[{n}]; "
+                "f.scrollIntoView({block: 'center'}); "
                 "const r = f.getBoundingClientRect(); return [r.left + window.scrollX, r.top + window.scrollY, "
                 "r.width, r.height]; })()")
             if width <= 0 or height <= 0:
