@@ -47,14 +47,35 @@ def course_diagrams() -> list[tuple[str, Callable]]:
     def path():
         return ch1.path_diagram(ctx.get("path.syscall_census"), ctx.get("path.driver_maps", nbytes=64 << 20))
 
-    return [("ch00 machine map", machine), ("ch01 path of a copy", path),
-            ("ch02 BARs", ch2.bars_diagram), ("ch02 transactions", ch2.transactions_diagram),
-            ("ch03 copy path", ch3.copy_path_diagram), ("ch03b PCIe reads and writes", ch3.pcie_reads_writes_diagram),
-            ("ch04 pinning paths", ch4.pinning_paths_diagram), ("ch04 GDRCopy", ch4.gdrcopy_diagram),
-            ("ch05 fault and migration", ch5.fault_migration_diagram),
-            ("ch06 sharing", ch6.sharing_diagram), ("ch06 TTM", ch6.ttm_diagram),
-            ("ch07 ring", ch7.ring_diagram), ("ch07 GPFIFO", ch7.gpfifo_diagram),
-            ("ch08 three ways", ch8.p2p_paths_diagram), ("ch09 pipeline", ch9.pipeline_diagram)]
+    listed = [("ch00 machine map", machine), ("ch01 path of a copy", path),
+              ("ch02 BARs", ch2.bars_diagram), ("ch02 transactions", ch2.transactions_diagram),
+              ("ch03 copy path", ch3.copy_path_diagram), ("ch03b PCIe reads and writes", ch3.pcie_reads_writes_diagram),
+              ("ch04 pinning paths", ch4.pinning_paths_diagram), ("ch04 GDRCopy", ch4.gdrcopy_diagram),
+              ("ch05 fault and migration", ch5.fault_migration_diagram),
+              ("ch06 sharing", ch6.sharing_diagram), ("ch06 TTM", ch6.ttm_diagram),
+              ("ch07 ring", ch7.ring_diagram), ("ch07 GPFIFO", ch7.gpfifo_diagram),
+              ("ch08 three ways", ch8.p2p_paths_diagram), ("ch09 pipeline", ch9.pipeline_diagram)]
+    known = {getattr(f, "__qualname__", "") for _, f in listed} | {"machine_diagram", "path_diagram"}
+    return listed + [(f"{f.__module__}.{f.__name__}", f) for f in _other_diagrams() if f.__qualname__ not in known]
+
+
+def _other_diagrams() -> list[Callable]:
+    """Every other `*_diagram` function of the chapter packages that needs no argument (one a
+    chapter added without listing it here), from the modules that build a Diagram."""
+    import importlib
+    import inspect
+
+    root = Path(__file__).resolve().parent.parent / "helpers"
+    found = []
+    for src in sorted(root.glob("ch*/*.py")):
+        if "Diagram(" not in src.read_text(encoding="utf-8"):
+            continue
+        mod = importlib.import_module(".".join(src.relative_to(root.parent).with_suffix("").parts))
+        for name, f in inspect.getmembers(mod, inspect.isfunction):
+            if (name.endswith("diagram") and f.__module__ == mod.__name__
+                    and all(p.default is not p.empty for p in inspect.signature(f).parameters.values())):
+                found.append(f)
+    return found
 
 
 def page(diagrams: list[tuple[str, object]]) -> str:
