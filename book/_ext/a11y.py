@@ -10,6 +10,8 @@ repaired here, in every HTML page once the build has finished:
 * the colour-mode button's icons carry titles ("Light", "Dark") that differ from its name
   ("Color mode"): the icons become decorative (aria-hidden) and lose the titles;
 * the table of contents' fold toggles are <summary> elements with only an icon: they get a name;
+  myst-nb's folds ("Show code cell output") are named "Toggle hidden content": the name goes, so
+  it is what they show;
 * docutils' citations use the deprecated role doc-biblioentry inside a role=list container: the
   roles go, the bibliography is plain text in sections (aria-deprecated-role, aria-allowed-role,
   aria-required-children);
@@ -31,6 +33,7 @@ RULES: list[tuple[re.Pattern, str]] = [
     (re.compile(r'(<button class="btn search-button-field[^"]*"[^>]*?) aria-label="Search"'), r"\1"),
     (re.compile(r'(<i class="theme-switch [^"]*" data-mode="\w+")\s+title="[^"]*"'), r'\1 aria-hidden="true"'),
     (re.compile(r'<summary>(<span class="toctree-toggle")'), r'<summary aria-label="Show or hide the parts">\1'),
+    (re.compile(r'<summary aria-label="Toggle hidden content">'), "<summary>"),
     (re.compile(r' role="doc-biblioentry"'), ""),
     (re.compile(r'<div role="list" class="citation-list">'), '<div class="citation-list">'),
     (re.compile(r'<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar">'),

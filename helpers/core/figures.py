@@ -44,6 +44,7 @@ PROVENANCE_WIDTH = 80  # characters per provenance line under a figure's title (
 TITLE_WIDTH = 64       # characters per title line in the plot (about 600 px at plotly's 17 px)
 TITLE_LINE_PX, PROVENANCE_LINE_PX = 24, 18  # height of a title line and of a provenance (<sup>) line
 TITLE_PAD, TITLE_GAP = 10, 28               # room above the title block, and between it and the plot
+AXIS_TITLE_WIDTH = 60  # characters per line of an x-axis title (a y axis: two thirds of that)
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 
 
@@ -91,6 +92,18 @@ class CourseFigure:
                                  "xanchor": "left", "xref": "container", "y": 1, "yref": "container",
                                  "yanchor": "top", "pad": {"t": TITLE_PAD}},
                           margin={"t": TITLE_PAD + block + TITLE_GAP}, template="plotly_white", colorway=PALETTE)
+        # margins grow to hold tick labels and axis titles (a second y axis on the right included);
+        # a long axis title wraps (plotly would run it past the figure's edge)
+        fig.update_xaxes(automargin=True)
+        fig.update_yaxes(automargin=True)
+        fig.for_each_xaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH))
+        fig.for_each_yaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH * 2 // 3))
+        # A legend laid in a row under the plot lands on the x axis's ticks and title (plotly adds
+        # their margins but not on top of each other): it goes to plotly's default place, right of
+        # the plot; on a phone-width page the site moves legends above the plot (course.js).
+        lg = fig.layout.legend
+        if lg.orientation == "h" and lg.y is not None and lg.y < 0:
+            fig.update_layout(legend={"orientation": "v", "y": None, "x": None, "yanchor": None, "xanchor": None})
         _tell_series_apart(fig)
 
     def rows(self) -> list[tuple[str, object, object]]:
@@ -161,9 +174,16 @@ class CourseFigure:
         return f"<{self.description()}>"
 
 
+def _wrap_axis_title(ax, width: int) -> None:
+    """Break an axis title longer than `width` characters into lines at spaces (plotly's <br>)."""
+    text = ax.title.text
+    if text and "<br>" not in text and len(text) > width:
+        ax.title.text = "<br>".join(textwrap.wrap(text, width))
+
+
 def _axis_title(fig: go.Figure, axis: str) -> str:
     ax = fig.layout.xaxis if axis == "x" else fig.layout.yaxis
-    return re.sub(r"<[^>]+>", "", (ax.title.text or "") if ax and ax.title else "").strip()
+    return re.sub(r"<[^>]+>", "", re.sub(r"<br>", " ", (ax.title.text or "") if ax and ax.title else "")).strip()
 
 
 def _fmt(v) -> str:

@@ -46,3 +46,13 @@ def test_on_a_page_title_and_provenance_are_html_above_a_plot_without_them():
     # the plot keeps its height; the title's room goes
     assert page_fig.layout.height == 400 - (cf.fig.layout.margin.t - figures.TITLE_GAP)
     assert "REPLAY" in cf.fig.layout.title.text  # JupyterLab's plotly JSON keeps the provenance in the plot
+
+
+def test_a_legend_under_the_plot_moves_off_the_x_axis_and_long_axis_titles_wrap():
+    f = go.Figure(go.Bar(x=["a", "b"], y=[1, 2], name="one"))
+    long_x = "round trips N (copy in, kernel, copy out, each a separate call into the CUDA library)"
+    f.update_layout(title="t", xaxis_title=long_x, legend={"orientation": "h", "y": -0.25})
+    cf = figures.CourseFigure(f, [(Mode.SIMULATED, "a model")])
+    assert cf.fig.layout.legend.orientation != "h" and cf.fig.layout.legend.y is None
+    assert "<br>" in cf.fig.layout.xaxis.title.text and cf.fig.layout.xaxis.automargin
+    assert figures._axis_title(cf.fig, "x") == long_x  # the description and CSV read it whole

@@ -23,6 +23,7 @@ import a11y  # noqa: E402
     ('<table><thead>\n<tr class="row-odd"><th class="head"><p></p></th>\n<th class="head"><p></p></th>\n</tr>\n'
      '</thead><tbody>', '<table><tbody>'),
     ('<tr><th></th><th>size</th></tr>', '<tr><td></td><th>size</th></tr>'),
+    ('<summary aria-label="Toggle hidden content">', '<summary>'),
 ])
 def test_each_repair(before, after):
     fixed, n = a11y.fix_html(before)
