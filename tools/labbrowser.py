@@ -143,7 +143,7 @@ def check_outputs_layout(page: Page, widths: tuple[int, ...] = (1280, 1920)) -> 
             page.evaluate(f"(async () => {{ await {PANEL}.content.scrollToCell({PANEL}.content.widgets[{i}]); "
                           "return 1; })()")
             page.pump(0.5)
-            for p in page.evaluate(f"{sitecheck.LAYOUT_JS}(false)") or []:
+            for p in page.evaluate(f"{sitecheck.LAYOUT_JS}(false, false)") or []:
                 found[f"at {w} px (JupyterLab): {p}"] = None
     print(f"labbrowser: layout of {len(cells)} figure/diagram outputs checked at {', '.join(map(str, widths))} px: "
           f"{len(found)} problems")
