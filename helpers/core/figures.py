@@ -44,7 +44,7 @@ PROVENANCE_WIDTH = 80  # characters per provenance line under a figure's title (
 TITLE_WIDTH = 64       # characters per title line in the plot (about 600 px at plotly's 17 px)
 TITLE_LINE_PX, PROVENANCE_LINE_PX = 24, 18  # height of a title line and of a provenance (<sup>) line
 TITLE_PAD, TITLE_GAP = 10, 28               # room above the title block, and between it and the plot
-AXIS_TITLE_WIDTH = 60  # characters per line of an x-axis title (a y axis: two thirds of that)
+AXIS_TITLE_WIDTH = 40  # characters per line of an axis title (about 310 px at plotly's 14 px)
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 
 
@@ -95,9 +95,11 @@ class CourseFigure:
         # margins grow to hold tick labels and axis titles (a second y axis on the right included);
         # a long axis title wraps (plotly would run it past the figure's edge)
         fig.update_xaxes(automargin=True)
-        fig.update_yaxes(automargin=True)
+        # a little room between the y axis and its tick labels, so its lowest label and the x axis's
+        # first one never meet in the corner (they did on a heatmap whose axes both start at 0)
+        fig.update_yaxes(automargin=True, ticklabelstandoff=4)
         fig.for_each_xaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH))
-        fig.for_each_yaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH * 2 // 3))
+        fig.for_each_yaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH))
         # A legend laid in a row under the plot lands on the x axis's ticks and title (plotly adds
         # their margins but not on top of each other): it goes to plotly's default place, right of
         # the plot; on a phone-width page the site moves legends above the plot (course.js).
