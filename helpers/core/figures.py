@@ -45,6 +45,8 @@ TITLE_WIDTH = 64       # characters per title line in the plot (about 600 px at 
 TITLE_LINE_PX, PROVENANCE_LINE_PX = 24, 18  # height of a title line and of a provenance (<sup>) line
 TITLE_PAD, TITLE_GAP = 10, 28               # room above the title block, and between it and the plot
 AXIS_TITLE_WIDTH = 40  # characters per line of an axis title (about 310 px at plotly's 14 px)
+AXIS_ROOM = 110        # bottom margin for an x axis's tick labels and a two-line title
+LEGEND_ROW_PX, LEGEND_ROW_WIDTH = 24, 560  # a horizontal legend's row height, and the width it fills
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 
 
@@ -100,12 +102,15 @@ class CourseFigure:
         fig.update_yaxes(automargin=True, ticklabelstandoff=4)
         fig.for_each_xaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH))
         fig.for_each_yaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH))
-        # A legend laid in a row under the plot lands on the x axis's ticks and title (plotly adds
-        # their margins but not on top of each other): it goes to plotly's default place, right of
-        # the plot; on a phone-width page the site moves legends above the plot (course.js).
+        # A legend laid in rows under the plot landed on the x axis's ticks and title (plotly makes
+        # room for each, not for both): it hangs from the bottom of the figure instead, under a
+        # bottom margin that holds the axis and the legend's rows; on a phone-width page the site
+        # moves legends above the plot (course.js).
         lg = fig.layout.legend
         if lg.orientation == "h" and lg.y is not None and lg.y < 0:
-            fig.update_layout(legend={"orientation": "v", "y": None, "x": None, "yanchor": None, "xanchor": None})
+            names = [tr.name for tr in fig.data if tr.name and tr.showlegend is not False]
+            fig.update_layout(legend={"yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
+                              margin={"b": AXIS_ROOM + LEGEND_ROW_PX * _legend_rows(names)})
         _tell_series_apart(fig)
 
     def rows(self) -> list[tuple[str, object, object]]:
@@ -174,6 +179,18 @@ class CourseFigure:
 
     def __repr__(self) -> str:
         return f"<{self.description()}>"
+
+
+def _legend_rows(names: list[str], width: float = LEGEND_ROW_WIDTH) -> int:
+    """How many rows a horizontal legend of these entries takes in `width` px (about 7 px a
+    character at plotly's 12 px, 40 px for each entry's symbol and gap), at least one."""
+    rows, x = 1, 0.0
+    for name in names:
+        w = 40 + 7 * max(len(part) for part in re.sub(r"<[^>]+>", "\n", name.replace("<br>", "\n")).split("\n"))
+        if x and x + w > width:
+            rows, x = rows + 1, 0.0
+        x += w
+    return rows
 
 
 def _wrap_axis_title(ax, width: int) -> None:

@@ -53,6 +53,13 @@ def test_a_legend_under_the_plot_moves_off_the_x_axis_and_long_axis_titles_wrap(
     long_x = "round trips N (copy in, kernel, copy out, each a separate call into the CUDA library)"
     f.update_layout(title="t", xaxis_title=long_x, legend={"orientation": "h", "y": -0.25})
     cf = figures.CourseFigure(f, [(Mode.SIMULATED, "a model")])
-    assert cf.fig.layout.legend.orientation != "h" and cf.fig.layout.legend.y is None
+    lg = cf.fig.layout.legend
+    assert (lg.yref, lg.y, lg.yanchor) == ("container", 0, "bottom")  # under the axis, not on it
+    assert cf.fig.layout.margin.b >= figures.AXIS_ROOM + figures.LEGEND_ROW_PX
     assert "<br>" in cf.fig.layout.xaxis.title.text and cf.fig.layout.xaxis.automargin
     assert figures._axis_title(cf.fig, "x") == long_x  # the description and CSV read it whole
+
+
+def test_legend_rows_are_counted_from_the_names():
+    assert figures._legend_rows(["a", "b"]) == 1
+    assert figures._legend_rows(["a long legend entry name " * 2] * 6) >= 3
