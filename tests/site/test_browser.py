@@ -25,9 +25,11 @@ from tools.cdp import Chromium
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "book" / "_static"
+# a figure that fits a phone's column too, with its y tick labels off the corner (as CourseFigure's)
 PLOT = ('<figure aria-label="Figure: two bars, 3 and 4."><div id="f1" class="plotly-graph-div" '
-        'style="height:300px;width:400px"></div></figure>'
-        '<script>Plotly.newPlot("f1", [{"type": "bar", "x": [1, 2], "y": [3, 4]}], {});</script>')
+        'style="height:300px;width:100%;max-width:400px"></div></figure>'
+        '<script>Plotly.newPlot("f1", [{"type": "bar", "x": ["a", "b"], "y": [3, 4]}], '
+        '{"yaxis": {"ticklabelstandoff": 4}});</script>')
 
 
 @pytest.fixture(scope="module")
