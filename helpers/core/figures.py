@@ -46,6 +46,7 @@ TITLE_LINE_PX, PROVENANCE_LINE_PX = 24, 18  # height of a title line and of a pr
 TITLE_PAD, TITLE_GAP = 10, 28               # room above the title block, and between it and the plot
 AXIS_TITLE_WIDTH = 40  # characters per line of an axis title (about 310 px at plotly's 14 px)
 AXIS_ROOM = 110        # bottom margin for an x axis's tick labels and a two-line title
+DEFAULT_HEIGHT = 450   # plotly's height for a figure that sets none
 LEGEND_ROW_PX, LEGEND_ROW_WIDTH = 24, 560  # a horizontal legend's row height, and the width it fills
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 
@@ -106,11 +107,19 @@ class CourseFigure:
         # room for each, not for both): it hangs from the bottom of the figure instead, under a
         # bottom margin that holds the axis and the legend's rows; on a phone-width page the site
         # moves legends above the plot (course.js).
+        # A legend in plotly's default place (right of the plot) goes there too when a second y
+        # axis holds the right side (the legend ran past the figure's edge beside its ticks). The
+        # figure grows by the legend's rows, so the plot keeps its height.
         lg = fig.layout.legend
-        if lg.orientation == "h" and lg.y is not None and lg.y < 0:
+        right_axis = any(getattr(fig.layout[k], "side", None) == "right" for k in fig.layout if k.startswith("yaxis"))
+        below = lg.orientation == "h" and lg.y is not None and lg.y < 0
+        if below or (right_axis and lg.x is None and lg.orientation in (None, "v")):
             names = [tr.name for tr in fig.data if tr.name and tr.showlegend is not False]
-            fig.update_layout(legend={"yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
-                              margin={"b": AXIS_ROOM + LEGEND_ROW_PX * _legend_rows(names)})
+            rows = _legend_rows(names)
+            fig.update_layout(legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom",
+                                      "x": 0, "xanchor": "left"},
+                              margin={"b": AXIS_ROOM + LEGEND_ROW_PX * rows},
+                              height=(fig.layout.height or DEFAULT_HEIGHT) + LEGEND_ROW_PX * rows)
         _tell_series_apart(fig)
 
     def rows(self) -> list[tuple[str, object, object]]:

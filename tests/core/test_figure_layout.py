@@ -63,3 +63,15 @@ def test_a_legend_under_the_plot_moves_off_the_x_axis_and_long_axis_titles_wrap(
 def test_legend_rows_are_counted_from_the_names():
     assert figures._legend_rows(["a", "b"]) == 1
     assert figures._legend_rows(["a long legend entry name " * 2] * 6) >= 3
+
+
+def test_a_legend_beside_a_right_hand_y_axis_moves_under_the_plot_and_the_figure_grows():
+    from plotly.subplots import make_subplots
+
+    f = make_subplots(specs=[[{"secondary_y": True}]])
+    f.add_trace(go.Scatter(x=[1, 2], y=[1, 2], name="bytes over the link (MiB)"), secondary_y=False)
+    f.add_trace(go.Scatter(x=[1, 2], y=[3, 1], name="evictions"), secondary_y=True)
+    f.update_layout(title="t", height=420)
+    cf = figures.CourseFigure(f, [(Mode.SIMULATED, "a model")])
+    assert cf.fig.layout.legend.orientation == "h" and cf.fig.layout.legend.yref == "container"
+    assert cf.fig.layout.height == 420 + figures.LEGEND_ROW_PX
