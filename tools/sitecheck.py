@@ -149,6 +149,14 @@ LAYOUT_JS = r"""((checkOutputs, plotlyNotes) => {
     }
   });
   return out; })"""
+# Every plotly figure redrawn at the window's new size (and course.js's relayouts done) before measuring.
+PLOTS_SETTLED_JS = r"""(async () => {
+  await new Promise(r => setTimeout(r, 300));
+  if (window.Plotly && window.Plotly.Plots)
+    await Promise.all([...document.querySelectorAll('.js-plotly-plot')].map(gd =>
+      Promise.resolve(window.Plotly.Plots.resize(gd)).catch(() => 0)));
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return 1; })()"""
 WIDTHS = (390, 1280, 1920)  # a phone, a laptop, a wide window (CSS px)
 LAPTOP = 1280
 PHONE_MAX = 600  # below this width plotly's crowding is a note, not a failure (see check_layout)
@@ -273,6 +281,7 @@ def set_width(page: Page, width: int, settle_s: float = 1.0, height: int = 900) 
     page.send("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
     page.evaluate("window.dispatchEvent(new Event('resize')), 1")
     page.pump(settle_s)
+    page.evaluate(PLOTS_SETTLED_JS, timeout=60)
 
 
 def check_layout(page: Page, widths: tuple[int, ...] = WIDTHS, notes: list[str] | None = None) -> list[str]:

@@ -44,7 +44,7 @@ PROVENANCE_WIDTH = 80  # characters per provenance line under a figure's title (
 TITLE_WIDTH = 64       # characters per title line in the plot (about 600 px at plotly's 17 px)
 TITLE_LINE_PX, PROVENANCE_LINE_PX = 24, 18  # height of a title line and of a provenance (<sup>) line
 TITLE_PAD, TITLE_GAP = 10, 28               # room above the title block, and between it and the plot
-AXIS_TITLE_WIDTH = 40  # characters per line of an axis title (about 310 px at plotly's 14 px)
+AXIS_TITLE_WIDTH = 40  # characters per line of an x-axis title (about 310 px at plotly's 14 px); y: 30
 AXIS_ROOM = 110        # bottom margin for an x axis's tick labels and a two-line title
 DEFAULT_HEIGHT = 450   # plotly's height for a figure that sets none
 LEGEND_ROW_PX, LEGEND_ROW_WIDTH = 24, 560  # a horizontal legend's row height, and the width it fills
@@ -102,7 +102,7 @@ class CourseFigure:
         # first one never meet in the corner (they did on a heatmap whose axes both start at 0)
         fig.update_yaxes(automargin=True, ticklabelstandoff=4)
         fig.for_each_xaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH))
-        fig.for_each_yaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH))
+        fig.for_each_yaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH * 3 // 4))  # a y axis is shorter
         # A legend laid in rows under the plot landed on the x axis's ticks and title (plotly makes
         # room for each, not for both): it hangs from the bottom of the figure instead, under a
         # bottom margin that holds the axis and the legend's rows; on a phone-width page the site
