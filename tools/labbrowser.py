@@ -11,6 +11,9 @@ Chromium may reach only that server. Checks:
   code cell ends with an execution count and no error output;
 * the first code cell's output is the course's mode banner (LIVE or REPLAY);
 * the first plotly figure is drawn by JupyterLab's plotly renderer (its `.main-svg` is in the page);
+* every course diagram and plotly figure in the outputs reads at a laptop and a wide window
+  (1280 and 1920 px): tools/sitecheck.py's layout check (no text clipped or overprinted), each
+  output scrolled into view first (JupyterLab draws only the cells near the view);
 * no console error, no uncaught exception, no request to any other host;
 * the notebook file is byte-for-byte unchanged afterwards.
 
@@ -118,8 +121,34 @@ def run_notebook(page: Page, base: str, token: str, notebook: str, shot: Path,
         page.pump(1)
         page.screenshot(shot, full_page=False)
         print(f"labbrowser: screenshot {shot}")
+    probs += check_outputs_layout(page)
     page.evaluate(f"{PANEL}.sessionContext.shutdown().then(() => 1)")
     return page.problems() + probs
+
+
+FIGURE_CELLS_JS = f"""(() => {PANEL}.content.widgets.map((c, i) => [c, i]).filter(([c]) => c.model.type === 'code' &&
+  c.model.outputs.toJSON().some(o => {{ const d = o.data || {{}};
+    return d['application/vnd.plotly.v1+json'] || /course-diagram/.test(d['text/html'] || ''); }})).map(([, i]) => i))()"""
+
+
+def check_outputs_layout(page: Page, widths: tuple[int, ...] = (1280, 1920)) -> list[str]:
+    """sitecheck's layout check over each figure or diagram output, scrolled into view, at each width."""
+    from tools import sitecheck
+
+    cells = page.evaluate(FIGURE_CELLS_JS) or []
+    found: dict[str, None] = {}
+    for w in widths:
+        sitecheck.set_width(page, w, settle_s=1.0)
+        for i in cells:
+            page.evaluate(f"(async () => {{ await {PANEL}.content.scrollToCell({PANEL}.content.widgets[{i}]); "
+                          "return 1; })()")
+            page.pump(0.5)
+            for p in page.evaluate(f"{sitecheck.LAYOUT_JS}(false, false)") or []:
+                found[f"at {w} px (JupyterLab): {p}"] = None
+    print(f"labbrowser: layout of {len(cells)} figure/diagram outputs checked at {', '.join(map(str, widths))} px: "
+          f"{len(found)} problems")
+    sitecheck.set_width(page, sitecheck.LAPTOP)
+    return list(found)
 
 
 def main(argv: list[str] | None = None) -> int:

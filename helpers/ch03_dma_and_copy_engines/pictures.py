@@ -43,13 +43,13 @@ def pcie_reads_writes_diagram() -> Diagram:
         "requests of up to Max Read Request Size bytes and waits for completions, each carrying up to Max Payload "
         "Size bytes; it may only have as many requests outstanding as it has tags and completion buffer space, "
         "so reads need the round trip covered by requests in flight.", width=760, height=250)
-    d.box("ce", "copy engine\n(GPU)", "gpu", 10, 90, 150, 60)
-    d.box("link", "PCIe link", "link", 300, 90, 150, 60)
-    d.box("rc", "root complex\n+ host memory", "memory", 590, 90, 160, 60)
-    d.arrow("ce", "link", "d2h: MWr ≤ MPS, posted", "data", bend=-28)
-    d.arrow("link", "rc", "MWr", "data", bend=-28)
-    d.arrow("ce", "link", "h2d: MRd ≤ MRRS", "control", bend=4)
-    d.arrow("link", "rc", "MRd", "control", bend=4)
-    d.arrow("rc", "link", "CplD ≤ MPS each", "completion", bend=32)
-    d.arrow("link", "ce", "CplD", "completion", bend=32)
+    d.box("ce", "copy engine\n(GPU)", "gpu", 10, 80, 150, 90)
+    d.box("link", "PCIe link", "link", 300, 80, 150, 90)
+    d.box("rc", "root complex\n+ host memory", "memory", 590, 80, 160, 90)
+    d.arrow("ce", "link", "d2h: MWr ≤ MPS, posted", "data", bend=-30)
+    d.arrow("link", "rc", "MWr", "data", bend=-30)
+    d.arrow("ce", "link", "h2d: MRd ≤ MRRS", "control", bend=0)
+    d.arrow("link", "rc", "MRd", "control", bend=0)
+    d.arrow("rc", "link", "CplD ≤ MPS each", "completion", bend=30)
+    d.arrow("link", "ce", "CplD", "completion", bend=30)
     return d

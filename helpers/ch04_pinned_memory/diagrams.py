@@ -15,7 +15,7 @@ def pinning_paths_diagram() -> Diagram:
         "with the kernel's pin_user_pages and maps them for DMA, through the IOMMU where there is one. "
         "Write-combined cudaHostAlloc is different: the module allocates the pages itself and the library "
         "maps them from /dev/nvidiactl. Either way the GPU's copy engine then reads the pages by DMA.",
-        width=900, height=370)
+        width=900, height=440)
     d.box("app", "your program\ncudaHostAlloc / Register", "cpu", 20, 20, 190)
     d.box("lib", "libcuda\n(the CUDA library)", "cpu", 260, 20, 170)
     d.box("anon", "user memory\n(/dev/zero shared, or yours)", "memory", 20, 140, 190)
@@ -24,7 +24,7 @@ def pinning_paths_diagram() -> Diagram:
     d.box("wc", "nvidia module: own pages\nmmap of /dev/nvidiactl", "kernel", 700, 20, 185)
     d.box("dma", "DMA mapping\n(dma_map_sg)", "kernel", 700, 140, 185)
     d.box("iommu", "IOMMU\n(if present)", "link", 700, 260, 185)
-    d.box("ce", "GPU copy engine", "gpu", 480, 260, 170)
+    d.box("ce", "GPU copy engine", "gpu", 480, 370, 170)
     d.box("ram", "host RAM pages", "memory", 20, 260, 190)
     d.arrow("app", "lib", "call", "control")
     d.arrow("lib", "anon", "mmap", "control")

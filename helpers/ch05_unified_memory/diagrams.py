@@ -14,10 +14,10 @@ def fault_migration_diagram() -> Diagram:
         "of faults, unmaps the pages on the CPU side, has a copy engine move them (within their 2 MiB block, "
         "often more than the one page that faulted) from host RAM to GPU memory, writes the new GPU page-table "
         "entries, and tells the GPU to replay the waiting accesses, which now succeed.",
-        width=880, height=300)
+        width=880, height=320)
     d.box("sm", "warp on an SM\nreads address A", "gpu", 20, 20, 170)
     d.box("mmu", "GPU MMU\n(no entry for A)", "gpu", 240, 20, 170)
-    d.box("fb", "fault buffer\n(in GPU memory)", "vram", 460, 20, 170)
+    d.box("fb", "fault buffer\n(in GPU memory)", "vram", 460, 110, 170)
     d.box("uvm", "nvidia-uvm driver\nservice a fault batch", "kernel", 680, 20, 180)
     d.box("ram", "host RAM\n(page of A, 2 MiB block)", "memory", 680, 200, 180)
     d.box("ce", "copy engine", "gpu", 460, 200, 170)
@@ -29,6 +29,6 @@ def fault_migration_diagram() -> Diagram:
     d.arrow("uvm", "ce", "migrate", "control")
     d.arrow("ram", "ce", "DMA read", "data")
     d.arrow("ce", "vram", "DMA write", "data")
-    d.arrow("uvm", "mmu", "map A + replay", "completion", bend=-30)
-    d.note(20, 130, "1 miss  2 fault entry  3 interrupt  4 migrate  5 map  6 replay")
+    d.arrow("uvm", "mmu", "map A + replay", "completion")
+    d.note(20, 300, "1 miss  2 fault entry  3 interrupt  4 migrate  5 map  6 replay")
     return d

@@ -21,6 +21,7 @@ import io
 import json
 import math
 import re
+import textwrap
 import uuid
 
 import plotly.graph_objects as go
@@ -40,6 +41,13 @@ _BADGE = {
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 PROVENANCE_WIDTH = 80  # characters per provenance line under a figure's title (about 560 px at <sup> size)
+TITLE_WIDTH = 64       # characters per title line in the plot (about 600 px at plotly's 17 px)
+TITLE_LINE_PX, PROVENANCE_LINE_PX = 24, 18  # height of a title line and of a provenance (<sup>) line
+TITLE_PAD, TITLE_GAP = 28, 28  # room above the title block (plotly lets a top-anchored title rise ~20 px), below it
+AXIS_TITLE_WIDTH = 40  # characters per line of an x-axis title (about 310 px at plotly's 14 px); y: 30
+AXIS_ROOM = 110        # bottom margin for an x axis's tick labels and a two-line title
+DEFAULT_HEIGHT = 450   # plotly's height for a figure that sets none
+LEGEND_ROW_PX, LEGEND_ROW_WIDTH = 24, 560  # a horizontal legend's row height, and the width it fills
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 
 
@@ -77,8 +85,41 @@ class CourseFigure:
         title = fig.layout.title.text or ""
         lines = [piece for m, s in self.parts for piece in wrap_at_dots(provenance_line(m, s))]
         self.title = re.sub(r"<[^>]+>", "", title.split("<br>")[0]).strip()
-        fig.update_layout(title={"text": f"{title}<br><sup>{'<br>'.join(lines)}</sup>", "x": 0.01},
-                          margin={"t": 70 + 20 * len(lines)}, template="plotly_white", colorway=PALETTE)
+        self._heading = title
+        head = [piece for part in title.split("<br>")
+                for piece in (textwrap.wrap(part, TITLE_WIDTH) if "<" not in part else [part]) or [""]]
+        block = TITLE_LINE_PX * len(head) + PROVENANCE_LINE_PX * len(lines)
+        # The title block hangs from the top of the figure and the plot starts below it, so a title
+        # or provenance of any number of lines never reaches the plot or its y-axis title.
+        fig.update_layout(title={"text": f"{'<br>'.join(head)}<br><sup>{'<br>'.join(lines)}</sup>", "x": 0.01,
+                                 "xanchor": "left", "xref": "container", "y": 1, "yref": "container",
+                                 "yanchor": "top", "pad": {"t": TITLE_PAD}},
+                          margin={"t": TITLE_PAD + block + TITLE_GAP}, template="plotly_white", colorway=PALETTE)
+        # margins grow to hold tick labels and axis titles (a second y axis on the right included);
+        # a long axis title wraps (plotly would run it past the figure's edge)
+        fig.update_xaxes(automargin=True)
+        # a little room between the y axis and its tick labels, so its lowest label and the x axis's
+        # first one never meet in the corner (they did on a heatmap whose axes both start at 0)
+        fig.update_yaxes(automargin=True, ticklabelstandoff=4)
+        fig.for_each_xaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH))
+        fig.for_each_yaxis(lambda ax: _wrap_axis_title(ax, AXIS_TITLE_WIDTH * 3 // 4))  # a y axis is shorter
+        # A legend laid in rows under the plot landed on the x axis's ticks and title (plotly makes
+        # room for each, not for both): it hangs from the bottom of the figure instead, under a
+        # bottom margin that holds the axis and the legend's rows; on a phone-width page the site
+        # moves legends above the plot (course.js).
+        # A legend in plotly's default place (right of the plot) goes there too when a second y
+        # axis holds the right side (the legend ran past the figure's edge beside its ticks). The
+        # figure grows by the legend's rows, so the plot keeps its height.
+        lg = fig.layout.legend
+        right_axis = any(getattr(fig.layout[k], "side", None) == "right" for k in fig.layout if k.startswith("yaxis"))
+        below = lg.orientation == "h" and lg.y is not None and lg.y < 0
+        if below or (right_axis and lg.x is None and lg.orientation in (None, "v")):
+            names = [tr.name for tr in fig.data if tr.name and tr.showlegend is not False]
+            rows = _legend_rows(names)
+            fig.update_layout(legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom",
+                                      "x": 0, "xanchor": "left"},
+                              margin={"b": AXIS_ROOM + LEGEND_ROW_PX * rows},
+                              height=(fig.layout.height or DEFAULT_HEIGHT) + LEGEND_ROW_PX * rows)
         _tell_series_apart(fig)
 
     def rows(self) -> list[tuple[str, object, object]]:
@@ -115,14 +156,28 @@ class CourseFigure:
     def modes(self) -> list[Mode]:
         return [m for m, _ in self.parts]
 
+    def _page_figure(self) -> tuple[go.Figure, str]:
+        """The figure for an HTML page, and its heading: the title and provenance move out of the
+        plot into HTML above it, where they wrap to any column width (plotly's title cannot)."""
+        fig = go.Figure(self.fig)
+        t = fig.layout.margin.t or 0
+        fig.update_layout(title_text="", margin={"t": TITLE_GAP})
+        if fig.layout.height:
+            fig.update_layout(height=max(fig.layout.height - (t - TITLE_GAP), 160))
+        prov = "".join(f'<span class="course-figure-provenance">{html.escape(provenance_line(m, s))}</span>'
+                       for m, s in self.parts)
+        heading = re.sub(r"<(?!/?(?:b|i|sup|sub|br)\b)[^>]*>", "", self._heading)  # plotly's few tags only
+        return fig, f'<div class="course-figure-heading"><span class="course-figure-title">{heading}</span>{prov}</div>'
+
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         div_id = f"fig-{uuid.uuid4().hex[:12]}"
-        plot = pio.to_html(self.fig, include_plotlyjs=False, full_html=False, div_id=div_id,
-                           config={"displaylogo": False, "responsive": True})
+        page_fig, heading = self._page_figure()
+        plot = heading + pio.to_html(page_fig, include_plotlyjs=False, full_html=False, div_id=div_id,
+                                     config={"displaylogo": False, "responsive": True})
         desc = html.escape(self.description())
         data_uri = "data:text/csv;base64," + base64.b64encode(self.csv().encode()).decode()
         name = re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-") or "figure"
-        html_part = (f'<figure class="course-figure" role="group" aria-label="{desc}">{plot}'
+        html_part = (f'<figure class="course-figure" aria-label="{desc}">{plot}'
                      f'<figcaption class="course-figure-description">{desc} '
                      f'<a download="{name}.csv" href="{data_uri}">Download the data (CSV)</a></figcaption></figure>')
         return {
@@ -135,9 +190,28 @@ class CourseFigure:
         return f"<{self.description()}>"
 
 
+def _legend_rows(names: list[str], width: float = LEGEND_ROW_WIDTH) -> int:
+    """How many rows a horizontal legend of these entries takes in `width` px (about 7 px a
+    character at plotly's 12 px, 40 px for each entry's symbol and gap), at least one."""
+    rows, x = 1, 0.0
+    for name in names:
+        w = 40 + 7 * max(len(part) for part in re.sub(r"<[^>]+>", "\n", name.replace("<br>", "\n")).split("\n"))
+        if x and x + w > width:
+            rows, x = rows + 1, 0.0
+        x += w
+    return rows
+
+
+def _wrap_axis_title(ax, width: int) -> None:
+    """Break an axis title longer than `width` characters into lines at spaces (plotly's <br>)."""
+    text = ax.title.text
+    if text and "<br>" not in text and len(text) > width:
+        ax.title.text = "<br>".join(textwrap.wrap(text, width))
+
+
 def _axis_title(fig: go.Figure, axis: str) -> str:
     ax = fig.layout.xaxis if axis == "x" else fig.layout.yaxis
-    return re.sub(r"<[^>]+>", "", (ax.title.text or "") if ax and ax.title else "").strip()
+    return re.sub(r"<[^>]+>", "", re.sub(r"<br>", " ", (ax.title.text or "") if ax and ax.title else "")).strip()
 
 
 def _fmt(v) -> str:

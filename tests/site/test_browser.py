@@ -25,9 +25,11 @@ from tools.cdp import Chromium
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "book" / "_static"
+# a figure that fits a phone's column too, with its y tick labels off the corner (as CourseFigure's)
 PLOT = ('<figure aria-label="Figure: two bars, 3 and 4."><div id="f1" class="plotly-graph-div" '
-        'style="height:300px;width:400px"></div></figure>'
-        '<script>Plotly.newPlot("f1", [{"type": "bar", "x": [1, 2], "y": [3, 4]}], {});</script>')
+        'style="height:300px;width:100%;max-width:400px"></div></figure>'
+        '<script>Plotly.newPlot("f1", [{"type": "bar", "x": ["a", "b"], "y": [3, 4]}], '
+        '{"yaxis": {"ticklabelstandoff": 4}});</script>')
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +221,117 @@ def test_widgets_and_figures_render_offline_in_a_built_book(browser, widget_book
     assert state["figures"] == state["drawn"] == 2   # one at top level, one inside the Output widget
     assert state["banner"] in ("REPLAY", "LIVE")
     assert state["math"] == state["typeset"] == 2   # inline and display math, by the local MathJax
+
+
+# --- layout: pictures that clip or overprint, code that scrolls; axe-core ------------------------
+
+def _svg(texts: str) -> str:
+    """A course-diagram figure (the structure helpers/core/diagrams.py writes) holding `texts`."""
+    return ("<main><article><figure class='course-diagram'><svg xmlns='http://www.w3.org/2000/svg' role='img' "
+            "class='course-diagram-svg' viewBox='0 0 300 100' width='300' height='100' "
+            "style='max-width:100%;height:auto'><title>Planted</title>"
+            "<g class='node'><rect x='10' y='10' width='120' height='40' fill='#cfe3f3'/>"
+            "<text x='70' y='35' text-anchor='middle' font-size='13'>box A</text></g>"
+            "<g class='node'><rect x='170' y='10' width='120' height='40' fill='#f6d0bd'/>"
+            "<text x='230' y='35' text-anchor='middle' font-size='13'>box B</text></g>"
+            f"{texts}</svg><figcaption>Planted.</figcaption></figure></article></main>")
+
+
+def _layout(browser, site: Path, rel: str = "p.html", widths=sitecheck.WIDTHS) -> list[str]:
+    server, base = sitecheck.serve(site)
+    try:
+        page = browser.new_page(allow=[base])
+        try:
+            page.goto(base + rel)
+            return sitecheck.check_layout(page, widths)
+        finally:
+            page.close()
+    finally:
+        server.shutdown()
+
+
+def test_a_clear_diagram_passes_at_every_width(browser, static_assets, tmp_path):
+    site = _site(tmp_path, {"p.html": _svg("<text x='150' y='80' font-size='12'>a free label</text>")}, static_assets)
+    assert _layout(browser, site) == []
+
+
+@pytest.mark.parametrize("planted, found", [
+    ("<text x='250' y='80' font-size='12'>a label clipped at the edge</text>", "runs outside the picture's frame"),
+    ("<text x='20' y='80' font-size='12'>one label</text><text x='40' y='84' font-size='12'>another</text>",
+     "overprint each other"),
+    ("<text x='100' y='35' font-size='12'>on box B</text>", "overprints a box it does not belong to"),
+])
+def test_a_planted_clip_or_overlap_fails_at_every_width(browser, static_assets, tmp_path, planted, found):
+    site = _site(tmp_path, {"p.html": _svg(planted)}, static_assets)
+    probs = _layout(browser, site)
+    assert [w for w in sitecheck.WIDTHS if any(p.startswith(f"at {w} px") and found in p for p in probs)] \
+        == list(sitecheck.WIDTHS), probs
+
+
+def test_a_label_sticking_out_of_its_box_fails(browser, static_assets, tmp_path):
+    body = _svg("").replace(">box A<", ">box A with a label far too long for it<")
+    probs = _layout(browser, _site(tmp_path, {"p.html": body}, static_assets), widths=(1280,))
+    assert any("sticks out of its box" in p for p in probs), probs
+
+
+def test_a_figure_wider_than_the_column_and_code_that_scrolls_fail(browser, static_assets, tmp_path):
+    body = ("<main><article style='max-width:600px'><figure class='course-diagram' style='width:900px'>x</figure>"
+            "<div class='cell_input'><pre style='overflow:auto'>" + "x = 1  # " + "long " * 80 + "</pre></div>"
+            "</article></main>")
+    probs = _layout(browser, _site(tmp_path, {"p.html": body}, static_assets), widths=(1280,))
+    assert any("wider than the page's column" in p for p in probs), probs
+    assert any("a code cell needs horizontal scrolling" in p for p in probs), probs
+
+
+def test_plotly_texts_that_overprint_fail(browser, static_assets, tmp_path):
+    """A title dropped onto the y-axis title (what a wrapped provenance did in Chapter 0) is found."""
+    fig = ('<div id="f1" class="plotly-graph-div" style="height:300px;width:500px"></div><script>Plotly.newPlot("f1",'
+           ' [{"type": "bar", "x": [1, 2], "y": [3, 4]}], {"title": {"text": "A title placed on the axis title",'
+           ' "x": 0, "xanchor": "left", "y": 0.5, "yref": "container"}, "yaxis": {"title": {"text": "bandwidth'
+           ' (GB/s) of every copy"}}, "margin": {"l": 60}});</script>')
+    site = _site(tmp_path, {"p.html": f"<main><article>{fig}</article></main>"}, static_assets)
+    probs = _layout(browser, site, widths=(1280,))
+    assert any("overprint each other" in p and "bandwidth" in p for p in probs), probs
+    # at phone width the same crowding is a note, not a failure (plotly cannot wrap)
+    server, base = sitecheck.serve(site)
+    try:
+        page = browser.new_page(allow=[base])
+        page.goto(base + "p.html")
+        notes: list[str] = []
+        probs = sitecheck.check_layout(page, (390,), notes)
+        page.close()
+    finally:
+        server.shutdown()
+    assert not any("bandwidth" in p for p in probs) and any("bandwidth" in n for n in notes), (probs, notes)
+
+
+def test_every_course_diagram_fits_at_every_width(browser, static_assets, tmp_path):
+    """The chapters' own diagrams (tools/diagramgallery.py), measured in Chromium at 390, 1280 and 1920 px."""
+    from tools import diagramgallery
+
+    made = [(name, make()) for name, make in diagramgallery.course_diagrams()]
+    site = tmp_path / "html"
+    shutil.copytree(static_assets, site / "_static")
+    (site / "p.html").write_text(diagramgallery.page(made))
+    assert len(made) >= 15
+    assert _layout(browser, site) == []
+
+
+def test_axe_core_finds_a_planted_violation(browser, static_assets, tmp_path):
+    site = _site(tmp_path, {"bad.html": '<main><h1>x</h1><img src="x.png"></main>',
+                            "good.html": '<main><h1>x</h1><p>fine</p></main>'}, static_assets)
+    (site / "x.png").write_bytes(b"")
+    axe = sitecheck.axe_source(site)
+    assert axe is not None
+    server, base = sitecheck.serve(site)
+    try:
+        page = browser.new_page(allow=[base])
+        try:
+            probs, state = sitecheck.check_page(page, base, site, "bad.html", False, settle_s=5, widths=(), axe=axe)
+            assert "image-alt" in state["axe"] and any("axe-core image-alt" in p for p in probs)
+            probs, state = sitecheck.check_page(page, base, site, "good.html", False, settle_s=5, widths=(), axe=axe)
+            assert "image-alt" not in state["axe"]
+        finally:
+            page.close()
+    finally:
+        server.shutdown()
