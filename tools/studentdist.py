@@ -228,9 +228,8 @@ def scan(dest: Path, instructor: Path = INSTRUCTOR, labs: list[Path] | None = No
     secret_lines = {ln: lab.name for lab in labs for ln in booklabs.solution_lines(lab) | _hidden_lines(lab)}
     # a line the distribution's own course code already contains (a wait loop's deadline test) gives
     # nothing away; whole functions are what the fingerprints below compare
-    public = {ln.strip() for f in (dest / "helpers").rglob("*.py") for ln in f.read_text().splitlines()} \
-        if (dest / "helpers").is_dir() else set()
-    secret_lines = {ln: lab for ln, lab in secret_lines.items() if ln.strip() not in public}
+    public = booklabs.public_lines(dest)
+    secret_lines = {ln: lab for ln, lab in secret_lines.items() if not booklabs.taught(ln.strip(), public)}
     instructor_files = {p.read_bytes(): p for p in instructor.rglob("*") if p.is_file() and "__pycache__" not in p.parts} \
         if instructor.is_dir() else {}
     found: list[Finding] = []

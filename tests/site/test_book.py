@@ -260,3 +260,20 @@ def test_default_build_shows_no_solutions():
         assert leaks == [] and not (site / "labs").exists()
     else:  # the check sees the solutions that this build published on purpose
         assert len(leaks) >= len(state["labs"])
+
+
+def test_a_line_the_course_code_already_shows_is_no_leak(tmp_path):
+    """Lab 6's `container = os.open("/dev/vfio/vfio", ...)` stands inside the guest program that
+    Chapter 4b prints: no secret. A solution line found nowhere in the course code still leaks."""
+    lab6 = ROOT / "labs" / "lab6_vfio_driver.ipynb"
+    public = booklabs.public_lines(ROOT)
+    lines = booklabs.solution_lines(lab6)
+    shown = [ln for ln in lines if booklabs.taught(ln, public)]
+    secret = sorted((ln for ln in lines if not booklabs.taught(ln, public)), key=len)
+    assert 'container = os.open("/dev/vfio/vfio", os.O_RDWR)' in shown and secret
+    site = tmp_path / "html"
+    site.mkdir()
+    (site / "page.html").write_text("<pre>" + html.escape("\n".join(shown)) + "</pre>")
+    assert booklabs.solution_leaks(site, [lab6]) == []
+    (site / "page.html").write_text("<pre>" + html.escape(secret[-1]) + "</pre>")
+    assert len(booklabs.solution_leaks(site, [lab6])) == 1

@@ -424,7 +424,7 @@ def main() -> int:
             res = {"part": p["part"], "ok": False, "feedback": str(exc)}
         except Raised as exc:
             stub = "NotImplementedError" in exc.types
-            res = {"part": p["part"], "ok": False, "feedback": (f"{exc.fn} is not written yet (NotImplementedError)"
+            res = {"part": p["part"], "ok": False, "feedback": (f"not written yet: {exc.fn} raises NotImplementedError (write the # YOUR CODE HERE part)"
                                                                  if stub else str(exc))}
         except Exception as exc:  # a failure of the checks themselves: the part cannot be graded
             res = {"part": p["part"], "ok": False, "error": True,
