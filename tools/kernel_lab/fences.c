@@ -312,13 +312,7 @@ static void run(int delay_ms, int poll_ms, int never) {
     close(card);
 }
 
-static void uname_into(void) {
-    FILE *f = fopen("/proc/sys/kernel/osrelease", "r");
-    char rel[128] = "";
-    if (f) { if (!fgets(rel, sizeof rel, f)) rel[0] = 0; fclose(f); }
-    rel[strcspn(rel, "\n")] = 0;
-    jstr("kernel_release", rel);
-}
+static void uname_into(void) { jfile_line("kernel_release", "/proc/sys/kernel/osrelease"); }
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOFBF, 1 << 20);

@@ -63,4 +63,14 @@ static void jfile_lines(const char *k, const char *path, int max_lines) {
     end_arr();
 }
 
+/* The first line of a small text file (a /proc entry) as a string member `k` ("" when unreadable):
+ * the kernel release and version every guest program reports. */
+static void jfile_line(const char *k, const char *path) {
+    FILE *f = fopen(path, "r");
+    char line[512] = "";
+    if (f) { if (!fgets(line, sizeof line, f)) line[0] = 0; fclose(f); }
+    line[strcspn(line, "\n")] = 0;
+    jstr(k, line);
+}
+
 #endif

@@ -472,16 +472,8 @@ static void evict(int nbufs, const int *seq, int nseq) {
 
 /* ---------------------------------------------------------------- main ----------------- */
 static void uname_into(void) {
-    FILE *f = fopen("/proc/sys/kernel/osrelease", "r");
-    char rel[128] = "";
-    if (f) { if (!fgets(rel, sizeof rel, f)) rel[0] = 0; fclose(f); }
-    rel[strcspn(rel, "\n")] = 0;
-    jstr("kernel_release", rel);
-    f = fopen("/proc/version", "r");
-    char ver[512] = "";
-    if (f) { if (!fgets(ver, sizeof ver, f)) ver[0] = 0; fclose(f); }
-    ver[strcspn(ver, "\n")] = 0;
-    jstr("kernel_version", ver);
+    jfile_line("kernel_release", "/proc/sys/kernel/osrelease");
+    jfile_line("kernel_version", "/proc/version");
 }
 
 int main(int argc, char **argv) {
