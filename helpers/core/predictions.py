@@ -37,13 +37,12 @@ import math
 import os
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.core import config
+from helpers.core import config, files
 from helpers.core.errors import CourseError, InputError, InputTypeError
 from helpers.core.mode import Mode
 
@@ -297,23 +296,7 @@ def _load_for_update(path: Path) -> Record:
 
 def _write_atomically(path: Path, rec: Record) -> None:
     doc = {"version": VERSION, "predictions": rec.predictions, "comparisons": rec.comparisons}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, sort_keys=True, ensure_ascii=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if os.name == "posix":  # make the rename itself durable
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    files.write_atomically(path, json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False))
 
 
 def _update(change: Callable[[Record], None]) -> None:

@@ -16,12 +16,11 @@ import argparse
 import fnmatch
 import inspect
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-from helpers.core import config, experiments, gpu, mode, provenance, reference, validate
+from helpers.core import config, experiments, files, gpu, mode, provenance, reference, validate
 from helpers.core.errors import ReferenceDataError, SkipExperiment
 from helpers.measure import sysinfo
 
@@ -168,10 +167,7 @@ def write(doc: dict, out: Path) -> dict:
     doc = json.loads(json.dumps(doc))  # plain JSON types only, as the file will hold
     doc["checksum"] = reference.checksum(doc)
     reference.validate(doc, str(out))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, out)
+    files.write_atomically(out, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return doc
 
 

@@ -11,11 +11,10 @@ data/reference/.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.core import config, reference
+from helpers.core import config, files, reference
 from helpers.core.errors import ReferenceDataError
 
 FORMAT = 1
@@ -66,10 +65,7 @@ def write(experiment_id: str, title: str, data: dict, vm: dict, command_line: li
     doc = json.loads(json.dumps(doc))
     doc["checksum"] = reference.checksum(doc)
     out = path_of(experiment_id)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, out)
+    files.write_atomically(out, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return out
 
 
