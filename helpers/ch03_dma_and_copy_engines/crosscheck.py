@@ -199,9 +199,10 @@ def caption(*evs: Evidence) -> str:
 
 # -- latency (Chapter 2) and SM copies (Chapter 3) -------------------------------------------------
 # Both sides chase exactly the same chains (helpers/measure/gpu_chase.py and tools/bwcheck/chain.h:
-# the same splitmix64 order, the device buffer >= 4 x the L2, the L2 flushed before each trial), time
-# them the same way (runs of `steps` and 2*`steps`, the difference over `steps`), and report each
-# trial's first slots, which must match. The bar is set from measured spreads (LATENCY_BASIS); a
+# the same splitmix64 order, the device buffer >= 4 x the L2, the host window, the L2 flushed before
+# each trial), time them the same way (from every SM in turn: runs of `steps` and 2*`steps`, the
+# difference over `steps`; a trial's figure is the mean over the SMs), and report each trial's first
+# slots, which must match. The bar is set from measured spreads (LATENCY_BASIS); a
 # method error (the launch cost left in, a cached line read twice, a wrong unit) moves the figure
 # by 2x or more. SM-copy bandwidth is a large-transfer bandwidth, held to TOLERANCE.
 LATENCY_TOLERANCE = 0.06
@@ -268,17 +269,16 @@ def record_latency_and_sm_copy(quick: bool) -> dict:
         time_kernel_copy,
     )
     from helpers.measure import gpu_chase
-    from helpers.measure.gpu_chase import chase_ns_per_read, chase_trials
+    from helpers.measure.gpu_chase import chase_ns_per_read, chase_trials, trial_means
 
     sizes = {"host": gpu_chase.HOST_CHAIN_BYTES, "device": gpu_chase.device_chain_bytes(gpu_chase.l2_bytes())}
-    steps = 1024 if quick else 8192
-    if quick:
-        sizes = {"host": 8 << 20, "device": 8 << 20}
+    steps = gpu_chase.QUICK_STEPS if quick else gpu_chase.STEPS
     sm_n, reps, rounds = ((4 << 20), 3, 1) if quick else ((64 << 20), 10, ROUNDS)
     blocks = blocks_for_gpu()
     per_round, programs = [], []
     for _ in range(rounds):
-        course = {"latency_ns": {w: median(chase_trials(chase_ns_per_read, sizes[w], steps, w)) for w in sizes}}
+        course = {"latency_ns": {w: median(trial_means(chase_trials(chase_ns_per_read, sizes[w], steps, w)))
+                                 for w in sizes}}
         programs.append(run_bwcheck_args(["--latency", str(sizes["device"]), str(steps), str(sizes["host"])]))
         c_lat = programs[-1]
         sweep = kernel_sweep(time_kernel_copy, (sm_n,), reps, blocks)
@@ -304,7 +304,8 @@ def record_latency_and_sm_copy(quick: bool) -> dict:
     out = {"latency_nbytes": sizes, "l2_bytes": gpu_chase.l2_bytes(), "c_l2_bytes": programs[-1].get("l2_bytes"),
            "steps": steps, "sm_nbytes": sm_n, "reps": reps, "blocks": blocks, "order_head": head,
            "rounds": per_round, "spread": round_spreads(per_round), "course": course, "c": c,
-           "statistic": {"latency": "median round (each round: the median of 3 trials)", "sm_gbps": STATISTIC}}
+           "statistic": {"latency": "median round (each round: the median of 3 trials, each trial the mean over every SM)",
+                         "sm_gbps": STATISTIC}}
     return out | latency_sm_comparison(course, c, match)
 
 

@@ -1,21 +1,30 @@
-"""One GPU thread chasing pointers: the round-trip time of a read, from the GPU's side.
+"""One GPU thread chasing pointers, once from every SM: the round-trip time of a read, from the GPU's side.
 
 A read that must finish before the next one can start (its address is the value just read)
 cannot overlap with anything, so the time per step of a long chase is the latency of one read:
 over mapped pinned host memory, one PCIe round trip (request out, completion back) plus the
 address translation on the way; over device memory, one trip to HBM. Chapter 2 shows
 `chase_ns_per_read` on its page; the C cross-check (tools/bwcheck `--latency`) chases exactly
-the same chains with nvcc's code, and helpers.ch03_dma_and_copy_engines.crosscheck compares the
-two. NVIDIA's nvbandwidth measures the host-memory figure too (`host_device_latency_sm`).
+the same chains the same way with nvcc's code, and helpers.ch03_dma_and_copy_engines.crosscheck
+compares the two. NVIDIA's nvbandwidth measures the host-memory figure too
+(`host_device_latency_sm`), and the course's host figure is defined as its is.
+
+**Every SM, then the mean.** How far a read travels depends on where the SM sits on the die:
+on an H100 (GPU-b5a99e5d, 2026-11-25) single SMs read host memory in 1,186-1,387 ns (each SM's
+mean of 12 trials) and device memory in about 310-470 ns. A one-block launch always lands on the same SM (SM 124 there, 20 launches
+out of 20), so a one-block chase measures one SM, not the GPU. The chase therefore runs once
+from each SM: a grid of one single-thread block per SM in which only block `sm` chases (the
+block scheduler places one block on each SM, as nvbandwidth assumes), and a trial's figure is
+the mean over the SMs, which is nvbandwidth's statistic (its total time over its total reads).
 
 What the device-memory number is, and why it is well defined:
 
 - **No cache hit.** The chased buffer is at least L2_MULTIPLE times the GPU's L2 (read from the
-  device; `device_chain_bytes`), each trial visits every slot at most once, and before each
-  trial FLUSH_MULTIPLE L2s of other memory are written (`flush_l2`), so the line a step needs
-  is never already in the L2: every step is one L2 miss served by HBM. (A chain that fits the
-  L2 mixes L2 hits with HBM reads in proportions that change from run to run; that is what
-  this design removes.)
+  device; `device_chain_bytes`), a trial visits every slot at most once across all SMs, and
+  before each trial FLUSH_MULTIPLE L2s of other memory are written (`flush_l2`), so the line a
+  step needs is never already in the L2: every step is one L2 miss served by HBM. (A chain that
+  fits the L2 mixes L2 hits with HBM reads in proportions that change from run to run; that is
+  what this design removes.)
 - **No prefetching.** Slots are SLOT_BYTES apart (two 128-byte lines, no shared line), visited
   in a pseudo-random order (`chain_order`: slots sorted by a 64-bit hash of their index), so
   there is no stride for a prefetcher to follow.
@@ -25,9 +34,24 @@ What the device-memory number is, and why it is well defined:
   also chases a buffer four times larger (`mmio.gpu_read_latency`'s `device_tlb_check`), and
   the page shows both, so the reader sees whether more pages cost more.
 
+And the host-memory number:
+
+- **A small window, as nvbandwidth's.** The host chain lives in HOST_CHAIN_BYTES (1 MiB, 256
+  pages of 4 KiB) of mapped pinned memory; nvbandwidth's 1,000,000 reads walk the first ~1 MB
+  of its buffer in 128-byte steps. A window that small stays in the host's caches and in the
+  GPU's translation caches, so the figure is the link's round trip, not host DRAM or page walks.
+  Each launch reads a slot at most once; later launches (other SMs) come round the window
+  again, which is safe because the GPU does not keep mapped host memory in its L2 from one
+  launch to the next (nvbandwidth re-reads the same ~1 MB from every SM).
+- **The wide check.** The recorder also chases HOST_WIDE_BYTES (128 MiB, 32,768 pages of 4 KiB),
+  where no slot is read twice in a trial: host DRAM and GPU page walks join the round trip. If
+  the window's reads were served by any cache on the GPU's side, the window would be several
+  times faster than the wide chase; the page shows both.
+
 The order is defined by integer arithmetic alone (splitmix64), so the C program builds the
 very same chains; each side reports the first slots of every trial (`order_head`) and the
-cross-check refuses a comparison of two different chains.
+cross-check refuses a comparison of two different chains. Indices are unsigned (uint64): a
+signed index costs Numba a negative-index test on every dependent step.
 """
 
 from __future__ import annotations
@@ -42,11 +66,13 @@ from helpers.core.gpu import cuda
 
 TRIALS = 3  # chases per measurement, each on its own slots
 SLOT_BYTES = 256  # two 128-byte cache lines per slot: a step never shares a line with another
-ITEM = np.dtype(np.int64)
+ITEM = np.dtype(np.uint64)  # unsigned: no negative-index test in the chase's dependent path
 L2_MULTIPLE = 4  # the device chain's buffer is at least this many L2s
 FLUSH_MULTIPLE = 2  # before each trial this many L2s of other memory are written
 MIN_DEVICE_BYTES = 64 << 20  # a GPU that reports a tiny (or no) L2 still gets this much
-HOST_CHAIN_BYTES = 64 << 20  # mapped pinned host memory: the GPU's L2 does not keep it between trials
+HOST_CHAIN_BYTES = 1 << 20  # the host window: 256 pages of 4 KiB, as nvbandwidth's ~1 MB walk
+HOST_WIDE_BYTES = 128 << 20  # the wide host check: no slot read twice in a trial
+STEPS, QUICK_STEPS = 256, 64  # reads per timed run, per SM (runs of STEPS and 2 * STEPS)
 HEAD = 4  # slots per trial reported as the chain's fingerprint (order_head)
 _SEED_SHIFT = 40  # hash input = slot + (seed << 40): distinct for < 2**40 slots
 
@@ -77,7 +103,7 @@ def make_chain(nbytes: int, *, part: int = 0, parts: int = 1, seed: int = 0) -> 
     cycle, so `parts` chains built on one buffer never share a cache line."""
     order = _order(nbytes, part, parts, seed)
     per_slot = SLOT_BYTES // ITEM.itemsize
-    chain = np.zeros(nbytes // ITEM.itemsize, dtype=np.int64)
+    chain = np.zeros(nbytes // ITEM.itemsize, dtype=ITEM)
     chain[order * per_slot] = np.roll(order, -1) * per_slot
     return chain, int(order[0] * per_slot)
 
@@ -86,7 +112,7 @@ def make_chains(nbytes: int, parts: int = TRIALS) -> tuple[np.ndarray, list[int]
     """All `parts` chains of `make_chain(nbytes, part=t, parts=parts, seed=t)` in one array (their
     slots are disjoint): (array, start of each). One buffer filled and copied once, not per trial."""
     per_slot = SLOT_BYTES // ITEM.itemsize
-    chain = np.zeros(nbytes // ITEM.itemsize, dtype=np.int64)
+    chain = np.zeros(nbytes // ITEM.itemsize, dtype=ITEM)
     starts = []
     for t in range(parts):
         order = _order(nbytes, t, parts, t)
@@ -140,7 +166,7 @@ def flush_l2(nbytes: int, value: int = 0) -> None:
     nbytes = validate.whole_number(nbytes, "flush bytes", 0, 1 << 36)
     if nbytes == 0:
         return
-    scratch = cuda.device_array(nbytes // ITEM.itemsize, dtype=np.int64)
+    scratch = cuda.device_array(nbytes // 8, dtype=np.int64)
     _fill_kernel()[264, 256](scratch, value)
     cuda.synchronize()
     del scratch
@@ -159,43 +185,92 @@ def _fill_kernel():
     return fill
 
 
-def chase_ns_per_read(chain, start: int, steps: int) -> float:
-    """Nanoseconds per dependent read: one GPU thread follows `chain` from `start`.
+def sm_count() -> int:
+    """How many SMs this GPU has (the chase runs once from each); 1 on Numba's simulator."""
+    from helpers.core import gpu
 
-    Runs of 1 (warm-up, compiles), `steps` and 2*`steps` reads, each timed with CUDA events;
-    the difference of the last two cancels the launch cost. Each run goes on where the last one
-    stopped, so no address is read twice."""
+    if not gpu.probe().usable:
+        return 1
+    return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+
+
+def chase_ns_per_read(chain, start: int, steps: int) -> list[float]:
+    """Nanoseconds per dependent read, once from every SM: one GPU thread follows `chain`.
+
+    The grid has one single-thread block per SM and only block `sm` chases, so the chase runs
+    from each SM in turn (nvbandwidth's host_device_latency_sm does the same). Per SM: runs of
+    `steps` and 2*`steps` reads, each timed with CUDA events; their difference cancels the
+    launch cost. Each run goes on where the last one stopped."""
+    chase = _chase_kernel()
+    sms = getattr(cuda.get_current_device(), "MULTIPROCESSOR_COUNT", 1)  # 1 on Numba's simulator
+    out = cuda.mapped_array(1, dtype=np.uint64)
+    chase[sms, 1](chain, np.uint64(start), 1, out, 0)  # compiles (once per process); not timed
+    cuda.synchronize()
+    ns = []
+    for sm in range(sms):
+        times_ns = []
+        for n in (steps, 2 * steps):
+            begin, end = cuda.event(), cuda.event()
+            begin.record()
+            chase[sms, 1](chain, out[0], n, out, sm)
+            end.record()
+            end.synchronize()
+            times_ns.append(begin.elapsed_time(end) * 1e6)  # ms -> ns
+        ns.append((times_ns[1] - times_ns[0]) / steps)
+    return ns
+
+
+@functools.lru_cache(maxsize=1)
+def _chase_kernel():
+    """The chase's kernel (Chapter 2 shows it), compiled once per process: only block `sm` reads."""
     @cuda.jit
-    def chase(nxt, j, n, out):
-        for _ in range(n):
-            j = nxt[j]  # the next address is the value just read: nothing can overlap
-        out[0] = j
+    def chase(nxt, j, n, out, sm):
+        if cuda.blockIdx.x == sm:
+            for _ in range(n):
+                j = nxt[j]  # the next address is the value just read: nothing can overlap
+            out[0] = j
 
-    out = cuda.mapped_array(1, dtype=np.int64)
-    times_ns = []
-    for n in (1, steps, 2 * steps):
-        begin, end = cuda.event(), cuda.event()
-        begin.record()
-        chase[1, 1](chain, start, n, out)
-        end.record()
-        end.synchronize()
-        times_ns.append(begin.elapsed_time(end) * 1e6)  # ms -> ns
-        start = int(out[0])
-    return (times_ns[2] - times_ns[1]) / steps
+    return chase
+
+
+def per_sm(result) -> list[float]:
+    """A chase's result as one figure per SM: `chase_ns_per_read` gives a list; a chase that
+    returns a single number (a one-block version, say) counts as one SM."""
+    vals = [float(v) for v in np.atleast_1d(np.asarray(result, dtype=float))]
+    if not vals or not all(np.isfinite(vals)):
+        raise InputError(f"a chase returned {result!r}: expected ns per read, one finite number per SM")
+    return vals
+
+
+def reads_per_trial(steps: int, sms: int) -> int:
+    """Distinct slots a trial reads: a 1-read warm-up, then runs of steps and 2*steps from each SM."""
+    return 1 + 3 * steps * sms
+
+
+def check_chain(nbytes: int, steps: int, where: str, trials: int = TRIALS, sms: int | None = None) -> None:
+    """Refuse a chain too short for the design: device memory (which the L2 keeps between
+    launches) must not be read twice in a trial by any SM; host memory (which it does not) only
+    within one launch, 2*steps reads."""
+    sms = sm_count() if sms is None else sms
+    need = reads_per_trial(steps, sms) if where == "device" else 2 * steps
+    if need > chain_length(nbytes, trials):
+        raise InputError(f"{steps} steps from {sms} SM(s) need a longer {where} chain than {nbytes} bytes "
+                         f"in {trials} parts ({need} slots, {chain_length(nbytes, trials)} there)")
 
 
 def chase_trials(code, nbytes: int, steps: int, where: str, trials: int = TRIALS,
-                 flush_bytes: int | None = None) -> list[float]:
-    """ns per read of `trials` chases over `nbytes` of host (mapped pinned) or device memory,
-    each trial on its own slots of one buffer (so no trial reads what another cached), with
-    `flush_bytes` of other memory written before each (default FLUSH_MULTIPLE x this GPU's L2)."""
-    if 1 + 3 * steps > chain_length(nbytes, trials):
-        raise InputError(f"{steps} steps need a longer chain than {nbytes} bytes in {trials} parts")
+                 flush_bytes: int | None = None) -> list[list[float]]:
+    """ns per read from every SM (`code`'s list) for `trials` chases over `nbytes` of host (mapped
+    pinned) or device memory, each trial on its own slots of one buffer (so no trial reads what
+    another cached), with `flush_bytes` of other memory written before each (default
+    FLUSH_MULTIPLE x this GPU's L2). One list per trial; `trial_means` gives each trial's figure."""
     where = validate.choice(where, "where", ("host", "device"))
+    steps = validate.whole_number(steps, "steps", 1, 1 << 24)
+    check_chain(nbytes, steps, where, trials)
     flush = FLUSH_MULTIPLE * l2_bytes() if flush_bytes is None else flush_bytes
     chain, starts = make_chains(nbytes, trials)
     if where == "host":
-        buf = cuda.mapped_array(chain.size, dtype=np.int64)
+        buf = cuda.mapped_array(chain.size, dtype=ITEM)
         buf[:] = chain
     else:
         buf = cuda.to_device(chain)
@@ -203,6 +278,16 @@ def chase_trials(code, nbytes: int, steps: int, where: str, trials: int = TRIALS
     out = []
     for t, start in enumerate(starts):
         flush_l2(flush, t)
-        out.append(float(code(buf, start, steps)))
+        out.append(per_sm(code(buf, start, steps)))
     del buf
     return out
+
+
+def trial_means(per_trial: list[list[float]]) -> list[float]:
+    """Each trial's figure: the mean over the SMs (nvbandwidth's statistic)."""
+    return [float(np.mean(v)) for v in per_trial]
+
+
+def sm_means(per_trial: list[list[float]]) -> list[float]:
+    """Each SM's mean over the trials: where on the die a read starts, and what it costs."""
+    return [float(v) for v in np.mean(np.asarray(per_trial, dtype=float), axis=0)]

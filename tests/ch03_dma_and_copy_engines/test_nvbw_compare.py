@@ -35,3 +35,11 @@ def test_both_ways_is_compared_as_the_aggregate_the_page_shows():
     found = nvbw.rows(rec, nvbw.nvbw_values([_doc(host_to_device_bidirectional_memcpy_ce=50.3,
                                                   device_to_host_bidirectional_memcpy_ce=50.6)]))
     assert len(found) == 1 and found[0][1] == 102.2 and round(found[0][2], 1) == 100.9 and found[0][4]
+
+
+def test_several_nvbandwidth_runs_give_the_median_of_each_testcase():
+    docs = [_doc(host_device_latency_sm=v) for v in (1183.0, 1284.0, 1188.0)]  # one run far off
+    assert nvbw.nvbw_values(docs)["host_device_latency_sm"] == 1188.0
+    assert nvbw.nvbw_runs(docs)["host_device_latency_sm"] == [1183.0, 1284.0, 1188.0]
+    found = nvbw.rows(REC, nvbw.nvbw_values(docs))
+    assert found[0][2] == 1188.0 and found[0][4]  # 1206 vs 1188: 1.5% apart

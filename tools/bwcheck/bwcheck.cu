@@ -7,16 +7,19 @@
 //
 //   bwcheck [nbytes=268435456] [reps=30]      large pinned copies, bandwidth
 //   bwcheck --small [reps=200]                small pinned copies (4 B .. 4 KiB), device time
-//   bwcheck --latency [dev] [steps] [host]    one thread chasing pointers: ns per read over mapped
-//                                             pinned host memory (host bytes, 64 MiB) and over device
-//                                             memory (dev bytes; 0 = at least 4 x the L2)
+//   bwcheck --latency [dev] [steps] [host]    one thread chasing pointers from every SM in turn: ns
+//                                             per read over mapped pinned host memory (a window of
+//                                             host bytes, 1 MiB) and over device memory (dev bytes;
+//                                             0 = at least 4 x the L2), the mean over the SMs
 //   bwcheck --smcopy [nbytes] [reps] [blocks] a grid-stride kernel copying through mapped pinned
 //                                             host memory (SM copies), GB/s both directions
 //
 // --latency chases exactly the chains of helpers/measure/gpu_chase.py (chain.h: slots 256 B apart,
 // visited in splitmix64 order, 3 trials on disjoint slots, the L2 flushed before each trial by
-// writing 2 x L2 of other memory) and times runs of `steps` and 2*`steps` reads: the difference over
-// `steps` is ns per read. It prints each trial's first slots (order_head) so the course can check
+// writing 2 x L2 of other memory) and, from every SM in turn (a grid of one single-thread block per
+// SM, only block `sm` chasing, as nvbandwidth's host_device_latency_sm), times runs of `steps` and
+// 2*`steps` reads: the difference over `steps` is that SM's ns per read, and a trial's figure is the
+// mean over the SMs. Indices are read as unsigned, as the course's uint64 chain. It prints each trial's first slots (order_head) so the course can check
 // that both sides chased the same chains. --smcopy is the kernel of helpers/ch03_dma_and_copy_engines/engine_vs_sm.py
 // (8-byte elements, grid-stride loop, `blocks` x 256 threads), timed with events.
 //
@@ -175,7 +178,9 @@ static int small_mode(int reps) {
   return 0;
 }
 
-__global__ void chase_kernel(const long long *nxt, long long j, long long n, long long *out) {
+__global__ void chase_kernel(const unsigned long long *nxt, unsigned long long j, long long n,
+                             unsigned long long *out, int sm) {
+  if ((int)blockIdx.x != sm) return;
   for (long long i = 0; i < n; i++) j = nxt[j];
   *out = j;
 }
@@ -198,25 +203,38 @@ static void flush_l2(long long *scratch, size_t nbytes, long long v) {
   CK(cudaDeviceSynchronize());
 }
 
-// ns per read over `nxt` (a device-visible pointer): runs of 1, steps and 2*steps, as the course does.
-static double chase_ns(const long long *nxt, long long start, long long steps, long long *out_dev, long long *out_host) {
+// Reads one trial may make: a 1-read warm-up, then runs of steps and 2*steps from each SM.
+static long long reads_per_trial(long long steps, int sms) { return 1 + 3 * steps * (long long)sms; }
+
+// ns per read over `nxt` (a device-visible pointer), the mean over the SMs, as the course does: a
+// 1-read warm-up, then from each SM runs of steps and 2*steps, each going on where the last stopped.
+static double chase_ns(const long long *nxt, long long start, long long steps, int sms,
+                       unsigned long long *out_dev, unsigned long long *out_host) {
+  const unsigned long long *u = (const unsigned long long *)nxt;
   cudaEvent_t a, b;
-  float ms[3];
-  long long runs[3] = {1, steps, 2 * steps};
+  float ms[2];
+  double sum = 0;
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
-  for (int r = 0; r < 3; r++) {
-    CK(cudaEventRecord(a, 0));
-    chase_kernel<<<1, 1>>>(nxt, start, runs[r], out_dev);
-    CK(cudaGetLastError());
-    CK(cudaEventRecord(b, 0));
-    CK(cudaEventSynchronize(b));
-    CK(cudaEventElapsedTime(&ms[r], a, b));
-    start = *(volatile long long *)out_host;
+  chase_kernel<<<sms, 1>>>(u, (unsigned long long)start, 1, out_dev, 0);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  for (int sm = 0; sm < sms; sm++) {
+    long long runs[2] = {steps, 2 * steps};
+    for (int r = 0; r < 2; r++) {
+      unsigned long long j = *(volatile unsigned long long *)out_host;
+      CK(cudaEventRecord(a, 0));
+      chase_kernel<<<sms, 1>>>(u, j, runs[r], out_dev, sm);
+      CK(cudaGetLastError());
+      CK(cudaEventRecord(b, 0));
+      CK(cudaEventSynchronize(b));
+      CK(cudaEventElapsedTime(&ms[r], a, b));
+    }
+    sum += (ms[1] - ms[0]) * 1e6 / steps;
   }
   CK(cudaEventDestroy(a));
   CK(cudaEventDestroy(b));
-  return (ms[2] - ms[1]) * 1e6 / steps;
+  return sum / sms;
 }
 
 static void print_head(const char *name, long long head[CHASE_PARTS][CHAIN_HEAD], const char *end) {
@@ -232,19 +250,24 @@ static void print_head(const char *name, long long head[CHASE_PARTS][CHAIN_HEAD]
 // Host chains (mapped pinned, host_bytes) first, then device chains (dev_bytes), as
 // gpu_chase.chase_trials runs them: all trials' chains built once, the L2 flushed before each trial.
 static int latency_mode(size_t dev_bytes, long long steps, size_t host_bytes) {
-  long long *host, *host_dev, *dev, *out, *out_dev, *scratch = NULL, *chain;
+  long long *host, *host_dev, *dev, *scratch = NULL, *chain;
+  unsigned long long *out, *out_dev;
   long long starts[CHASE_PARTS], host_head[CHASE_PARTS][CHAIN_HEAD], dev_head[CHASE_PARTS][CHAIN_HEAD];
   double host_ns[CHASE_PARTS], dev_ns[CHASE_PARTS];
   struct cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   size_t l2 = (size_t)prop.l2CacheSize, flush = FLUSH_MULTIPLE * l2;
+  int sms = prop.multiProcessorCount;
   if (!dev_bytes) dev_bytes = device_chain_bytes(l2);
-  if (1 + 3 * steps > (long long)(dev_bytes / SLOT_BYTES / CHASE_PARTS) ||
-      1 + 3 * steps > (long long)(host_bytes / SLOT_BYTES / CHASE_PARTS)) {
-    fprintf(stderr, "bwcheck: %lld steps need longer chains than %zu / %zu bytes\n", steps, dev_bytes, host_bytes);
+  // device memory: no slot read twice in a trial (the L2 keeps it between launches); the host
+  // window: none twice within one launch (gpu_chase.check_chain)
+  if (reads_per_trial(steps, sms) > (long long)(dev_bytes / SLOT_BYTES / CHASE_PARTS) ||
+      2 * steps > (long long)(host_bytes / SLOT_BYTES / CHASE_PARTS)) {
+    fprintf(stderr, "bwcheck: %lld steps from %d SMs need longer chains than %zu / %zu bytes\n", steps, sms,
+            dev_bytes, host_bytes);
     return 2;
   }
-  CK(cudaHostAlloc((void **)&out, sizeof(long long), cudaHostAllocMapped));
+  CK(cudaHostAlloc((void **)&out, sizeof(unsigned long long), cudaHostAllocMapped));
   CK(cudaHostGetDevicePointer((void **)&out_dev, out, 0));
   if (flush) CK(cudaMalloc((void **)&scratch, flush));
   CK(cudaHostAlloc((void **)&host, host_bytes, cudaHostAllocMapped));
@@ -253,7 +276,7 @@ static int latency_mode(size_t dev_bytes, long long steps, size_t host_bytes) {
   if (build_chains(host, host_bytes, starts, host_head)) return 1;
   for (int t = 0; t < CHASE_PARTS; t++) {
     flush_l2(scratch, flush, t);
-    host_ns[t] = chase_ns(host_dev, starts[t], steps, out_dev, out);
+    host_ns[t] = chase_ns(host_dev, starts[t], steps, sms, out_dev, out);
   }
   CK(cudaFreeHost(host));
   chain = (long long *)calloc(dev_bytes / sizeof(long long), sizeof(long long));
@@ -263,12 +286,12 @@ static int latency_mode(size_t dev_bytes, long long steps, size_t host_bytes) {
   free(chain);
   for (int t = 0; t < CHASE_PARTS; t++) {
     flush_l2(scratch, flush, t);
-    dev_ns[t] = chase_ns(dev, starts[t], steps, out_dev, out);
+    dev_ns[t] = chase_ns(dev, starts[t], steps, sms, out_dev, out);
   }
   printf("{\n  \"tool\": \"bwcheck\", \"mode\": \"latency\", \"device\": \"%s\", \"l2_bytes\": %zu, \"flush_bytes\": %zu,\n",
          prop.name, l2, flush);
-  printf("  \"host_nbytes\": %zu, \"device_nbytes\": %zu, \"steps\": %lld, \"slot_bytes\": %d,\n", host_bytes,
-         dev_bytes, steps, SLOT_BYTES);
+  printf("  \"host_nbytes\": %zu, \"device_nbytes\": %zu, \"steps\": %lld, \"slot_bytes\": %d, \"sms\": %d,\n",
+         host_bytes, dev_bytes, steps, SLOT_BYTES, sms);
   printf("  \"host_ns\": [%.3f, %.3f, %.3f], \"device_ns\": [%.3f, %.3f, %.3f],\n  ", host_ns[0], host_ns[1],
          host_ns[2], dev_ns[0], dev_ns[1], dev_ns[2]);
   print_head("host_order_head", host_head, ", ");
@@ -328,11 +351,11 @@ int main(int argc, char **argv) {
   }
   if (argc > 1 && strcmp(argv[1], "--latency") == 0) {
     size_t n = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;  // 0: from the L2 size, as the course does
-    long long steps = argc > 3 ? atoll(argv[3]) : 8192;
-    size_t host_n = argc > 4 ? strtoull(argv[4], NULL, 0) : (size_t)64 << 20;
+    long long steps = argc > 3 ? atoll(argv[3]) : 256;
+    size_t host_n = argc > 4 ? strtoull(argv[4], NULL, 0) : (size_t)1 << 20;
     if ((n && n < SLOT_BYTES * 16) || host_n < SLOT_BYTES * 16 || steps < 1) {
       fprintf(stderr, "usage: bwcheck --latency [device nbytes, 0 = 4 x L2 rounded up to a power of two] [steps] "
-                      "[host nbytes], with 1 + 3*steps <= nbytes/256/3\n");
+                      "[host nbytes], with 1 + 3*steps*SMs <= device nbytes/256/3 and 2*steps <= host nbytes/256/3\n");
       return 2;
     }
     return latency_mode(n, steps, host_n);

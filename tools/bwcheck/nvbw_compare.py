@@ -3,7 +3,8 @@
     python tools/bwcheck/nvbw_compare.py RECORDING.json NVBW.json [NVBW2.json ...] [--out table.md]
 
 RECORDING.json is what `python -m helpers.record --out ...` wrote; each NVBW*.json is the output
-of `nvbandwidth -j` (built from github.com/NVIDIA/nvbandwidth). For every figure both measure
+of `nvbandwidth -j` (built from github.com/NVIDIA/nvbandwidth); give several runs and each testcase's
+value is the median of its runs (nvbandwidth's own latency runs spread by a few percent). For every figure both measure
 (copy-engine copies each way and both ways at once, SM copies each way, the GPU's read latency of
 host memory) it prints course, nvbandwidth and their relative difference, and whether that is
 within the 2% the course holds itself to. Exit status 1 if any shared figure is further apart.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -41,13 +43,20 @@ def _sm(exps: dict, direction: str) -> float:
     raise KeyError(f"copy_engines.kernel_copies has no 256 MiB {direction} row")
 
 
-def nvbw_values(docs: list[dict]) -> dict[str, float]:
-    """testcase name -> its value (the single GPU's entry: the matrix 'sum') from nvbandwidth -j outputs."""
-    out = {}
+def nvbw_runs(docs: list[dict]) -> dict[str, list[float]]:
+    """testcase name -> its value in every nvbandwidth -j output given (the single GPU's entry: the matrix 'sum')."""
+    runs: dict[str, list[float]] = {}
     for doc in docs:
         for tc in doc.get("nvbandwidth", doc).get("testcases", []):
             if str(tc.get("status", "")).lower() in ("passed", "pass") and "sum" in tc:
-                out[tc["name"]] = float(tc["sum"])
+                runs.setdefault(tc["name"], []).append(float(tc["sum"]))
+    return runs
+
+
+def nvbw_values(docs: list[dict]) -> dict[str, float]:
+    """testcase name -> the median of its runs (nvbandwidth run several times: its latency runs spread by a
+    few percent), plus the bidirectional aggregate."""
+    out = {name: statistics.median(v) for name, v in nvbw_runs(docs).items()}
     shares = ("host_to_device_bidirectional_memcpy_ce", "device_to_host_bidirectional_memcpy_ce")
     if all(k in out for k in shares):
         out[BIDIR] = sum(out[k] for k in shares)
