@@ -187,14 +187,32 @@ def instrumented_copy(nb_path: Path, report: Path, *, pinned_tolerance: int, dev
 
 
 SLOWEST_CELLS = 6  # per notebook, from pytest's --durations (cells of 0.5 s or more)
-_DURATION = re.compile(r"^\s*([0-9.]+)s\s+call\s+\S*::(Cell \d+)\s*$")
+_DURATION = re.compile(r"^\s*([0-9.]+)s\s+(setup|call|teardown)\s+\S*::(Cell \d+)\s*$")
+
+
+def cell_durations(pytest_output: str) -> list[tuple[str, str, float]]:
+    """(cell, phase, seconds) for every line of pytest's --durations=0 section (nbval names a cell
+    'Cell N', N counting code cells from 0 in the instrumented copy, so the leak probe's first cell is 1)."""
+    return [(m.group(3), m.group(2), float(m.group(1))) for line in pytest_output.splitlines()
+            if (m := _DURATION.match(line))]
 
 
 def slowest_cells(pytest_output: str) -> list[list]:
-    """[[cell, seconds], ...] from pytest's --durations section (nbval names a cell 'Cell N',
-    N counting code cells from 0 in the instrumented copy, so the leak probe's first cell is 0)."""
-    return [[m.group(2), float(m.group(1))] for line in pytest_output.splitlines()
-            if (m := _DURATION.match(line))]
+    """[[cell, seconds], ...]: the SLOWEST_CELLS longest cell runs ('call') of 0.5 s or more."""
+    calls = sorted(((s, c) for c, phase, s in cell_durations(pytest_output) if phase == "call" and s >= 0.5),
+                   reverse=True)
+    return [[c, s] for s, c in calls[:SLOWEST_CELLS]]
+
+
+def notebook_seconds(pytest_output: str, probe_cells: set[str]) -> float:
+    """The notebook's own time: every phase of every cell (the first cell's setup starts the kernel, as
+    opening the notebook does), without the leak probe's injected cells and without pytest's own start-up."""
+    return round(sum(s for c, _, s in cell_durations(pytest_output) if c not in probe_cells), 2)
+
+
+def probe_cells(code_cells: int) -> set[str]:
+    """nbval's names of the two cells instrumented_copy injects: right after the first code cell, and last."""
+    return {"Cell 1", f"Cell {code_cells - 1}"}
 
 
 def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: int,
@@ -208,17 +226,24 @@ def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: 
     report = Path(report_name)
     copy = instrumented_copy(nb_path, report, pinned_tolerance=pinned_tolerance,
                              device_tolerance=device_tolerance)
+    import nbformat
+
+    copy_cells = sum(c.cell_type == "code" for c in nbformat.read(str(copy), as_version=4).cells)
     before = device_used_mib() if alone else None
     t0 = time.monotonic()
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
+    # only nbval's plugin: every other installed pytest plugin would add its start-up to each notebook
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "nbval.plugin", "-p", "no:cacheprovider", "--nbval-lax",
            f"--nbval-cell-timeout={timeout_s}", f"--rootdir={ROOT}", "-o", "testpaths=",
-           f"--durations={SLOWEST_CELLS}", "--durations-min=0.5", str(copy)]
+           "--durations=0", "--durations-min=0", str(copy)]
+    env = dict(env, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     slowest: list = []
+    cells_s = None
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=timeout_s * 4 + 120)
         rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-4000:]
         slowest = slowest_cells(proc.stdout)
+        cells_s = notebook_seconds(proc.stdout, probe_cells(copy_cells))
     except subprocess.TimeoutExpired as exc:
         rc, tail = None, f"pytest did not finish within {exc.timeout:g} s"
     finally:
@@ -240,7 +265,7 @@ def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: 
             if a - b > device_tolerance_mib_outside:
                 leaks.append(f"GPU {i}: {a - b} MiB more in use after the kernel exited (nvidia-smi)")
     return {"notebook": str(nb_path.relative_to(ROOT) if nb_path.is_relative_to(ROOT) else nb_path),
-            "passed": rc == 0, "pytest_rc": rc, "seconds": seconds,
+            "passed": rc == 0, "pytest_rc": rc, "seconds": seconds, "cells_seconds": cells_s,
             "leak_check_ran": "final" in inside, "leaks": leaks, "slowest_cells": slowest,
             "kernel": {k: inside.get(k) for k in ("baseline", "held", "final")},
             "device_used_mib": {"before": before, "after": after},
@@ -269,7 +294,8 @@ def summary(args: argparse.Namespace, names: list[str], subreaper: bool, noteboo
            "leak_checks_ran": sum(r["leak_check_ran"] for r in results), "not_reached": not_reached,
            "subreaper": subreaper, "host": platform.node(), "python": platform.python_version(),
            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-           "seconds": round(sum(r["seconds"] for r in results), 1), "notebooks": results}
+           "seconds": round(sum(r["seconds"] for r in results), 1),
+           "cells_seconds": round(sum(r.get("cells_seconds") or 0 for r in results), 1), "notebooks": results}
     out["row"] = row(out)
     return out
 
@@ -333,7 +359,8 @@ def run(args: argparse.Namespace) -> dict:
                          device_tolerance=args.device_tolerance_mib * MiB,
                          device_tolerance_mib_outside=args.device_tolerance_mib)
         verdict = "passed" if r["passed"] else "FAILED"
-        print(f"[matrix {args.mode}] {nb.name}: {verdict} in {r['seconds']} s, {len(r['leaks'])} leak(s)"
+        print(f"[matrix {args.mode}] {nb.name}: {verdict} in {r['seconds']} s (cells {r['cells_seconds']} s), "
+              f"{len(r['leaks'])} leak(s)"
               + "".join(f"\n    leak: {x}" for x in r["leaks"])
               + (f"\n{r['output_tail']}" if not r["passed"] else ""), flush=True)
         results.append(r)

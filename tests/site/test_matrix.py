@@ -6,6 +6,7 @@ a child process the kernel started and forgot, and an orphan that outlives the k
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -76,6 +77,28 @@ def test_clean_notebook_passes_without_leaks(planted):
     clean = planted["result"]["notebooks"][0]
     assert clean["passed"], clean["output_tail"]
     assert clean["leak_check_ran"] and clean["leaks"] == []
+
+
+def test_notebook_time_counts_its_cells_not_pytest_or_the_probe(planted):
+    clean = planted["result"]["notebooks"][0]
+    assert 0 < clean["cells_seconds"] < clean["seconds"]  # pytest's own start-up is not the notebook's
+    assert planted["result"]["cells_seconds"] >= clean["cells_seconds"]
+
+
+def test_cell_durations_are_summed_without_the_injected_probe_cells():
+    spec = importlib.util.spec_from_file_location("matrix_tool", MATRIX)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    out = ("==== slowest durations ====\n"
+           "2.00s setup    notebooks/x.ipynb::Cell 0\n"
+           "0.90s call     notebooks/x.ipynb::Cell 0\n"
+           "0.40s call     notebooks/x.ipynb::Cell 1\n"
+           "5.00s call     notebooks/x.ipynb::Cell 2\n"
+           "0.30s call     notebooks/x.ipynb::Cell 3\n"
+           "0.10s teardown notebooks/x.ipynb::Cell 3\n"
+           "1 passed in 9.00s\n")
+    assert m.notebook_seconds(out, m.probe_cells(4)) == 7.9  # Cell 1 and Cell 3 are the probe's
+    assert m.slowest_cells(out) == [["Cell 2", 5.0], ["Cell 0", 0.9]]
 
 
 def test_planted_leaks_are_each_caught(planted):
