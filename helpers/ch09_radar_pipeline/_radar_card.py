@@ -11,7 +11,10 @@ frame is written there, stamped with CLOCK_MONOTONIC and published; if every slo
 held, the frame is lost and counted, because a card cannot wait for software.
 
 The shared memory starts with one control page of int64 words (see the CTL_* indices), then
-per-slot sequence numbers and timestamps, then the page-aligned slot data.
+per-slot sequence numbers and timestamps, then the page-aligned slot data, then the frame
+variants the card sends in turn. The variants are `synth_frame(pulses, seed, v)`, written there by
+the consumer's side at setup (it keeps them cached between runs, and needs them anyway to warm up
+and check), so starting a card costs a process start, not the synthesis of up to 128 MiB of echoes.
 """
 
 from __future__ import annotations
@@ -36,9 +39,17 @@ N_SAMPLES = 1024  # range samples per pulse (complex64)
 CHIRP_LEN = 128
 
 
-def layout_bytes(slots: int, frame_bytes: int) -> int:
-    """Total shared-memory size: the control page plus `slots` frames."""
-    return PAGE + slots * frame_bytes
+def layout_bytes(slots: int, frame_bytes: int, variants: int = 1) -> int:
+    """Total shared-memory size: the control page, `slots` frames, then `variants` frames."""
+    return PAGE + (slots + variants) * frame_bytes
+
+
+def frames_view(buf, slots: int, frame_bytes: int, variants: int):
+    """(slot frames, variant frames) as complex64 arrays on the shared block `buf`."""
+    import numpy as np
+
+    every = np.ndarray((slots + variants, frame_bytes // 8), np.complex64, buf, PAGE)
+    return every[:slots], every[slots:]
 
 
 def chirp(n: int = CHIRP_LEN) -> np.ndarray:
@@ -76,8 +87,8 @@ def run(shm_name: str, parent_pid: int) -> int:
     block = SharedBlock.attach(shm_name)
     try:
         rc = _produce(block.buf, line)
-        while rc == 0 and not line.gone():
-            time.sleep(0.05)
+        while rc == 0 and not line.wait_gone(0.5):
+            pass
         return rc
     finally:
         if line.gone():
@@ -93,9 +104,7 @@ def _produce(buf, line: Lifeline) -> int:
     frames, nvar = int(ctl[CTL_FRAMES]), int(ctl[CTL_VARIANTS])
     seq = np.ndarray((slots,), np.int64, buf, META_OFFSET)
     stamp = np.ndarray((slots,), np.int64, buf, META_OFFSET + 8 * slots)
-    data = np.ndarray((slots, fbytes // 8), np.complex64, buf, PAGE)
-    pulses = fbytes // 8 // N_SAMPLES
-    variants = [synth_frame(pulses, int(ctl[CTL_SEED]), v).ravel() for v in range(nvar)]
+    data, variants = frames_view(buf, slots, fbytes, nvar)
     data[:] = variants[0]  # touch every page once, as a driver would at setup
     cpu0 = time.process_time_ns()
     ctl[CTL_READY] = 1

@@ -97,11 +97,11 @@ def check_design(design: str) -> str:
     return design
 
 
-def check_ring_memory(slots: int, frame_bytes: int) -> int:
-    """The ring must fit in a quarter of the memory available now."""
+def check_ring_memory(slots: int, frame_bytes: int, variants: int = 1) -> int:
+    """The ring (and the card's frame variants) must fit in a quarter of the memory available now."""
     from helpers.measure.host_memory import available_host_bytes
 
-    need = card.layout_bytes(slots, frame_bytes)
+    need = card.layout_bytes(slots, frame_bytes, variants)
     avail = available_host_bytes()
     if need > avail // 4:
         raise RadarInputError(f"a ring of {slots} x {frame_bytes / 2**20:.0f} MiB needs {need / 2**30:.2f} GiB, "
@@ -129,15 +129,18 @@ class CaptureCard:
         self.frames = validate.whole_number(frames, "frames", 1, 1_000_000)
         self.variants = validate.whole_number(variants, "frame variants", 1, 16)
         self.seed = int(seed)
-        check_ring_memory(self.slots, self.frame_bytes)
+        check_ring_memory(self.slots, self.frame_bytes, self.variants)
         self.proc: DeviceProcess | None = None
-        self.shm = SharedBlock.create("course-radar", card.layout_bytes(self.slots, self.frame_bytes))
+        self.shm = SharedBlock.create("course-radar", card.layout_bytes(self.slots, self.frame_bytes, self.variants))
         buf = self.shm.buf
         self.ctl = np.ndarray((card.CTL_WORDS,), np.int64, buf, 0)
         self.ctl[:] = 0
         self.seq = np.ndarray((self.slots,), np.int64, buf, card.META_OFFSET)
         self.stamp = np.ndarray((self.slots,), np.int64, buf, card.META_OFFSET + 8 * self.slots)
-        self.data = np.ndarray((self.slots, self.frame_bytes // 8), np.complex64, buf, card.PAGE)
+        self.data, patterns = card.frames_view(buf, self.slots, self.frame_bytes, self.variants)
+        for v in range(self.variants):  # what the card sends; cached here, so not synthesised per run
+            patterns[v] = _synth_cached(self.frame_bytes, self.seed, v).ravel()
+        del patterns
         for k, v in ((card.CTL_SLOTS, self.slots), (card.CTL_FRAME_BYTES, self.frame_bytes),
                      (card.CTL_PERIOD_NS, round(self.period_s * 1e9)), (card.CTL_FRAMES, self.frames),
                      (card.CTL_SEED, self.seed), (card.CTL_VARIANTS, self.variants),
@@ -538,7 +541,8 @@ def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_
         validate.choice(sync, "sync", SYNC_MODES)
     cp = gpu.cupy()
     fn = _process_fn(process)
-    check_ring_memory(slots, frame_bytes)
+    variants = 4 if check_every else 1  # the card cycles through 4 frames when they are checked
+    check_ring_memory(slots, frame_bytes, variants)
     kept_bytes = min(frames // check_every + 1, MAX_KEPT) * frame_bytes // 2 if check_every else 0
     need = 6 * buffers * frame_bytes + kept_bytes
     if gpu.free_device_bytes() < need:
@@ -555,7 +559,7 @@ def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_
     lat, seqs, copy_t, kern_t, memcpy_t, kept = [], [], [], [], [], []
     checked, max_err = 0, 0.0
     bar = Progress(frames, f"{design} {frame_bytes >> 20} MiB/{period_s * 1e3:g} ms") if progress else None
-    c = CaptureCard(frame_bytes, period_s, slots=slots, frames=frames, seed=seed, variants=4 if check_every else 1)
+    c = CaptureCard(frame_bytes, period_s, slots=slots, frames=frames, seed=seed, variants=variants)
     dev = None
     rt_saved, granted, tl = None, {}, []
     try:

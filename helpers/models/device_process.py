@@ -222,6 +222,12 @@ class Lifeline:
             return True
         return os.name != "nt" and os.getppid() != self.parent_pid
 
+    def wait_gone(self, timeout: float) -> bool:
+        """Wait up to `timeout` s for the parent to let go; `gone()` at the end. Wakes at once on
+        end of file, so a device that only idles until it is closed exits without a polling delay."""
+        self._eof.wait(timeout)
+        return self.gone()
+
     def get(self, timeout: float) -> bytes | None:
         """The next chunk of bytes within `timeout` s, b'' if none came, None at end of file."""
         try:
