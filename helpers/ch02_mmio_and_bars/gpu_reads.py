@@ -30,7 +30,7 @@ TLB_CHECK_FACTOR = 4  # the device chase is repeated over a buffer this many tim
 
 
 def sizes(quick: bool) -> tuple[int, int, int]:
-    """(host window bytes, device chain bytes, reads per timed run per SM) for the recorder's full or
+    """(host chain bytes, device chain bytes, reads per timed run per SM) for the recorder's full or
     quick run. The device chain is at least 4 x this GPU's L2 (gpu_chase.device_chain_bytes), in
     both: a shorter one would be read twice by the SMs' runs, and the L2 would answer."""
     steps = gpu_chase.QUICK_STEPS if quick else gpu_chase.STEPS
@@ -81,24 +81,21 @@ def probe_bar0_mmap(pci_address: str | None) -> dict:
 @experiment("mmio.gpu_read_latency", chapter=2, needs=(GPU,),
             title="One GPU thread chasing pointers from every SM: ns per read over mapped pinned host memory vs device memory")
 def record_read_latency(quick: bool, code=chase_ns_per_read) -> dict:
-    """Host and device chases from every SM (gpu_chase's design: the host window as nvbandwidth's,
-    no L2 hit on device memory, no stride, the L2 flushed before each trial); then, in the full run,
-    the device chase over a buffer TLB_CHECK_FACTOR times larger and the host chase over
-    HOST_WIDE_BYTES: if more pages (or host DRAM) cost more per read, the figures differ and the
-    page says so. Each trial's figure is the mean over the SMs; `*_sm_ns` keeps each SM's."""
+    """Host and device chases from every SM (gpu_chase's design: no slot read twice in a trial, no
+    stride, the L2 flushed before each trial); then, in the full run, the device chase over a buffer
+    TLB_CHECK_FACTOR times larger: if more pages cost more per read, the two device figures differ
+    and the page says so. Each trial's figure is the mean over the SMs; `*_sm_ns` keeps each SM's."""
     host_n, dev_n, steps = sizes(quick)
     host = chase_trials(code, host_n, steps, "host")
     device = chase_trials(code, dev_n, steps, "device")
     out = {"nbytes": host_n, "device_nbytes": dev_n, "l2_bytes": gpu_chase.l2_bytes(),
            "flush_bytes": gpu_chase.FLUSH_MULTIPLE * gpu_chase.l2_bytes(), "steps": steps, "trials": TRIALS,
            "slot_bytes": gpu_chase.SLOT_BYTES, "sms": len(host[0]), "statistic": STATISTIC,
-           **_row("host", host), **_row("device", device), "device_tlb_check": None, "host_wide_check": None,
+           **_row("host", host), **_row("device", device), "device_tlb_check": None,
            "bar0_mmap": probe_bar0_mmap(gpu.probe().pci_bus_id)}
     if not quick:
         big = trial_means(chase_trials(code, dev_n * TLB_CHECK_FACTOR, steps, "device"))
-        wide = trial_means(chase_trials(code, gpu_chase.HOST_WIDE_BYTES, steps, "host"))
         out["device_tlb_check"] = {"nbytes": dev_n * TLB_CHECK_FACTOR, "device_ns": big, "median_ns": statistics.median(big)}
-        out["host_wide_check"] = {"nbytes": gpu_chase.HOST_WIDE_BYTES, "host_ns": wide, "median_ns": statistics.median(wide)}
     return out
 
 
@@ -147,10 +144,6 @@ def latency_rows(reads: dict, writes: dict | None = None) -> list[tuple[str, str
              _trials(reads["host_ns"])),
             (f"read, device memory ({_mib(reads.get('device_nbytes', reads['nbytes']))}{every})",
              f"{reads['device_median_ns']:,.0f}", _trials(reads["device_ns"]))]
-    wide = reads.get("host_wide_check")
-    if wide:
-        rows.append((f"read, mapped pinned host memory ({_mib(wide['nbytes'])}: host DRAM, more pages)",
-                     f"{wide['median_ns']:,.0f}", _trials(wide["host_ns"])))
     tlb = reads.get("device_tlb_check")
     if tlb:
         rows.append((f"read, device memory ({_mib(tlb['nbytes'])}: more pages)", f"{tlb['median_ns']:,.0f}",
@@ -177,19 +170,6 @@ def sm_spread_line(reads: dict) -> str:
                      f"{v[(3 * len(v)) // 4]:,.0f})")
     return (f"from single SMs ({len(reads['host_sm_ns'])} of them, each the mean of its trials): "
             + "; ".join(parts) + ". The figures above are the means over the SMs.")
-
-
-def host_window_note(reads: dict) -> str:
-    """What the host figure is (the window, as nvbandwidth's) and what the wide check says."""
-    wide = reads.get("host_wide_check")
-    if not wide:
-        return ""
-    h, w = reads["host_median_ns"], wide["median_ns"]
-    return (f"the host chase stayed in a {_mib(reads['nbytes'])} window (as nvbandwidth's host_device_latency_sm "
-            f"does): {h:,.0f} ns. Over {_mib(wide['nbytes'])}, where each read found a new line in host DRAM and "
-            f"often a new page, it took {w:,.0f} ns ({(w - h) / h:+.1%}). "
-            + ("The window was not served from a cache on the GPU's side (that would have made it several times "
-               "faster)." if w < 2 * h else "The window read much faster than the wide chase: check for caching."))
 
 
 def _mib(n: int) -> str:

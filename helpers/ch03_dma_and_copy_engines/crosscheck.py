@@ -199,7 +199,7 @@ def caption(*evs: Evidence) -> str:
 
 # -- latency (Chapter 2) and SM copies (Chapter 3) -------------------------------------------------
 # Both sides chase exactly the same chains (helpers/measure/gpu_chase.py and tools/bwcheck/chain.h:
-# the same splitmix64 order, the device buffer >= 4 x the L2, the host window, the L2 flushed before
+# the same splitmix64 order, the device buffer >= 4 x the L2, the host chain, the L2 flushed before
 # each trial), time them the same way (from every SM in turn: runs of `steps` and 2*`steps`, the
 # difference over `steps`; a trial's figure is the mean over the SMs), and report each trial's first
 # slots, which must match. The bar is set from measured spreads (LATENCY_BASIS); a

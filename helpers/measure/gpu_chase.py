@@ -36,17 +36,14 @@ What the device-memory number is, and why it is well defined:
 
 And the host-memory number:
 
-- **A small window, as nvbandwidth's.** The host chain lives in HOST_CHAIN_BYTES (1 MiB, 256
-  pages of 4 KiB) of mapped pinned memory; nvbandwidth's 1,000,000 reads walk the first ~1 MB
-  of its buffer in 128-byte steps. A window that small stays in the host's caches and in the
-  GPU's translation caches, so the figure is the link's round trip, not host DRAM or page walks.
-  Each launch reads a slot at most once; later launches (other SMs) come round the window
-  again, which is safe because the GPU does not keep mapped host memory in its L2 from one
-  launch to the next (nvbandwidth re-reads the same ~1 MB from every SM).
-- **The wide check.** The recorder also chases HOST_WIDE_BYTES (128 MiB, 32,768 pages of 4 KiB),
-  where no slot is read twice in a trial: host DRAM and GPU page walks join the round trip. If
-  the window's reads were served by any cache on the GPU's side, the window would be several
-  times faster than the wide chase; the page shows both.
+- **Every read a new line.** The host chain covers HOST_CHAIN_BYTES (128 MiB) of mapped pinned
+  memory and, like the device chain, no slot is read twice in a trial, so every read crosses the
+  link and is answered from host memory. nvbandwidth's 1,000,000 reads walk only the first ~1 MB
+  of its buffer in 128-byte steps; the course tried that too: on GPU-07ff2fd4 (2026-11-25) a
+  1 MiB window gave 1,138-1,176 ns from one allocation to the next (each allocation's trials
+  within 0.7%), while 128 MiB gave 1,184-1,199 ns and nvbandwidth 1,182-1,188 ns in the same
+  three processes. Spread over 32,768 pages, the chase does not depend on where one small
+  buffer happens to land.
 
 The order is defined by integer arithmetic alone (splitmix64), so the C program builds the
 very same chains; each side reports the first slots of every trial (`order_head`) and the
@@ -70,8 +67,7 @@ ITEM = np.dtype(np.uint64)  # unsigned: no negative-index test in the chase's de
 L2_MULTIPLE = 4  # the device chain's buffer is at least this many L2s
 FLUSH_MULTIPLE = 2  # before each trial this many L2s of other memory are written
 MIN_DEVICE_BYTES = 64 << 20  # a GPU that reports a tiny (or no) L2 still gets this much
-HOST_CHAIN_BYTES = 1 << 20  # the host window: 256 pages of 4 KiB, as nvbandwidth's ~1 MB walk
-HOST_WIDE_BYTES = 128 << 20  # the wide host check: no slot read twice in a trial
+HOST_CHAIN_BYTES = 128 << 20  # 174,762 slots a trial: 132 SMs x 3 x 256 reads never read one twice
 STEPS, QUICK_STEPS = 256, 64  # reads per timed run, per SM (runs of STEPS and 2 * STEPS)
 HEAD = 4  # slots per trial reported as the chain's fingerprint (order_head)
 _SEED_SHIFT = 40  # hash input = slot + (seed << 40): distinct for < 2**40 slots
@@ -247,14 +243,13 @@ def reads_per_trial(steps: int, sms: int) -> int:
     return 1 + 3 * steps * sms
 
 
-def check_chain(nbytes: int, steps: int, where: str, trials: int = TRIALS, sms: int | None = None) -> None:
-    """Refuse a chain too short for the design: device memory (which the L2 keeps between
-    launches) must not be read twice in a trial by any SM; host memory (which it does not) only
-    within one launch, 2*steps reads."""
+def check_chain(nbytes: int, steps: int, trials: int = TRIALS, sms: int | None = None) -> None:
+    """Refuse a chain too short for the design: no slot may be read twice in a trial, by any SM
+    (the L2 keeps device memory between launches, and a re-read would be a hit)."""
     sms = sm_count() if sms is None else sms
-    need = reads_per_trial(steps, sms) if where == "device" else 2 * steps
+    need = reads_per_trial(steps, sms)
     if need > chain_length(nbytes, trials):
-        raise InputError(f"{steps} steps from {sms} SM(s) need a longer {where} chain than {nbytes} bytes "
+        raise InputError(f"{steps} steps from {sms} SM(s) need a longer chain than {nbytes} bytes "
                          f"in {trials} parts ({need} slots, {chain_length(nbytes, trials)} there)")
 
 
@@ -266,7 +261,7 @@ def chase_trials(code, nbytes: int, steps: int, where: str, trials: int = TRIALS
     FLUSH_MULTIPLE x this GPU's L2). One list per trial; `trial_means` gives each trial's figure."""
     where = validate.choice(where, "where", ("host", "device"))
     steps = validate.whole_number(steps, "steps", 1, 1 << 24)
-    check_chain(nbytes, steps, where, trials)
+    check_chain(nbytes, steps, trials)
     flush = FLUSH_MULTIPLE * l2_bytes() if flush_bytes is None else flush_bytes
     chain, starts = make_chains(nbytes, trials)
     if where == "host":
