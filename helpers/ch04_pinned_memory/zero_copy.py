@@ -309,12 +309,17 @@ def measure_numba(nbytes: int, patterns=PATTERNS, reps: int = 5) -> list[dict]:
     _device_room(2 * nbytes)
     rows = []
     stream = cuda.stream()
-    mapped = staged = dev = None
+    mapped = dev = None
     try:
         mapped = cuda.mapped_array(n_el, dtype=np.float32)
-        staged = cuda.pinned_array(n_el, dtype=np.float32)
         fill_pattern(mapped)
-        fill_pattern(staged)
+        # copy-then-compute copies from these same pinned pages (a plain ndarray view, so a host-to-device
+        # copy, as measure_cupy and the page's time_mapped_sum do), not from a second pinned buffer: that one
+        # cost a cudaHostAlloc + fill per size (~0.7 s + ~0.2 s at 1 GiB, h100-pcie.json's pin costs). The
+        # source does not change the copy: in h100-pcie.json (2026-11-25) at 1 GiB, CuPy's copy-then-compute
+        # from mapped pages took 19.91 / 19.51 / 20.06 ms (stream / gather_sparse / gather_dense) and
+        # Numba's from the separate buffer 19.94 / 19.58 / 20.15 ms (within 0.4%).
+        host = np.asarray(mapped)
         dev = cuda.device_array(n_el, dtype=np.float32)
         out = cuda.device_array(1, dtype=np.float64)
         for p in patterns:
@@ -323,7 +328,7 @@ def measure_numba(nbytes: int, patterns=PATTERNS, reps: int = 5) -> list[dict]:
             want = expected(n_el, p, idx)
 
             def copied(p=p, idx_dev=idx_dev):
-                dev.copy_to_device(staged, stream=stream)
+                dev.copy_to_device(host, stream=stream)
                 numba_run(dev, p, idx_dev, out, stream)
 
             row = {"framework": "numba", "pattern": p, "nbytes": nbytes}
@@ -336,7 +341,7 @@ def measure_numba(nbytes: int, patterns=PATTERNS, reps: int = 5) -> list[dict]:
             rows.append(row)
     finally:
         stream.synchronize()
-        mapped = staged = dev = None
+        mapped = host = dev = None
         _numba_cleanup()
     return rows
 
