@@ -22,24 +22,34 @@ def _doc(**values):
 
 
 def test_shared_figures_are_compared_and_a_far_one_fails():
-    found = nvbw.rows(REC, nvbw.nvbw_values([_doc(host_to_device_memcpy_ce=55.5, device_to_host_memcpy_ce=50.0,
-                                                  host_device_latency_sm=1190.0)]))
+    found = nvbw.rows([REC], [_doc(host_to_device_memcpy_ce=55.5, device_to_host_memcpy_ce=50.0,
+                                   host_device_latency_sm=1190.0)])
     by = {r[0]: r for r in found}
     assert set(by) == {"CE copy h2d, 256 MiB (GB/s)", "CE copy d2h, 256 MiB (GB/s)", "GPU read of host memory (ns)"}
-    assert by["CE copy h2d, 256 MiB (GB/s)"][4] and not by["CE copy d2h, 256 MiB (GB/s)"][4]  # 8% apart
+    assert by["CE copy h2d, 256 MiB (GB/s)"][6] and not by["CE copy d2h, 256 MiB (GB/s)"][6]  # 8% apart
     assert "| NO |" in nvbw.table(found)
 
 
 def test_both_ways_is_compared_as_the_aggregate_the_page_shows():
     rec = {"experiments": {"copy_engines.bidirectional": {"data": {"both": {"median_gbps": 102.2}}}}}
-    found = nvbw.rows(rec, nvbw.nvbw_values([_doc(host_to_device_bidirectional_memcpy_ce=50.3,
-                                                  device_to_host_bidirectional_memcpy_ce=50.6)]))
-    assert len(found) == 1 and found[0][1] == 102.2 and round(found[0][2], 1) == 100.9 and found[0][4]
+    found = nvbw.rows([rec], [_doc(host_to_device_bidirectional_memcpy_ce=50.3,
+                                   device_to_host_bidirectional_memcpy_ce=50.6)])
+    assert len(found) == 1 and found[0][1] == 102.2 and round(found[0][3], 1) == 100.9 and found[0][6]
+    assert found[0][4][2] == 1 and round(found[0][4][0], 1) == 100.9  # one nvbandwidth run: its aggregate
 
 
 def test_several_nvbandwidth_runs_give_the_median_of_each_testcase():
     docs = [_doc(host_device_latency_sm=v) for v in (1183.0, 1284.0, 1188.0)]  # one run far off
     assert nvbw.nvbw_values(docs)["host_device_latency_sm"] == 1188.0
     assert nvbw.nvbw_runs(docs)["host_device_latency_sm"] == [1183.0, 1284.0, 1188.0]
-    found = nvbw.rows(REC, nvbw.nvbw_values(docs))
-    assert found[0][2] == 1188.0 and found[0][4]  # 1206 vs 1188: 1.5% apart
+    found = nvbw.rows([REC], docs)
+    assert found[0][3] == 1188.0 and found[0][6]  # 1206 vs 1188: 1.5% apart
+    assert found[0][4] == (1183.0, 1284.0, 3) and "3: 1,183.00-1,284.00" in nvbw.table(found)
+
+
+def test_several_recordings_give_the_median_of_each_figure_and_their_range():
+    recs = [{"experiments": {"mmio.gpu_read_latency": {"data": {"host_median_ns": v}}}} for v in (1252.0, 1210.0, 1215.0)]
+    found = nvbw.rows(recs, [_doc(host_device_latency_sm=1200.0)])
+    assert found[0][1] == 1215.0 and found[0][2] == (1210.0, 1252.0, 3) and found[0][6]  # the median: +1.25%
+    assert not nvbw.rows(recs, [_doc(host_device_latency_sm=1190.0)])[0][6]  # 1215 vs 1190: +2.1%
+

@@ -1,14 +1,17 @@
 """The course's figures against NVIDIA's nvbandwidth, measured in the same run on the same GPU.
 
-    python tools/bwcheck/nvbw_compare.py RECORDING.json NVBW.json [NVBW2.json ...] [--out table.md]
+    python tools/bwcheck/nvbw_compare.py --recordings R1.json [R2.json ...] --nvbw N1.json [N2.json ...] [--out table.md]
 
-RECORDING.json is what `python -m helpers.record --out ...` wrote; each NVBW*.json is the output
-of `nvbandwidth -j` (built from github.com/NVIDIA/nvbandwidth); give several runs and each testcase's
-value is the median of its runs (nvbandwidth's own latency runs spread by a few percent). For every figure both measure
-(copy-engine copies each way and both ways at once, SM copies each way, the GPU's read latency of
-host memory) it prints course, nvbandwidth and their relative difference, and whether that is
-within the 2% the course holds itself to. Exit status 1 if any shared figure is further apart.
-Run on the GPU machine right after the recorder; nothing here is a recording.
+Each R*.json is what `python -m helpers.record --out ...` wrote (the whole recorder, or `--only` the
+experiments below); each N*.json is the output of `nvbandwidth -j` (built from
+github.com/NVIDIA/nvbandwidth). Run them interleaved in one session on the GPU machine (recording,
+nvbandwidth, recording, ...): both sides' figures move with the machine's state (a run of
+nvbandwidth's own latency test spread 1,189-1,211 ns in three runs on one H100), so each side's
+figure is the median of its runs, and the table gives each side's range beside it. For every figure
+both measure (copy-engine copies each way and both ways at once, SM copies each way, the GPU's read
+latency of host memory) it prints course, nvbandwidth, their relative difference, and whether that
+is within the 2% the course holds itself to. Exit status 1 if any shared figure is further apart.
+Nothing here is a recording.
 """
 
 from __future__ import annotations
@@ -63,35 +66,63 @@ def nvbw_values(docs: list[dict]) -> dict[str, float]:
     return out
 
 
-def rows(recording: dict, nvbw: dict[str, float]) -> list[tuple]:
-    """(figure, course, nvbandwidth, difference, within bar) for every figure both have."""
-    exps = {k: v["data"] for k, v in recording["experiments"].items()}
+def course_runs(recordings: list[dict]) -> dict[str, list[float]]:
+    """figure name -> its value in every recording that has it."""
+    out: dict[str, list[float]] = {}
+    for rec in recordings:
+        exps = {k: v["data"] for k, v in rec["experiments"].items()}
+        for name, _, get in FIGURES:
+            try:
+                out.setdefault(name, []).append(float(get(exps)))
+            except (KeyError, TypeError):
+                continue
+    return {k: v for k, v in out.items() if v}
+
+
+def rows(recordings: list[dict], nvbw_docs: list[dict]) -> list[tuple]:
+    """(figure, course median, course range, nvbandwidth median, nvbandwidth range, difference, within bar)
+    for every figure both sides have; a range is (min, max, runs)."""
+    course, theirs = course_runs(recordings), nvbw_runs(nvbw_docs)
+    medians = nvbw_values(nvbw_docs)
     out = []
-    for name, tc, get in FIGURES:
-        try:
-            course = float(get(exps))
-        except (KeyError, TypeError):
+    for name, tc, _ in FIGURES:
+        if name not in course or tc not in medians:
             continue
-        if tc not in nvbw:
-            continue
-        diff = (course - nvbw[tc]) / nvbw[tc]
-        out.append((name, course, nvbw[tc], diff, abs(diff) <= BAR))
+        c = statistics.median(course[name])
+        v = medians[tc]
+        runs = theirs.get(tc) or _bidir_runs(theirs)
+        diff = (c - v) / v
+        out.append((name, c, (min(course[name]), max(course[name]), len(course[name])), v,
+                    (min(runs), max(runs), len(runs)), diff, abs(diff) <= BAR))
     return out
 
 
+def _bidir_runs(runs: dict[str, list[float]]) -> list[float]:
+    """The bidirectional aggregate of each nvbandwidth run (its two shares added, run by run)."""
+    a, b = (runs.get(k, []) for k in ("host_to_device_bidirectional_memcpy_ce", "device_to_host_bidirectional_memcpy_ce"))
+    return [x + y for x, y in zip(a, b, strict=False)]
+
+
 def table(found: list[tuple]) -> str:
-    lines = ["| figure | course | nvbandwidth | difference | within 2% |", "|---|---|---|---|---|"]
-    lines += [f"| {n} | {c:,.2f} | {v:,.2f} | {d:+.1%} | {'yes' if ok else 'NO'} |" for n, c, v, d, ok in found]
+    lines = ["| figure | course (median) | course runs | nvbandwidth (median) | nvbandwidth runs | difference | within 2% |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {n} | {c:,.2f} | {_range(cr)} | {v:,.2f} | {_range(vr)} | {d:+.1%} | {'yes' if ok else 'NO'} |"
+              for n, c, cr, v, vr, d, ok in found]
     return "\n".join(lines)
+
+
+def _range(r: tuple) -> str:
+    lo, hi, n = r
+    return f"{n}: {lo:,.2f}" if n == 1 else f"{n}: {lo:,.2f}-{hi:,.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("recording", type=Path)
-    ap.add_argument("nvbw", type=Path, nargs="+")
+    ap.add_argument("--recordings", type=Path, nargs="+", required=True)
+    ap.add_argument("--nvbw", type=Path, nargs="+", required=True)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    found = rows(json.loads(args.recording.read_text()), nvbw_values([json.loads(p.read_text()) for p in args.nvbw]))
+    found = rows([json.loads(p.read_text()) for p in args.recordings], [json.loads(p.read_text()) for p in args.nvbw])
     text = table(found)
     print(text)
     if args.out:
