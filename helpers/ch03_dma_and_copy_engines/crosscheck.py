@@ -206,12 +206,12 @@ def caption(*evs: Evidence) -> str:
 # method error (the launch cost left in, a cached line read twice, a wrong unit) moves the figure
 # by 2x or more. SM-copy bandwidth is a large-transfer bandwidth, held to TOLERANCE.
 LATENCY_TOLERANCE = 0.06
-LATENCY_BASIS = ("6%, from measured spreads: on the H100 GPU-57f945db (2026-11-25), five runs of three rounds each "
-                 "put course and C 0.9-4.1% apart on device memory and 1.5-4.1% apart on host memory, with the "
-                 "course's rounds spreading up to 3.1% (device) and 4.4% (host) and C's trials up to 0.5% and "
-                 "15%; on device memory the course's Numba chase read 1-4% slower than nvcc's in every run "
-                 "(likely Numba's negative-index check on the dependent path). A method error moves the figure "
-                 "by 2x or more.")
+LATENCY_BASIS = ("6%, from measured spreads, kept when the chase moved to every SM: on the H100 GPU-71b652f4 "
+                 "(2026-11-25), five runs of five rounds each, every SM chasing in turn, put course and C 0.2-1.0% "
+                 "apart on host memory and 0.3-1.7% apart on device memory, with the course's rounds spreading up "
+                 "to 4.9% (host) and 7.9% (device) and C's up to 2.8% and 1.4%; with one SM chasing (GPU-57f945db, "
+                 "2026-11-25) they were 1.5-4.1% and 0.9-4.1% apart. A method error (the launch cost left in, a "
+                 "cached line read twice, a unit slip) moves the figure by 2x or more.")
 
 
 def run_bwcheck_args(args: list[str], timeout_s: float = 180) -> dict:
