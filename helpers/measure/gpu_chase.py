@@ -197,7 +197,6 @@ def chase_ns_per_read(chain, start: int, steps: int) -> list[float]:
     from each SM in turn (nvbandwidth's host_device_latency_sm does the same). Per SM: runs of
     `steps` and 2*`steps` reads, each timed with CUDA events; their difference cancels the
     launch cost. Each run goes on where the last one stopped."""
-    chase = _chase_kernel()
     sms = getattr(cuda.get_current_device(), "MULTIPROCESSOR_COUNT", 1)  # 1 on Numba's simulator
     out = cuda.mapped_array(1, dtype=np.uint64)
     chase[sms, 1](chain, np.uint64(start), 1, out, 0)  # compiles (once per process); not timed
@@ -221,12 +220,22 @@ def _chase_kernel():
     """The chase's kernel (Chapter 2 shows it), compiled once per process: only block `sm` reads."""
     @cuda.jit
     def chase(nxt, j, n, out, sm):
-        if cuda.blockIdx.x == sm:
+        if cuda.blockIdx.x == sm:  # one block per SM; only block `sm` reads
             for _ in range(n):
                 j = nxt[j]  # the next address is the value just read: nothing can overlap
             out[0] = j
 
     return chase
+
+
+class _LazyKernel:
+    """`chase[grid, block](...)` as the page writes it, with Numba loaded only at the first launch."""
+
+    def __getitem__(self, config):
+        return _chase_kernel()[config]
+
+
+chase = _LazyKernel()
 
 
 def per_sm(result) -> list[float]:
