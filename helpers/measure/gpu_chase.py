@@ -11,7 +11,8 @@ compares the two. NVIDIA's nvbandwidth measures the host-memory figure too
 
 **Every SM, then the mean.** How far a read travels depends on where the SM sits on the die:
 on an H100 (GPU-b5a99e5d, 2026-11-25) single SMs read host memory in 1,186-1,387 ns (each SM's
-mean of 12 trials) and device memory in about 310-470 ns. A one-block launch always lands on the same SM (SM 124 there, 20 launches
+mean of 12 trials) and device memory mostly in 300-450 ns (single runs of one SM also gave 169
+and 466 ns: one SM's figure rests on a few hundred reads, the mean over the SMs on tens of thousands). A one-block launch always lands on the same SM (SM 124 there, 20 launches
 out of 20), so a one-block chase measures one SM, not the GPU. The chase therefore runs once
 from each SM: a grid of one single-thread block per SM in which only block `sm` chases (the
 block scheduler places one block on each SM, as nvbandwidth assumes), and a trial's figure is

@@ -79,12 +79,13 @@ def test_a_chase_result_is_one_figure_per_sm_and_trials_average_over_them():
 
 
 def test_rows_and_spread_of_a_recording_from_every_sm():
-    reads = {**READS, "nbytes": 128 << 20, "sms": 132, "host_sm_ns": [1186.0] + [1240.0] * 130 + [1387.0],
-             "device_sm_ns": [310.0] + [355.0] * 130 + [470.0]}
+    reads = {**READS, "nbytes": 128 << 20, "sms": 132, "host_sm_ns": [1100.0 + i for i in range(132)],
+             "device_sm_ns": [117.0] + [340.0] * 130 + [901.0]}
     rows = gpu_reads.latency_rows(reads)
     assert rows[0][0] == "read, mapped pinned host memory (128 MiB, mean of 132 SMs)"
     line = gpu_reads.sm_spread_line(reads)
-    assert "132 of them" in line and "host memory 1,186-1,387 ns" in line and "device memory 310-470 ns" in line
+    assert "132 of them" in line and "host memory: middle half 1,133-1,198 ns, middle 80% 1,113-1,218 ns" in line
+    assert "device memory: middle half 340-340 ns" in line and "117" not in line and "901" not in line  # no outliers
     assert gpu_reads.sm_spread_line(READS) == ""
     assert "mean of" not in gpu_reads.latency_rows(READS)[0][0]  # an older recording says nothing about SMs
 
