@@ -57,6 +57,9 @@ def earlier(part: str) -> dict:
             "batch": {"fit_line": fit_line, "predict_time": predict_time}}.get(part, {})
 
 
+HARD_FIT_CASES = 5  # hidden fit cases where an unweighted fit loses t0 (see cases("fit"))
+
+
 def cases(part: str, evidence: Evidence | None = None, seed: int | None = None) -> list:
     """Hidden cases of `part`, in the shape of the published ones in the lab's check cell.
 
@@ -87,11 +90,14 @@ def cases(part: str, evidence: Evidence | None = None, seed: int | None = None) 
                  list(t * rng.uniform(0.5, 2.0) * rng.lognormal(0, 0.02, t.size)), int(rng.integers(1, 6)))
                 for i in range(2)]
     if part == "fit":
-        # one case like today's links (a few µs, tens of GB/s: n½ of a few hundred KB, where an unweighted
-        # fit loses t0 in the noise of the largest copies), then two drawn from the whole range
-        hard = (float(rng.uniform(1e-6, 4e-6)), float(rng.uniform(40e9, 80e9)), int(rng.integers(1 << 30)))
-        return [hard] + [(float(rng.uniform(1e-6, 30e-6)), float(rng.uniform(2e9, 80e9)), int(rng.integers(1 << 30)))
-                         for _ in range(2)]
+        # five cases like today's links (a few µs, tens of GB/s: n½ of a few hundred KB, where an unweighted
+        # fit loses t0 in the noise of the largest copies), then two drawn from the whole range. With one
+        # such case a planted unweighted fit earned the part in 686 of 20,000 gradings (seeds 0-19,999; it
+        # did once in `make test`); with five, in 1 (tests/labs/test_lab2_fit_cases.py holds the count).
+        hard = [(float(rng.uniform(1e-6, 4e-6)), float(rng.uniform(40e9, 80e9)), int(rng.integers(1 << 30)))
+                for _ in range(HARD_FIT_CASES)]
+        return hard + [(float(rng.uniform(1e-6, 30e-6)), float(rng.uniform(2e9, 80e9)), int(rng.integers(1 << 30)))
+                       for _ in range(2)]
     n, t = bwlab.reference_sweep(evidence, "pinned", "h2d")
     out = []
     for i in range(2):
