@@ -159,8 +159,10 @@ def reap_orphans(grace_s: float = 2.0) -> list[dict]:
 
 # --- one notebook -----------------------------------------------------------------------
 
-def instrumented_copy(nb_path: Path, report: Path, *, pinned_tolerance: int, device_tolerance: int) -> Path:
-    """A copy of the notebook, next to it, with the baseline and leak-check cells added."""
+def instrumented_copy(nb_path: Path, report: Path, *, pinned_tolerance: int,
+                      device_tolerance: int) -> tuple[Path, set[str]]:
+    """A copy of the notebook, next to it, with the baseline and leak-check cells added; and nbval's
+    names of those two cells ('Cell N', N counting code cells), so their time is not the notebook's."""
     import nbformat
 
     nb = nbformat.read(str(nb_path), as_version=4)
@@ -183,7 +185,7 @@ def instrumented_copy(nb_path: Path, report: Path, *, pinned_tolerance: int, dev
 
     out = nb_path.with_name(f"{COPY_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}-{nb_path.name}")  # one per run
     nbformat.write(nb, str(out))
-    return out
+    return out, {"Cell 1", f"Cell {len(code) + 1}"}  # right after the first code cell, and last
 
 
 SLOWEST_CELLS = 6  # per notebook, from pytest's --durations (cells of 0.5 s or more)
@@ -210,11 +212,6 @@ def notebook_seconds(pytest_output: str, probe_cells: set[str]) -> float:
     return round(sum(s for c, _, s in cell_durations(pytest_output) if c not in probe_cells), 2)
 
 
-def probe_cells(code_cells: int) -> set[str]:
-    """nbval's names of the two cells instrumented_copy injects: right after the first code cell, and last."""
-    return {"Cell 1", f"Cell {code_cells - 1}"}
-
-
 def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: int,
                  device_tolerance: int, device_tolerance_mib_outside: int, alone: bool = True) -> dict:
     """Run one notebook under nbval; return pass/fail, the leaks and the raw measurements.
@@ -224,11 +221,8 @@ def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: 
     fd, report_name = tempfile.mkstemp(prefix="matrix-", suffix=".json")
     os.close(fd)
     report = Path(report_name)
-    copy = instrumented_copy(nb_path, report, pinned_tolerance=pinned_tolerance,
-                             device_tolerance=device_tolerance)
-    import nbformat
-
-    copy_cells = sum(c.cell_type == "code" for c in nbformat.read(str(copy), as_version=4).cells)
+    copy, probes = instrumented_copy(nb_path, report, pinned_tolerance=pinned_tolerance,
+                                     device_tolerance=device_tolerance)
     before = device_used_mib() if alone else None
     t0 = time.monotonic()
     # only nbval's plugin: every other installed pytest plugin would add its start-up to each notebook
@@ -243,7 +237,7 @@ def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: 
                               timeout=timeout_s * 4 + 120)
         rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-4000:]
         slowest = slowest_cells(proc.stdout)
-        cells_s = notebook_seconds(proc.stdout, probe_cells(copy_cells))
+        cells_s = notebook_seconds(proc.stdout, probes)
     except subprocess.TimeoutExpired as exc:
         rc, tail = None, f"pytest did not finish within {exc.timeout:g} s"
     finally:

@@ -97,8 +97,24 @@ def test_cell_durations_are_summed_without_the_injected_probe_cells():
            "0.30s call     notebooks/x.ipynb::Cell 3\n"
            "0.10s teardown notebooks/x.ipynb::Cell 3\n"
            "1 passed in 9.00s\n")
-    assert m.notebook_seconds(out, m.probe_cells(4)) == 7.9  # Cell 1 and Cell 3 are the probe's
+    assert m.notebook_seconds(out, {"Cell 1", "Cell 3"}) == 7.9  # Cell 1 and Cell 3 are the probe's
     assert m.slowest_cells(out) == [["Cell 2", 5.0], ["Cell 0", 0.9]]
+
+
+def test_the_copy_names_the_cells_it_injected(tmp_path):
+    spec = importlib.util.spec_from_file_location("matrix_tool", MATRIX)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    nb = _notebook(tmp_path / "two.ipynb", START, "x = 1")
+    nbformat_nb = nbformat.read(str(nb), as_version=4)
+    nbformat_nb.cells.insert(1, nbformat.v4.new_markdown_cell("text between"))
+    nbformat.write(nbformat_nb, str(nb))
+    copy, probes = m.instrumented_copy(nb, tmp_path / "r.json", pinned_tolerance=0, device_tolerance=0)
+    code = [c.source for c in nbformat.read(str(copy), as_version=4).cells if c.cell_type == "code"]
+    copy.unlink()
+    assert probes == {"Cell 1", "Cell 3"}
+    assert all(code[int(name.split()[1])].startswith("# injected by tools/matrix.py") for name in probes)
+    assert not any(code[i].startswith("# injected") for i in (0, 2))
 
 
 def test_planted_leaks_are_each_caught(planted):
