@@ -46,8 +46,6 @@ def layout_bytes(slots: int, frame_bytes: int, variants: int = 1) -> int:
 
 def frames_view(buf, slots: int, frame_bytes: int, variants: int):
     """(slot frames, variant frames) as complex64 arrays on the shared block `buf`."""
-    import numpy as np
-
     every = np.ndarray((slots + variants, frame_bytes // 8), np.complex64, buf, PAGE)
     return every[:slots], every[slots:]
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 BAR = 0.02
 BIDIR = "bidirectional_memcpy_ce (h2d + d2h shares)"
+SHARES = ("host_to_device_bidirectional_memcpy_ce", "device_to_host_bidirectional_memcpy_ce")  # BIDIR's two parts
 
 # (figure, nvbandwidth testcase, how to read the course's value from the recording's experiments)
 FIGURES = (
@@ -59,10 +60,14 @@ def nvbw_runs(docs: list[dict]) -> dict[str, list[float]]:
 def nvbw_values(docs: list[dict]) -> dict[str, float]:
     """testcase name -> the median of its runs (nvbandwidth run several times: its latency runs spread by a
     few percent), plus the bidirectional aggregate."""
-    out = {name: statistics.median(v) for name, v in nvbw_runs(docs).items()}
-    shares = ("host_to_device_bidirectional_memcpy_ce", "device_to_host_bidirectional_memcpy_ce")
-    if all(k in out for k in shares):
-        out[BIDIR] = sum(out[k] for k in shares)
+    return _medians(nvbw_runs(docs))
+
+
+def _medians(runs: dict[str, list[float]]) -> dict[str, float]:
+    """Each testcase's median over its runs; the bidirectional aggregate is the sum of its two shares' medians."""
+    out = {name: statistics.median(v) for name, v in runs.items()}
+    if all(k in out for k in SHARES):
+        out[BIDIR] = sum(out[k] for k in SHARES)
     return out
 
 
@@ -83,7 +88,7 @@ def rows(recordings: list[dict], nvbw_docs: list[dict]) -> list[tuple]:
     """(figure, course median, course range, nvbandwidth median, nvbandwidth range, difference, within bar)
     for every figure both sides have; a range is (min, max, runs)."""
     course, theirs = course_runs(recordings), nvbw_runs(nvbw_docs)
-    medians = nvbw_values(nvbw_docs)
+    medians = _medians(theirs)
     out = []
     for name, tc, _ in FIGURES:
         if name not in course or tc not in medians:
@@ -99,7 +104,7 @@ def rows(recordings: list[dict], nvbw_docs: list[dict]) -> list[tuple]:
 
 def _bidir_runs(runs: dict[str, list[float]]) -> list[float]:
     """The bidirectional aggregate of each nvbandwidth run (its two shares added, run by run)."""
-    a, b = (runs.get(k, []) for k in ("host_to_device_bidirectional_memcpy_ce", "device_to_host_bidirectional_memcpy_ce"))
+    a, b = (runs.get(k, []) for k in SHARES)
     return [x + y for x, y in zip(a, b, strict=False)]
 
 
