@@ -46,10 +46,7 @@ def pcie_reads_writes_diagram() -> Diagram:
     d.box("ce", "copy engine\n(GPU)", "gpu", 10, 80, 150, 90)
     d.box("link", "PCIe link", "link", 300, 80, 150, 90)
     d.box("rc", "root complex\n+ host memory", "memory", 590, 80, 160, 90)
-    d.arrow("ce", "link", "d2h: MWr ≤ MPS, posted", "data", bend=-30)
-    d.arrow("link", "rc", "MWr", "data", bend=-30)
-    d.arrow("ce", "link", "h2d: MRd ≤ MRRS", "control", bend=0)
-    d.arrow("link", "rc", "MRd", "control", bend=0)
-    d.arrow("rc", "link", "CplD ≤ MPS each", "completion", bend=30)
-    d.arrow("link", "ce", "CplD", "completion", bend=30)
+    d.via("ce", "link", "rc", "d2h: MWr ≤ MPS, posted", "MWr", "data", bend=-30)
+    d.via("ce", "link", "rc", "h2d: MRd ≤ MRRS", "MRd", "control")
+    d.via("rc", "link", "ce", "CplD ≤ MPS each", "CplD", "completion", bend=30)
     return d

@@ -427,6 +427,12 @@ class Diagram:
         self._arrow_list.append(_Arrow(src, dst, label, kind, bend))
         return self
 
+    def via(self, src: str, hub: str, dst: str, label: str, hub_label: str = "", kind: str = "data", *,
+            bend: float = 0) -> Diagram:
+        """One message from `src` to `dst` that passes through box `hub` (a packet crossing the link):
+        two arrows of one kind and bend, `label` on the first leg, `hub_label` on the second."""
+        return self.arrow(src, hub, label, kind, bend=bend).arrow(hub, dst, hub_label, kind, bend=bend)
+
     def note(self, x: float, y: float, text: str) -> Diagram:
         """Free text sketched with its first baseline at (x, y) (a number, a register name, a step)."""
         self._notes.append(_Note(x, y, text))

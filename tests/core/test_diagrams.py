@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -106,3 +107,15 @@ def test_text_width_is_generous_for_the_fonts_a_browser_may_use():
     # "copy engine" at 13 px is 79.5 px in DejaVu Sans (the sum of its advances, measured in
     # Chromium); a little more is allowed for, never less
     assert 79.5 <= diagrams.text_width("copy engine", 13) <= 84
+
+
+def test_a_message_via_a_hub_is_two_legs_of_one_kind_and_bend():
+    via = (Diagram("v", "w").box("a", "A", "cpu", 0, 0).box("l", "link", "link", 200, 0).box("b", "B", "device", 400, 0)
+           .via("a", "l", "b", "MRd: request", "MRd", "control", bend=-30))
+    by_hand = (Diagram("v", "w").box("a", "A", "cpu", 0, 0).box("l", "link", "link", 200, 0)
+               .box("b", "B", "device", 400, 0).arrow("a", "l", "MRd: request", "control", bend=-30)
+               .arrow("l", "b", "MRd", "control", bend=-30))
+    same = lambda d, narrow: re.sub(r"dg[0-9a-f]+-\d+", "ID", d.svg(narrow=narrow))  # noqa: E731 - ids are per diagram
+    assert all(same(via, n) == same(by_hand, n) for n in (False, True))
+    with pytest.raises(InputError, match="no box 'hub'"):
+        Diagram("v", "w").box("a", "A", "cpu", 0, 0).box("b", "B", "device", 400, 0).via("a", "hub", "b", "x")
