@@ -1,9 +1,13 @@
 """The capture-card stand-in: a separate process that writes radar frames into a shared ring.
 
-Started as ``python -m helpers.ch09_radar_pipeline._radar_card SHM_NAME PARENT_PID`` by
-`helpers.ch09_radar_pipeline.radar.CaptureCard`, through the course's portable device-process
+Started as ``python -m helpers.ch09_radar_pipeline._radar_card PARENT_PID`` by
+`helpers.ch09_radar_pipeline.radar.CardHost`, through the course's portable device-process
 plumbing (helpers.models.device_process: shared memory, a stdin lifeline); it imports only
-numpy and that module, so it starts fast and never touches CUDA.
+numpy and that module and never touches CUDA. Each line on its stdin names one acquisition's
+shared ring: it fills that ring, lets go of it (CTL_DETACHED) and waits for the next line, the
+way a driver re-arms a card between acquisitions instead of reloading it. A run of fifty short
+acquisitions (Chapter 9's breaking-point ladder) so pays for one process start, not fifty
+(0.5 s each on the course's H100 machine, more than the acquisitions themselves).
 
 Like a real acquisition card with a fixed set of DMA descriptors, it has `slots` buffers in
 host memory. Every `period` it completes a frame: if the consumer has released a slot, the
@@ -32,6 +36,7 @@ MAGIC = 0x52414441  # "RADA"
 CTL_MAGIC, CTL_SLOTS, CTL_FRAME_BYTES, CTL_PERIOD_NS, CTL_FRAMES = 0, 1, 2, 3, 4
 CTL_WRITTEN, CTL_RELEASED, CTL_DROPPED, CTL_TICKS, CTL_STOP = 5, 6, 7, 8, 9
 CTL_READY, CTL_DONE, CTL_LATE, CTL_CPU_NS, CTL_SEED, CTL_VARIANTS = 10, 11, 12, 13, 14, 15
+CTL_ATTACHED, CTL_DETACHED = 16, 17  # the card has mapped the ring / has unmapped it for good
 CTL_WORDS = 32
 META_OFFSET = CTL_WORDS * 8  # seq[slots] then stamp_ns[slots]
 MAX_SLOTS = 64
@@ -73,25 +78,49 @@ def synth_frame(pulses: int, seed: int, variant: int) -> np.ndarray:
     return x.astype(np.complex64)
 
 
-def run(shm_name: str, parent_pid: int) -> int:
-    """Produce frames until CTL_FRAMES ticks or a stop request, then idle until the parent lets go.
+def run(parent_pid: int) -> int:
+    """Serve acquisitions until the parent lets go: each stdin line names a ring to fill (`_serve`).
 
-    The process ends when its lifeline closes (the card was closed, or the parent died); if the
-    parent died, it unlinks the shared ring on its way out, since nobody else can."""
+    The process ends when its lifeline closes (the host was closed, or the parent died)."""
     quiet_interrupts()
     line = Lifeline(parent_pid)
-    if line.gone():
-        return 3
-    block = SharedBlock.attach(shm_name)
+    pending = b""
+    while not line.gone():
+        chunk = line.get(0.5)
+        if chunk is None:
+            return 0
+        pending += chunk
+        while b"\n" in pending:
+            name, pending = pending.split(b"\n", 1)
+            rc = _serve(name.decode(errors="replace"), line)
+            if rc:
+                return rc
+    return 0
+
+
+def _serve(shm_name: str, line: Lifeline) -> int:
+    """One acquisition: attach the ring, produce into it, mark it detached and unmap it. If the
+    parent died meanwhile, unlink the ring on the way out, since nobody else can. A ring already
+    gone (its card was closed before the card got to it) is skipped."""
     try:
-        rc = _produce(block.buf, line)
-        while rc == 0 and not line.wait_gone(0.5):
-            pass
-        return rc
+        block = SharedBlock.attach(shm_name)
+    except (FileNotFoundError, ValueError, OSError):
+        return 0
+    try:
+        _flag(block.buf, CTL_ATTACHED)
+        return _produce(block.buf, line)
     finally:
         if line.gone():
             block.unlink()
+        else:
+            _flag(block.buf, CTL_DETACHED)
         block.close()
+
+
+def _flag(buf, which: int) -> None:
+    ctl = np.ndarray((CTL_WORDS,), np.int64, buf, 0)
+    ctl[which] = 1
+    del ctl
 
 
 def _produce(buf, line: Lifeline) -> int:
@@ -103,6 +132,8 @@ def _produce(buf, line: Lifeline) -> int:
     seq = np.ndarray((slots,), np.int64, buf, META_OFFSET)
     stamp = np.ndarray((slots,), np.int64, buf, META_OFFSET + 8 * slots)
     data, variants = frames_view(buf, slots, fbytes, nvar)
+    if ctl[CTL_STOP]:
+        return 0
     data[:] = variants[0]  # touch every page once, as a driver would at setup
     cpu0 = time.process_time_ns()
     ctl[CTL_READY] = 1
@@ -137,4 +168,4 @@ def _produce(buf, line: Lifeline) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run(sys.argv[1], int(sys.argv[2])))
+    sys.exit(run(int(sys.argv[1])))

@@ -4,7 +4,8 @@ Source question 002: an acquisition card delivers 4 MB every 8 ms (the full syst
 must finish each frame before the next arrives. This module provides
 
 - `CaptureCard`: a separate process (helpers/_radar_card.py) that writes frames at the real
-  rate into a shared-memory ring and drops (and counts) frames when no slot is free;
+  rate into a shared-memory ring and drops (and counts) frames when no slot is free; a
+  `CardHost` keeps that process between acquisitions (the experiments' ladders of short runs);
 - `doppler_map`: pulse compression + Doppler FFT, the same code on NumPy and CuPy;
 - `run_pipeline`: the consumer, in one of four designs (pageable, staged, registered,
   pipelined), measuring end-to-end latency per frame;
@@ -112,25 +113,87 @@ def check_ring_memory(slots: int, frame_bytes: int, variants: int = 1) -> int:
 # ---------------------------------------------------------------------------- the card
 
 _LIVE_CARDS: weakref.WeakSet = weakref.WeakSet()
+_LIVE_HOSTS: weakref.WeakSet = weakref.WeakSet()
+
+
+class CardHost:
+    """The capture card's process, kept between acquisitions: each `CaptureCard(host=...)` hands
+    it a new ring instead of starting a process of its own (about 0.5 s on the course's H100
+    machine: a Python interpreter and NumPy). Use it as a context manager around a series of
+    runs; closing it stops the process (2 s grace, then kill). The process also dies with its
+    parent."""
+
+    def __init__(self) -> None:
+        self.proc: DeviceProcess | None = DeviceProcess(card.__name__, [str(os.getpid())])
+        _LIVE_HOSTS.add(self)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.alive()
+
+    def serve(self, shm_name: str) -> None:
+        """Ask the card to fill the ring `shm_name` next."""
+        if not self.alive():
+            raise CaptureCardError(f"the capture-card process is not running{self._exit_text()}")
+        try:
+            self.proc.send(shm_name.encode() + b"\n")
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            raise CaptureCardError(f"the capture-card process took no new ring ({exc}){self._exit_text()}") from None
+
+    def _exit_text(self) -> str:
+        if self.proc is None:
+            return " (its host was closed)"
+        rc = self.proc.proc.poll()
+        return "" if rc is None else f" (it exited with {rc}: {self.proc.stderr_text(500)})"
+
+    def check_alive(self) -> None:
+        if self.proc is not None and self.proc.proc.poll() not in (None, 0):
+            raise CaptureCardError(f"the capture-card process died with exit status {self.proc.proc.returncode}")
+
+    def close(self) -> None:
+        p, self.proc = self.proc, None
+        if p is not None:
+            p.stop(grace_s=2.0)
+
+    def __enter__(self) -> CardHost:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
 
 
 class CaptureCard:
     """The acquisition card stand-in: start it, read frames in order, release them, close it.
 
-    Use it as a context manager; closing stops the producer process (waiting at most 2 s,
-    then killing it) and unlinks the shared memory. The producer also dies with its parent.
+    Use it as a context manager; closing stops the producer (its own process, waiting at most
+    2 s, then killing it; or, given a `host`, that host's work on this ring) and unlinks the
+    shared memory. The producer also dies with its parent.
     """
 
+    DETACH_TIMEOUT_S = 2.0  # a host that has not let go of a closed card's ring by then is stopped
+
     def __init__(self, frame_bytes: int, period_s: float, *, slots: int = 4, frames: int = 2000,
-                 seed: int = 9, variants: int = 4, start_timeout_s: float = 20.0) -> None:
+                 seed: int = 9, variants: int = 4, start_timeout_s: float = 20.0,
+                 host: CardHost | None = None) -> None:
         self.frame_bytes = check_frame_bytes(frame_bytes)
         self.period_s = check_period(period_s)
         self.slots = validate.whole_number(slots, "ring slots", 1, card.MAX_SLOTS)
         self.frames = validate.whole_number(frames, "frames", 1, 1_000_000)
         self.variants = validate.whole_number(variants, "frame variants", 1, 16)
         self.seed = int(seed)
+        if host is not None and not isinstance(host, CardHost):
+            raise InputError(f"host must be a CardHost or None, not {type(host).__name__}")
         check_ring_memory(self.slots, self.frame_bytes, self.variants)
-        self.proc: DeviceProcess | None = None
+        self.host, self._own_host = host, host is None
         self.shm = SharedBlock.create("course-radar", card.layout_bytes(self.slots, self.frame_bytes, self.variants))
         buf = self.shm.buf
         self.ctl = np.ndarray((card.CTL_WORDS,), np.int64, buf, 0)
@@ -151,32 +214,43 @@ class CaptureCard:
 
     # -- lifetime
     def start(self) -> CaptureCard:
-        """Start the producer and wait until it is ready. Whatever stops the wait (the card
-        failing, the timeout, an interrupted cell) closes the card first: `with` never reached
-        its body, so its exit would not run."""
-        self.proc = DeviceProcess(card.__name__, [self.shm.name, str(os.getpid())])
+        """Start the producer (a process of its own, or the given host) and wait until it is
+        ready. Whatever stops the wait (the card failing, the timeout, an interrupted cell) closes
+        the card first: `with` never reached its body, so its exit would not run."""
         _LIVE_CARDS.add(self)
         deadline = time.monotonic() + self.start_timeout_s
         try:
+            if self.host is None:
+                self.host = CardHost()
+            self.host.serve(self.shm.name)
             while not self.ctl[card.CTL_READY]:
-                if not self.proc.alive():
-                    rc, err = self.proc.proc.returncode, self.proc.stderr_text(500)
-                    raise CaptureCardError(f"the capture-card process exited with {rc}: {err}")
+                if not self.host.alive():
+                    raise CaptureCardError(f"the capture-card process stopped{self.host._exit_text()}")
                 if time.monotonic() > deadline:
                     raise CaptureCardError(f"the capture-card process was not ready within {self.start_timeout_s:.0f} s")
-                time.sleep(0.005)
+                time.sleep(0.002)
         except BaseException:
             self.close()
             raise
         return self
 
     def close(self) -> None:
-        """Stop the producer (2 s grace, then kill it) and free the shared memory."""
+        """Stop the producer and free the shared memory: a card's own process is stopped (2 s
+        grace, then killed); a shared host is asked to stop and given DETACH_TIMEOUT_S to let go
+        of this ring (a host that does not is stopped, so it can never write into a later one)."""
         if getattr(self, "ctl", None) is not None:
             self.ctl[card.CTL_STOP] = 1
-        p, self.proc = self.proc, None
-        if p is not None:
-            p.stop(grace_s=2.0)
+        host, self.host = getattr(self, "host", None), None
+        if host is not None:
+            if self._own_host:
+                host.close()
+            elif self.ctl is not None and self.ctl[card.CTL_ATTACHED]:
+                deadline = time.monotonic() + self.DETACH_TIMEOUT_S
+                while not self.ctl[card.CTL_DETACHED] and host.alive():
+                    if time.monotonic() > deadline:
+                        host.close()
+                        break
+                    time.sleep(0.001)
         if getattr(self, "shm", None) is not None:
             self.ctl = self.seq = self.stamp = self.data = None
             shm, self.shm = self.shm, None
@@ -197,7 +271,8 @@ class CaptureCard:
 
     @property
     def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
+        """The producer's process id (the host's, when the card shares one)."""
+        return self.host.pid if self.host else None
 
     # -- the consumer side
     def counter(self, which: int) -> int:
@@ -228,8 +303,8 @@ class CaptureCard:
         self.ctl[card.CTL_RELEASED] += 1
 
     def check_alive(self) -> None:
-        if self.proc is not None and self.proc.proc.poll() not in (None, 0):
-            raise CaptureCardError(f"the capture-card process died with exit status {self.proc.proc.returncode}")
+        if self.host is not None:
+            self.host.check_alive()
 
     def wait_frame(self, timeout_s: float) -> bool:
         """Wait (sleeping 50 µs between looks) until a frame is available; False if the card is done."""
@@ -248,6 +323,8 @@ class CaptureCard:
 def _close_all_cards() -> None:
     for c in list(_LIVE_CARDS):
         c.close()
+    for h in list(_LIVE_HOSTS):
+        h.close()
 
 
 # ---------------------------------------------------------------------------- processing
@@ -506,7 +583,8 @@ def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_
                  frames: int = 500, *, slots: int = 4, buffers: int | None = None, process=None,
                  check_every: int = 101, seed: int = 9, timeout_s: float = 5.0,
                  progress: bool = False, step=process_frame, sync: str | None = None,
-                 waiter=wait_done, realtime: bool = False, timeline: bool = False) -> RunResult:
+                 waiter=wait_done, realtime: bool = False, timeline: bool = False,
+                 host: CardHost | None = None) -> RunResult:
     """Run the live pipeline: the card produces `frames` frames, the GPU processes them.
 
     design: pageable | staged | registered | pipelined (see DESIGN_TEXT); buffers: device
@@ -523,7 +601,8 @@ def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_
     device buffer is busy it waits for the oldest frame with waiter(event, sync, timeout_s) (the page
     shows `wait_done`). realtime: pin the consumer to one CPU and ask for SCHED_FIFO (realtime_on;
     what was granted goes in extra['realtime']). timeline: keep every frame's CUDA event times and
-    host times on one clock in extra['timeline'] (ms since the run's origin event).
+    host times on one clock in extra['timeline'] (ms since the run's origin event). host: a
+    CardHost whose process produces the frames (a series of runs shares one); None starts one.
     """
     from helpers.core import gpu
     from helpers.core.progress import Progress
@@ -559,7 +638,7 @@ def run_pipeline(design: str = "registered", frame_bytes: int = 4 << 20, period_
     lat, seqs, copy_t, kern_t, memcpy_t, kept = [], [], [], [], [], []
     checked, max_err = 0, 0.0
     bar = Progress(frames, f"{design} {frame_bytes >> 20} MiB/{period_s * 1e3:g} ms") if progress else None
-    c = CaptureCard(frame_bytes, period_s, slots=slots, frames=frames, seed=seed, variants=variants)
+    c = CaptureCard(frame_bytes, period_s, slots=slots, frames=frames, seed=seed, variants=variants, host=host)
     dev = None
     rt_saved, granted, tl = None, {}, []
     try:
@@ -822,7 +901,9 @@ def record_design(design: str, quick: bool, frames: int = RECORDED_FRAMES, frame
     size, or of `frame_bytes` alone, every `period_s`; `buffers` as run_pipeline takes them."""
     frames = min(frames, QUICK_FRAMES) if quick else frames
     sizes = SEED_SIZES if frame_bytes is None else (frame_bytes,)
-    runs = [run_pipeline(design, n, period_s, frames, buffers=buffers, progress=True).to_dict() for n in sizes]
+    with CardHost() as host:
+        runs = [run_pipeline(design, n, period_s, frames, buffers=buffers, progress=True, host=host).to_dict()
+                for n in sizes]
     return {"runs": runs, "frames": frames}
 
 
@@ -859,10 +940,9 @@ TIMELINE_DESIGNS = ("registered", "pipelined")
 def timeline_experiment(quick: bool, code=process_frame) -> dict:
     frame_bytes, period_s = TIMELINE_POINT
     frames = 12 if quick else 40
-    runs = []
-    for design in TIMELINE_DESIGNS:
-        r = run_pipeline(design, frame_bytes, period_s, frames, check_every=0, step=code, timeline=True)
-        runs.append(r.to_dict())
+    with CardHost() as host:
+        runs = [run_pipeline(design, frame_bytes, period_s, frames, check_every=0, step=code, timeline=True,
+                             host=host).to_dict() for design in TIMELINE_DESIGNS]
     return {"runs": runs, "frames": frames}
 
 
@@ -925,23 +1005,24 @@ def breaking_point_experiment(quick: bool, code=wait_done) -> dict:
     t0 = time.monotonic()
     rt, sweep, truncated = [], [], []
     n, period = RT_POINT
-    for sync, realtime in RT_CONFIGS:
-        for _ in range(1 if quick else RT_REPEATS):
-            r = run_pipeline("registered", n, period, frames_for(period, quick), check_every=0, sync=sync,
-                             waiter=code, realtime=realtime)
-            rt.append(_slim(r))
-    for design in DESIGNS:
-        for n, period in ladder:
-            if time.monotonic() - t0 > budget:
-                truncated.append(f"{design} {n >> 20} MiB / {period * 1e3:g} ms")
-                break
-            runs = [run_pipeline(design, n, period, frames_for(period, quick), check_every=0).to_dict()]
-            if not clear(runs[0]):
-                runs += [run_pipeline(design, n, period, frames_for(period, quick), check_every=0).to_dict()
-                         for _ in range(repeats - 1)]
-            sweep += [_slim_dict(r) for r in runs]
-            if any(broke(r) for r in runs):
-                break
+    with CardHost() as host:  # one capture-card process for every run (their rings differ)
+        def run(design, n, period, **kw):
+            return run_pipeline(design, n, period, frames_for(period, quick), check_every=0, host=host, **kw)
+
+        for sync, realtime in RT_CONFIGS:
+            for _ in range(1 if quick else RT_REPEATS):
+                rt.append(_slim(run("registered", n, period, sync=sync, waiter=code, realtime=realtime)))
+        for design in DESIGNS:
+            for n, period in ladder:
+                if time.monotonic() - t0 > budget:
+                    truncated.append(f"{design} {n >> 20} MiB / {period * 1e3:g} ms")
+                    break
+                runs = [run(design, n, period).to_dict()]
+                if not clear(runs[0]):
+                    runs += [run(design, n, period).to_dict() for _ in range(repeats - 1)]
+                sweep += [_slim_dict(r) for r in runs]
+                if any(broke(r) for r in runs):
+                    break
     return {"ladder": [list(x) for x in ladder], "repeats": repeats, "clear_margin": CLEAR_MARGIN,
             "rt_repeats": 1 if quick else RT_REPEATS, "miss_limit": MISS_LIMIT, "sweep": sweep,
             "realtime": rt, "truncated": truncated, "seconds": time.monotonic() - t0}

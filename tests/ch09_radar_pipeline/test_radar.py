@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,28 +103,90 @@ def test_close_stops_the_producer_and_frees_the_shared_memory():
     assert not os.path.exists(f"/dev/shm/{name}")
 
 
+# ---------------------------------------------------------------- a card process shared by several runs
+
+def _drain(c) -> list[tuple[int, np.ndarray]]:
+    got = []
+    while c.wait_frame(5.0):
+        s, q, _ = c.take()
+        got.append((q, np.array(c.data[s])))
+        c.release()
+    return got
+
+
+def test_a_host_fills_one_ring_after_another_with_the_right_frames():
+    with radar.CardHost() as host:
+        pid = host.pid
+        for seed, n, frames in ((5, 1 << 20, 6), (7, 2 << 20, 5), (5, 1 << 20, 3)):
+            with radar.CaptureCard(n, 3e-3, slots=3, frames=frames, seed=seed, variants=4, host=host) as c:
+                assert c.pid == pid
+                name = c.shm.name
+                got = _drain(c)
+                assert c.dropped == 0
+            assert [q for q, _ in got] == list(range(frames))
+            for q, x in got:
+                np.testing.assert_array_equal(x, radar.synth_frame(n, seed, q % 4).ravel())
+            assert host.alive(), "closing a card must not stop a shared host"
+            assert not os.path.exists(f"/dev/shm/{name}")
+    assert _wait_gone(pid, 3.0), "closing the host stops its process"
+
+
+def test_closing_a_card_mid_acquisition_frees_the_host_for_the_next():
+    with radar.CardHost() as host:
+        c = radar.CaptureCard(1 << 20, 5e-3, frames=100_000, host=host).start()
+        c.wait_frame(5.0)
+        t = time.monotonic()
+        c.close()  # the host stops producing into this ring and lets go of it
+        assert time.monotonic() - t < 1.0 and host.alive()
+        with radar.CaptureCard(1 << 20, 3e-3, frames=4, host=host) as c2:
+            assert [q for q, _ in _drain(c2)] == [0, 1, 2, 3]
+
+
+def test_a_dead_host_is_an_error_not_a_hang():
+    host = radar.CardHost()
+    os.kill(host.pid, signal.SIGKILL)
+    assert _wait_gone(host.pid, 5.0)
+    t = time.monotonic()
+    with pytest.raises(radar.CaptureCardError, match="capture-card process"):
+        radar.CaptureCard(1 << 20, 3e-3, frames=4, host=host).start()
+    assert time.monotonic() - t < 5.0
+    assert _rings_of(os.getpid()) == [], "the failed card's ring is unlinked"
+    host.close()
+
+
+def test_host_must_be_a_card_host():
+    with pytest.raises(InputError, match="CardHost"):
+        radar.CaptureCard(1 << 20, 3e-3, host="card")
+
+
+def _rings_of(pid: int) -> list[str]:
+    return sorted(str(p) for p in Path("/dev/shm").glob(f"course-radar-{pid}-*"))
+
+
 # ---------------------------------------------------------------- lifetime of the child
 
 _PARENT = textwrap.dedent("""
     import json, os, sys, time
     sys.path.insert(0, {root!r})
     from helpers.ch09_radar_pipeline import radar
-    c = radar.CaptureCard(1 << 20, 5e-3, frames=1_000_000).start()
+    host = radar.CardHost() if {shared!r} else None
+    c = radar.CaptureCard(1 << 20, 5e-3, frames=1_000_000, host=host).start()
     print(json.dumps({{"pid": c.pid, "shm": c.shm.name}}), flush=True)
     {tail}
 """)
 
 
-def _start_parent(tail: str) -> tuple[subprocess.Popen, dict]:
-    p = subprocess.Popen([sys.executable, "-c", _PARENT.format(root=ROOT, tail=tail)],
+def _start_parent(tail: str, shared: bool = False) -> tuple[subprocess.Popen, dict]:
+    p = subprocess.Popen([sys.executable, "-c", _PARENT.format(root=ROOT, tail=tail, shared=shared)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     assert line, p.stderr.read()
     return p, json.loads(line)
 
 
-def test_producer_dies_with_a_killed_parent():
-    p, info = _start_parent("time.sleep(60)")
+@pytest.mark.parametrize("shared", [False, True], ids=["own process", "shared host"])
+def test_producer_dies_with_a_killed_parent(shared):
+    p, info = _start_parent("time.sleep(60)", shared)
     assert _alive(info["pid"])
     p.kill()  # SIGKILL: no atexit, no finally in the parent
     p.wait(10)
@@ -147,8 +210,9 @@ finally:
     assert not os.path.exists(f"/dev/shm/{info['shm']}")
 
 
-def test_parent_exit_without_close_stops_the_child():
-    p, info = _start_parent("sys.exit(0)")
+@pytest.mark.parametrize("shared", [False, True], ids=["own process", "shared host"])
+def test_parent_exit_without_close_stops_the_child(shared):
+    p, info = _start_parent("sys.exit(0)", shared)
     p.wait(10)
     assert _wait_gone(info["pid"], 5.0)
     assert not os.path.exists(f"/dev/shm/{info['shm']}")
@@ -452,7 +516,9 @@ def stand_in_pipeline(monkeypatch):
 def test_panel_runs_live_through_the_experiment(stand_in_pipeline):
     ctx = course.Context(Mode.LIVE, "a GPU", "Test GPU", "h100-pcie")
     table, fig = radar.panel_items(ctx, None, 8 << 20, 4e-3, "pipelined", 2, frames=30)
-    assert stand_in_pipeline == [(("pipelined", 8 << 20, 4e-3, 30), {"buffers": 2, "progress": True})]
+    (args, kw), = stand_in_pipeline
+    assert isinstance(kw.pop("host"), radar.CardHost)
+    assert (args, kw) == (("pipelined", 8 << 20, 4e-3, 30), {"buffers": 2, "progress": True})
     assert table.caption == "one run of 30 frames (LIVE: measured now on Test GPU)"
     assert isinstance(fig, CourseFigure) and fig.modes == [Mode.LIVE]
 
@@ -471,6 +537,9 @@ def test_the_recorder_runs_every_design_at_both_seed_rates(stand_in_pipeline):
     assert out["frames"] == radar.RECORDED_FRAMES == 2000
     assert [(r["frame_bytes"], r["period_s"], r["frames"]) for r in out["runs"]] == [
         (4 << 20, 8e-3, 2000), (16 << 20, 8e-3, 2000)]
+    hosts = {id(kw["host"]): kw["host"] for _, kw in stand_in_pipeline}
+    assert len(hosts) == 1, "both sizes' runs share one capture-card process"
+    assert not next(iter(hosts.values())).alive(), "the experiment stops its card process when done"
     assert experiments.get("radar.pipelined").run(True, frames=5000)["frames"] == radar.QUICK_FRAMES
 
 
