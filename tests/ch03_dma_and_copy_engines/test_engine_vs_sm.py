@@ -13,7 +13,7 @@ from conftest import run_on_simulator
 
 from helpers.ch03_dma_and_copy_engines import crosscheck, engine_vs_sm, exercises, pcie, pictures
 from helpers.core import reference
-from helpers.core.errors import InputError
+from helpers.core.errors import InputError, InputTypeError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 from helpers.measure import gpu_chase
@@ -270,3 +270,16 @@ def test_resizable_bar_absent_or_unreadable_is_said():
     short = pcie.rebar_from_config(bytes(64))
     assert short["present"] is None and "64 bytes" in pcie.rebar_line(short)
     assert "not recorded" in pcie.rebar_line(None)
+
+
+def test_live_latency_crosscheck_takes_three_to_nine_rounds():
+    from helpers.core import experiments
+
+    exp = experiments.get("crosscheck.latency_and_sm_copy")
+    assert exp.check_params({"rounds": crosscheck.LIVE_ROUNDS}) == {"rounds": 3}
+    for bad in (0, 2, 10):
+        with pytest.raises(InputError, match="rounds"):
+            exp.check_params({"rounds": bad})
+    for bad in (2.5, True, "3"):
+        with pytest.raises(InputTypeError, match="rounds"):
+            exp.check_params({"rounds": bad})
