@@ -283,3 +283,12 @@ def test_live_latency_crosscheck_takes_three_to_nine_rounds():
     for bad in (2.5, True, "3"):
         with pytest.raises(InputTypeError, match="rounds"):
             exp.check_params({"rounds": bad})
+
+
+def test_live_bandwidth_crosscheck_takes_three_to_nine_rounds():
+    from helpers.core import experiments
+
+    exp = experiments.get("crosscheck.bwcheck")
+    assert exp.check_params({"rounds": 3}) == {"rounds": 3}
+    with pytest.raises(InputError, match="rounds"):
+        exp.check_params({"rounds": 1})
