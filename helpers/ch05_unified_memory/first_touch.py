@@ -32,6 +32,9 @@ def time_fault_vs_prefetch(nbytes: int) -> dict:
     """Milliseconds for a GPU kernel's first read of managed memory the CPU has just written:
     reached by GPU page faults, or moved first by a prefetch (which is timed too)."""
     out = {}
+    warm = cp.zeros(nbytes // 4, cp.float32)
+    warm.sum(dtype=cp.float64)  # compile the sum now: a first call takes seconds, which the events would time
+    del warm
     for way in ("fault", "prefetch"):
         mem = cp.cuda.memory.ManagedMemory(nbytes)  # cudaMallocManaged: one fresh range per way
         n = nbytes // 4  # float32 words
