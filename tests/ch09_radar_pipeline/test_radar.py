@@ -142,6 +142,14 @@ def test_closing_a_card_mid_acquisition_frees_the_host_for_the_next():
             assert [q for q, _ in _drain(c2)] == [0, 1, 2, 3]
 
 
+def test_a_host_skips_a_ring_that_is_already_gone():
+    with radar.CardHost() as host:
+        host.serve("course-radar-no-such-ring")  # closed before the card got to it
+        with radar.CaptureCard(1 << 20, 3e-3, frames=3, host=host) as c:
+            assert [q for q, _ in _drain(c)] == [0, 1, 2]
+        assert host.alive()
+
+
 def test_a_dead_host_is_an_error_not_a_hang():
     host = radar.CardHost()
     os.kill(host.pid, signal.SIGKILL)
