@@ -315,7 +315,7 @@ def record_latency_and_sm_copy(quick: bool, rounds: int = ROUNDS) -> dict:
     head = {k: gpu_chase.order_head(n) for k, n in sizes.items()}
     match = all(same_chains(head, p) for p in programs)
     out = {"latency_nbytes": sizes, "l2_bytes": gpu_chase.l2_bytes(), "c_l2_bytes": programs[-1].get("l2_bytes"),
-           "steps": steps, "sm_nbytes": sm_n, "reps": reps, "blocks": blocks, "order_head": head, "n_rounds": rounds,
+           "steps": steps, "sm_nbytes": sm_n, "reps": reps, "blocks": blocks, "order_head": head,
            "rounds": per_round, "spread": round_spreads(per_round), "course": course, "c": c,
            "statistic": {"latency": "median round (each round: the median of 3 trials, each trial the mean over every SM)",
                          "sm_gbps": STATISTIC}}

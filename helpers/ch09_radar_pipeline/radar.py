@@ -36,6 +36,7 @@ from helpers.core.errors import CourseError, DeviceTimeoutError, InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
 from helpers.core.mode import Mode
+from helpers.core.resources import Closing
 from helpers.models.device_process import DeviceProcess, SharedBlock
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ _LIVE_CARDS: weakref.WeakSet = weakref.WeakSet()
 _LIVE_HOSTS: weakref.WeakSet = weakref.WeakSet()
 
 
-class CardHost:
+class CardHost(Closing):
     """The capture card's process, kept between acquisitions: each `CaptureCard(host=...)` hands
     it a new ring instead of starting a process of its own (about 0.5 s on the course's H100
     machine: a Python interpreter and NumPy). Use it as a context manager around a series of
@@ -158,20 +159,8 @@ class CardHost:
         if p is not None:
             p.stop(grace_s=2.0)
 
-    def __enter__(self) -> CardHost:
-        return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-
-class CaptureCard:
+class CaptureCard(Closing):
     """The acquisition card stand-in: start it, read frames in order, release them, close it.
 
     Use it as a context manager; closing stops the producer (its own process, waiting at most
@@ -257,17 +246,8 @@ class CaptureCard:
             shm.unlink()
             shm.close()  # False while a view is still exported (e.g. a registered pointer): unmapped when it goes
 
-    def __enter__(self) -> CaptureCard:
+    def __enter__(self) -> CaptureCard:  # `with` starts the card; Closing closes it on the way out
         return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     @property
     def pid(self) -> int | None:
