@@ -32,24 +32,25 @@ def time_fault_vs_prefetch(nbytes: int) -> dict:
     """Milliseconds for a GPU kernel's first read of managed memory the CPU has just written:
     reached by GPU page faults, or moved first by a prefetch (which is timed too)."""
     out = {}
-    warm = cp.zeros(nbytes, cp.uint8)
-    warm.sum(dtype=cp.uint64)  # compile the sum now: a first call takes seconds, which the events would time
+    warm = cp.zeros(nbytes // 4, cp.float32)
+    warm.sum(dtype=cp.float64)  # compile the sum now: a first call takes seconds, which the events would time
     del warm
     for way in ("fault", "prefetch"):
         mem = cp.cuda.memory.ManagedMemory(nbytes)  # cudaMallocManaged: one fresh range per way
-        x = cp.ndarray((nbytes,), cp.uint8, cp.cuda.MemoryPointer(mem, 0))
-        host = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(mem.ptr))
+        n = nbytes // 4  # float32 words
+        x = cp.ndarray((n,), cp.float32, cp.cuda.MemoryPointer(mem, 0))
+        host = np.ctypeslib.as_array((ctypes.c_float * n).from_address(mem.ptr))
         host[:] = 1  # the CPU touches every page first: they now live in host memory
         start, moved, done = cp.cuda.Event(), cp.cuda.Event(), cp.cuda.Event()
         start.record()
         if way == "prefetch":
             managed.prefetch(mem.ptr, nbytes, cp.cuda.Device().id)  # cudaMemPrefetchAsync (CUDA 12 or 13 form)
         moved.record()
-        total = x.sum(dtype=cp.uint64)  # a kernel reads every byte
+        total = x.sum(dtype=cp.float64)  # a kernel reads every byte (Chapter 4's zero-copy reduction)
         done.record()
         done.synchronize()
-        if int(total) != nbytes:
-            raise WrongSumError(f"{way}: the GPU summed {int(total)}, expected {nbytes}")
+        if total != n:
+            raise WrongSumError(f"{way}: the GPU summed {float(total):.0f}, expected {n}")
         out[way] = {"prefetch_ms": cp.cuda.get_elapsed_time(start, moved),
                     "first_read_ms": cp.cuda.get_elapsed_time(moved, done)}
         del host, x, mem
