@@ -43,3 +43,42 @@ def test_a_kernel_using_cuda_grid_compiles_after_the_first_use_swaps_the_module(
         x = np.arange(8.0)
         page.double[1, 8](x)
         assert list(x) == [2.0 * i for i in range(8)]
+
+
+def test_the_first_use_leaves_modules_loaded_lazily_unexecuted(tmp_path, monkeypatch):
+    """Swapping in the real module must not execute a module importlib.util.LazyLoader left in
+    sys.modules (CuPy's cupy.testing would import pytest, for nothing, on a page's first `cp.`)."""
+    import importlib.util
+    import sys
+    import types
+
+    src = tmp_path / "lazy_course_probe.py"
+    src.write_text("import sys\nsys.modules[__name__].executed = True\n")
+    spec = importlib.util.spec_from_file_location("lazy_course_probe", src)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    lazy = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "lazy_course_probe", lazy)
+    spec.loader.exec_module(lazy)  # registers the lazy module: nothing has run yet
+    proxy = gpu.LazyModule("json", needs_gpu=False)
+    page = types.ModuleType("fake_page_lazy")
+    page.json = proxy
+    monkeypatch.setitem(sys.modules, "fake_page_lazy", page)
+
+    assert proxy.dumps([1]) == "[1]"
+    import json
+
+    assert page.json is json  # the stand-in was swapped where it was imported
+    assert "executed" not in object.__getattribute__(lazy, "__dict__")  # and the lazy module never ran
+    assert lazy.executed is True  # (it still runs on its own first use)
+
+
+def test_a_stand_in_out_of_reach_of_the_swap_still_works_without_sweeping_again(monkeypatch):
+    """A namespace outside sys.modules keeps the stand-in; it forwards to the module found once."""
+    proxy = gpu.LazyModule("json", needs_gpu=False)
+    sweeps = []
+    real = gpu.LazyModule._rebind
+    monkeypatch.setattr(gpu.LazyModule, "_rebind", lambda self, m: (sweeps.append(m), real(self, m)))
+    namespace = {"json": proxy}
+    for _ in range(3):
+        assert eval("json.loads('[2]')", namespace) == [2]
+    assert len(sweeps) == 1
