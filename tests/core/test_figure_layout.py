@@ -75,3 +75,32 @@ def test_a_legend_beside_a_right_hand_y_axis_moves_under_the_plot_and_the_figure
     cf = figures.CourseFigure(f, [(Mode.SIMULATED, "a model")])
     assert cf.fig.layout.legend.orientation == "h" and cf.fig.layout.legend.yref == "container"
     assert cf.fig.layout.height == 420 + figures.LEGEND_ROW_PX
+
+
+def test_figures_wear_plotly_white_for_every_trace_type_the_course_draws():
+    """The course's template is plotly_white cut to the trace types the course uses: the same
+    layout, the same defaults for those traces, so a figure looks as it did under the whole one."""
+    import plotly.io as pio
+
+    white = pio.templates["plotly_white"]
+    tmpl = _fig([(Mode.REPLAY, "h100")]).fig.layout.template
+    assert tmpl.layout.to_plotly_json() == white.layout.to_plotly_json()
+    for t in figures.TRACE_TYPES:
+        assert [x.to_plotly_json() for x in getattr(tmpl.data, t)] == \
+               [x.to_plotly_json() for x in getattr(white.data, t)], t
+
+
+def test_every_trace_type_drawn_anywhere_in_the_course_is_in_the_template():
+    """A new kind of trace (go.Box, go.Pie, ...) must be added to figures.TRACE_TYPES, or it would
+    be drawn without plotly_white's styling."""
+    import re
+    from pathlib import Path
+
+    root = Path(figures.__file__).resolve().parents[2]
+    used = set()
+    for path in [*root.joinpath("helpers").rglob("*.py"), *root.joinpath("notebooks").glob("*.ipynb"),
+                 *root.joinpath("labs").glob("*.ipynb")]:
+        used |= {m.lower() for m in re.findall(r"\bgo\.([A-Z][A-Za-z]*)\(", path.read_text())}
+    used -= {"figure"}
+    assert {"scatter", "bar"} <= used  # the scan finds the traces it must
+    assert used <= set(figures.TRACE_TYPES), sorted(used - set(figures.TRACE_TYPES))
