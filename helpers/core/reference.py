@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import jsonschema
-
 from helpers.core import config
 from helpers.core.errors import ReferenceDataError
 from helpers.core.provenance import label as _label
@@ -45,6 +43,11 @@ def checksum(doc: dict) -> str:
 
 def validate(doc: dict, source: str = "reference data") -> None:
     """Raise ReferenceDataError naming `source` if doc breaks the schema or its checksum."""
+    # Imported here, not with the module: every notebook imports this module, few validate a file
+    # live, and where Jupyter is installed jsonschema brings rfc3987_syntax, whose import builds
+    # a parser (0.9 s on the course's 2-core CI machine) for an "iri" format no schema here uses.
+    import jsonschema
+
     try:
         jsonschema.validate(doc, schema(), format_checker=jsonschema.FormatChecker())
     except jsonschema.ValidationError as exc:

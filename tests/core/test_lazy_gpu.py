@@ -82,3 +82,18 @@ def test_a_stand_in_out_of_reach_of_the_swap_still_works_without_sweeping_again(
     for _ in range(3):
         assert eval("json.loads('[2]')", namespace) == [2]
     assert len(sweeps) == 1
+
+
+def test_starting_a_notebook_does_not_import_jsonschema():
+    """jsonschema comes only when a reference file is validated: where Jupyter is installed it
+    imports rfc3987_syntax, which builds a parser (~0.9 s) every kernel would pay at its first cell."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from helpers import course; course.start('x', quiet=True); "
+            "print(sorted(m for m in ('jsonschema', 'rfc3987_syntax') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "COURSE_MODE": "replay"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
