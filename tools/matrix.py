@@ -266,6 +266,22 @@ def run_notebook(nb_path: Path, env: dict, *, timeout_s: int, pinned_tolerance: 
             "output_tail": "" if rc == 0 else tail}
 
 
+def bytecode_state(env: dict, module: str = "numpy") -> dict:
+    """Whether the notebooks' kernels (started with `env`) will find Python bytecode: they write it
+    unless PYTHONDONTWRITEBYTECODE is set, and `module` (a library every kernel imports) shows
+    whether it is already there. Without both, every kernel compiles its libraries from source:
+    on the course's H100 that took the live course from 174 s to 229 s (book/teaching.md)."""
+    import importlib.util
+
+    writes = not env.get("PYTHONDONTWRITEBYTECODE")
+    spec = importlib.util.find_spec(module)
+    cached = None
+    if spec is not None and spec.origin and spec.origin.endswith(".py"):
+        cached = Path(importlib.util.cache_from_source(spec.origin)).is_file()
+    return {"writes": writes, "pycache_prefix": env.get("PYTHONPYCACHEPREFIX"), "module": module,
+            "module_cached": cached, "missing": not writes and cached is False}
+
+
 def default_notebooks() -> list[Path]:
     """Every chapter and lab notebook, as CI runs them (new ones are picked up by the glob)."""
     return sorted(p for d in ("notebooks", "labs") for p in (ROOT / d).glob("*.ipynb")
@@ -273,7 +289,7 @@ def default_notebooks() -> list[Path]:
 
 
 def summary(args: argparse.Namespace, names: list[str], subreaper: bool, notebooks: list[Path],
-            results: list[dict]) -> dict:
+            results: list[dict], bytecode: dict | None = None) -> dict:
     """The result so far: notebooks not reached yet count in the total, not as passed."""
     mode = MODE_LABEL.get(args.mode) or ("live" if names else "replay")
     if not names:
@@ -286,7 +302,7 @@ def summary(args: argparse.Namespace, names: list[str], subreaper: bool, noteboo
            "passed": sum(r["passed"] for r in results), "total": len(notebooks),
            "leaks": sum(len(r["leaks"]) for r in results),
            "leak_checks_ran": sum(r["leak_check_ran"] for r in results), "not_reached": not_reached,
-           "subreaper": subreaper, "host": platform.node(), "python": platform.python_version(),
+           "subreaper": subreaper, "host": platform.node(), "python": platform.python_version(), "bytecode": bytecode,
            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
            "seconds": round(sum(r["seconds"] for r in results), 1),
            "cells_seconds": round(sum(r.get("cells_seconds") or 0 for r in results), 1), "notebooks": results}
@@ -341,6 +357,11 @@ def run(args: argparse.Namespace) -> dict:
     env["PYTHONPATH"] = os.pathsep.join(x for x in (env.get("PYTHONPATH"), str(ROOT)) if x)
     lock = one_run_at_a_time()  # noqa: F841 - released when this process exits
     subreaper = become_subreaper()
+    bytecode = bytecode_state(env)
+    if bytecode["missing"]:
+        print(f"[matrix {args.mode}] note: Python here writes no bytecode (PYTHONDONTWRITEBYTECODE) and "
+              f"{bytecode['module']} has none: every kernel compiles its libraries from source, so the times below "
+              "are longer than a normal install's (book/teaching.md, 'Machine time, live')", flush=True)
     results: list[dict] = []
     started = time.monotonic()
     for i, nb in enumerate(notebooks):
@@ -358,9 +379,9 @@ def run(args: argparse.Namespace) -> dict:
               + "".join(f"\n    leak: {x}" for x in r["leaks"])
               + (f"\n{r['output_tail']}" if not r["passed"] else ""), flush=True)
         results.append(r)
-        out = summary(args, names, subreaper, notebooks, results)
+        out = summary(args, names, subreaper, notebooks, results, bytecode)
         _write(args.out, out)  # after every notebook: a run cut short still leaves its rows
-    out = summary(args, names, subreaper, notebooks, results)
+    out = summary(args, names, subreaper, notebooks, results, bytecode)
     _write(args.out, out)
     print(TABLE_HEAD)
     print(out["row"])

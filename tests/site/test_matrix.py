@@ -85,10 +85,15 @@ def test_notebook_time_counts_its_cells_not_pytest_or_the_probe(planted):
     assert planted["result"]["cells_seconds"] >= clean["cells_seconds"]
 
 
-def test_cell_durations_are_summed_without_the_injected_probe_cells():
+def _matrix_module():
     spec = importlib.util.spec_from_file_location("matrix_tool", MATRIX)
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
+    return m
+
+
+def test_cell_durations_are_summed_without_the_injected_probe_cells():
+    m = _matrix_module()
     out = ("==== slowest durations ====\n"
            "2.00s setup    notebooks/x.ipynb::Cell 0\n"
            "0.90s call     notebooks/x.ipynb::Cell 0\n"
@@ -101,10 +106,31 @@ def test_cell_durations_are_summed_without_the_injected_probe_cells():
     assert m.slowest_cells(out) == [["Cell 2", 5.0], ["Cell 0", 0.9]]
 
 
+def test_a_run_says_whether_its_kernels_find_bytecode(tmp_path, monkeypatch):
+    """Without bytecode every kernel compiles its libraries again (229 vs 174 s on the H100): the
+    result records it, and says it is missing only when Python writes none and there is none."""
+    import py_compile
+
+    m = _matrix_module()
+    (tmp_path / "bc_probe_lib.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    off = {"PYTHONDONTWRITEBYTECODE": "1"}
+    missing = m.bytecode_state(off, "bc_probe_lib")
+    assert (missing["writes"], missing["module_cached"], missing["missing"]) == (False, False, True)
+    assert m.bytecode_state({}, "bc_probe_lib")["missing"] is False  # kernels will write it themselves
+    py_compile.compile(str(tmp_path / "bc_probe_lib.py"), cfile=importlib.util.cache_from_source(
+        str(tmp_path / "bc_probe_lib.py")))
+    there = m.bytecode_state(off, "bc_probe_lib")
+    assert (there["module_cached"], there["missing"]) == (True, False)
+    assert m.bytecode_state(off, "no_such_module_here")["missing"] is False  # unknown: no claim
+
+
+def test_the_planted_run_records_its_bytecode_state(planted):
+    assert set(planted["result"]["bytecode"]) >= {"writes", "module_cached", "missing"}
+
+
 def test_the_copy_names_the_cells_it_injected(tmp_path):
-    spec = importlib.util.spec_from_file_location("matrix_tool", MATRIX)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
+    m = _matrix_module()
     nb = _notebook(tmp_path / "two.ipynb", START, "x = 1")
     nbformat_nb = nbformat.read(str(nb), as_version=4)
     nbformat_nb.cells.insert(1, nbformat.v4.new_markdown_cell("text between"))
