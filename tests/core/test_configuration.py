@@ -27,7 +27,7 @@ import pytest
 from helpers.core import config
 
 ROOT = Path(__file__).resolve().parents[2]
-SYSTEM = {"PATH", "PYTHONPATH", "HOME"}  # the operating system's, not the course's settings
+SYSTEM = {"PATH", "PYTHONPATH", "HOME", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"}  # the OS's and Python's own, not the course's
 
 
 def readme_table() -> list[str]:
