@@ -289,7 +289,7 @@ def default_notebooks() -> list[Path]:
 
 
 def summary(args: argparse.Namespace, names: list[str], subreaper: bool, notebooks: list[Path],
-            results: list[dict], bytecode: dict | None = None) -> dict:
+            results: list[dict], bytecode: dict) -> dict:
     """The result so far: notebooks not reached yet count in the total, not as passed."""
     mode = MODE_LABEL.get(args.mode) or ("live" if names else "replay")
     if not names:
