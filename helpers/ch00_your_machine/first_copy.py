@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core import figures, validate
+from helpers.core import beside, figures, validate
 from helpers.core.evidence import Evidence
 from helpers.measure.sysinfo import fmt_bytes
 from helpers.measure.transfers import DIRECTIONS
@@ -70,6 +70,29 @@ def ratio_rows(here: Evidence, recorded: Evidence, nbytes: int) -> list[tuple]:
             src = "this machine (live)" if ev.live else "reference (replay)"
             rows.append((_NAMES[d], src, f"{pg:.2f}", f"{pn:.2f}", f"{pn / pg:.2f}x"))
     return rows
+
+
+def values(ev: Evidence, nbytes: int) -> dict[tuple[str, str], beside.Value]:
+    """Median bandwidth (GB/s) of each (host kind, direction) at the swept size nearest `nbytes`, with its
+    spread: how much faster the fastest repeat was (min_s), the one-sided spread the sweep records."""
+    used = bandwidths(ev, nbytes)[0]
+    out = {}
+    for s in ev.require()["series"]:
+        if s["host_kind"] in KINDS:
+            i = list(s["nbytes"]).index(used)
+            med, best = used / s["median_s"][i] / 1e9, used / s["min_s"][i] / 1e9
+            out[(s["host_kind"], s["direction"])] = beside.Value(med, abs(best - med))
+    return out
+
+
+def beside_lines(here: Evidence, recorded: Evidence, nbytes: int) -> list[str]:
+    """Each of the four figures measured now beside the reference's, a difference named (live); in
+    replay, the recorded values with their machine. Pageable copies are host work, pinned ones the link's."""
+    mine, theirs = values(here, nbytes), values(recorded, nbytes)
+    size = fmt_bytes(bandwidths(recorded, nbytes)[0])
+    return [beside.sentence(f"{k} {_NAMES[d]}, {size}", "GB/s", here, mine[(k, d)], recorded, theirs[(k, d)],
+                            "host" if k == "pageable" else "link")
+            for k in KINDS for d in DIRECTIONS]
 
 
 def claim_vs_measurement(ev: Evidence, nbytes: int) -> str:

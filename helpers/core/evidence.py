@@ -35,6 +35,29 @@ from helpers.core.errors import InputError, InputTypeError, ReferenceDataError, 
 from helpers.core.mode import Mode
 
 
+# How a sentence names where a value came from, by mode: prose takes its verb from the Evidence,
+# never from the author's sentence (a live value is never "recorded", a model's never "measured").
+VERBS = {Mode.LIVE: "measured now", Mode.REPLAY: "recorded", Mode.SIMULATED: "the model gives"}
+# Words that claim a recording or a measurement; `wording_problems` finds them next to the wrong mode.
+_WRONG_WORDS = {Mode.LIVE: ("recorded", "recording", "reference machine"),
+                Mode.SIMULATED: ("measured",)}
+
+
+def said(mode: Mode | str, source: str) -> str:
+    """'measured now on X', 'recorded on X' or 'the model gives (X)': the phrase a sentence uses
+    for a value of this mode from this source."""
+    m = Mode(mode)
+    return f"the model gives ({source})" if m is Mode.SIMULATED else f"{VERBS[m]} on {source}"
+
+
+def wording_problems(text: str, mode: Mode | str) -> list[str]:
+    """The words of `text` that contradict `mode`: 'recorded'/'reference machine' for a live value,
+    'measured' for a model. Empty when the wording fits. A sentence that names the reference
+    recording on purpose, beside a live value, says "reference" and the file (see `beside`)."""
+    low = text.lower()
+    return [w for w in _WRONG_WORDS.get(Mode(mode), ()) if w in low]
+
+
 @dataclass(frozen=True)
 class Evidence:
     """Data of one experiment, how it came to be, and where from."""
@@ -62,6 +85,16 @@ class Evidence:
     def parts(self) -> list[tuple[Mode, str]]:
         """Provenance parts for figures.CourseFigure and tables."""
         return [(self.mode, self.source)]
+
+    @property
+    def verb(self) -> str:
+        """'measured now', 'recorded' or 'the model gives': the verb for this Evidence's values."""
+        return VERBS[self.mode]
+
+    @property
+    def said(self) -> str:
+        """'measured now on <GPU>' or 'recorded on <reference machine>' (see `said`)."""
+        return said(self.mode, self.source)
 
     def require(self) -> dict:
         """The data, or ReferenceDataError saying why there is none."""

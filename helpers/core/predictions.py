@@ -44,6 +44,7 @@ from pathlib import Path
 
 from helpers.core import config, files
 from helpers.core.errors import CourseError, InputError, InputTypeError
+from helpers.core.evidence import VERBS
 from helpers.core.mode import Mode
 
 _QUESTION = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
@@ -103,7 +104,8 @@ class Comparison:
         """'q: you predicted 10 GB/s; measured 50 GB/s (REPLAY, H100): off by 5.0x.'"""
         where = ", ".join(x for x in ((self.mode or "").upper(), self.source) if x)
         where = f" ({where})" if where else ""
-        got = f"measured {self.measured:.3g} {self.unit}".rstrip() + where
+        verb = VERBS[Mode(self.mode)] if self.mode in tuple(Mode) else "measured"  # a model's is never "measured"
+        got = f"{verb} {self.measured:.3g} {self.unit}".rstrip() + where
         if self.guess is None:
             return f"{self.question}: {got}. You kept no prediction for this one."
         if self.ratio is None:
