@@ -182,7 +182,7 @@ def device_latency_note(reads: dict) -> str:
     L2, the flush, and whether a buffer with more pages read slower (the TLB check)."""
     n, l2 = reads.get("device_nbytes", reads["nbytes"]), reads.get("l2_bytes")
     if not l2:  # a recording made before the chase defeated the L2
-        return (f"the device chase covered {_mib(n)}; this recording does not say how that compares with the "
+        return (f"the device chase covered {_mib(n)}; these data do not say how that compares with the "
                 "L2, so some reads may have been L2 hits.")
     text = (f"the device chase covered {_mib(n)}, {n / l2:.1f}x the {_mib(l2)} L2, visiting each 256-byte slot "
             f"at most once after {_mib(reads['flush_bytes'])} of other writes had flushed the L2: every read "
@@ -203,7 +203,7 @@ def device_latency_note(reads: dict) -> str:
 
 
 def read_verdict(reads: dict, writes: dict | None = None, rtt_model_ns: float | None = None) -> str:
-    """What the recorded numbers say about reads across the link, decided from them."""
+    """What the numbers (live or recorded) say about reads across the link, decided from them."""
     h, d = reads["host_median_ns"], reads["device_median_ns"]
     spread = (max(reads["host_ns"]) - min(reads["host_ns"])) / h if h > 0 else float("nan")
     lines = [f"a read of host memory took {h:,.0f} ns (trials within {spread:.1%}), a read of device memory "
@@ -229,7 +229,8 @@ def read_verdict(reads: dict, writes: dict | None = None, rtt_model_ns: float | 
 MMAP_ERRNO_CAUSES = {
     "EPERM": "likely kernel lockdown: pci_mmap_resource (drivers/pci/pci-sysfs.c) first asks "
              "security_locked_down(LOCKDOWN_PCI_ACCESS), which refuses even root while the kernel is locked down "
-             "(Secure Boot often turns lockdown on); the recording does not say whether it was, so this is the "
+             "(Secure Boot often turns lockdown on); these data do not say whether it was (/sys/kernel/security/"
+             "lockdown would), so this is the "
              "likely cause, not a proven one",
     "EINVAL": "the region is claimed exclusively by a driver (iomem_is_exclusive) or the range does not fit the BAR",
     "EACCES": "the resourceN files are readable by root only (mode 0600)",
@@ -244,3 +245,19 @@ def bar0_line(reads: dict) -> str:
     err = f" ({b['errno']})" if b.get("errno") else ""
     cause = MMAP_ERRNO_CAUSES.get(b.get("errno") or "")
     return f"mapping {b['path']} for reading: {b['outcome']}{err}." + (f"\n  why: {cause}." if cause else "")
+
+
+def latency_beside(here: Evidence, ref: Evidence) -> list[str]:
+    """The read latencies of host and device memory, measured now beside the reference's (replay: the
+    recorded values with their machine); a difference beyond the trials' spread is named."""
+    from helpers.core import beside
+
+    def vals(ev: Evidence) -> dict[str, beside.Value]:
+        d = ev.require()
+        return {w: beside.Value(d[f"{w}_median_ns"], (max(d[f"{w}_ns"]) - min(d[f"{w}_ns"])) / 2)
+                for w in ("host", "device")}
+    mine, theirs = vals(here), vals(ref)
+    return [beside.sentence("a dependent read of host memory (across the link)", "ns", here, mine["host"], ref,
+                            theirs["host"], "link"),
+            beside.sentence("a dependent read of device memory", "ns", here, mine["device"], ref, theirs["device"],
+                            "device")]

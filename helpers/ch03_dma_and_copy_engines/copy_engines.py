@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helpers.core import gpu, validate
+from helpers.core import beside, gpu, validate
 from helpers.core.errors import DeviceTimeoutError, InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import experiment
@@ -472,3 +472,67 @@ def cpu_cost_verdict(data: dict, busy: float = 0.8) -> str:
                                 if pg >= busy > pn else
                                 "the CPU cost does not separate pageable from pinned here as expected; look at the rows."))
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- the page's sentences
+
+DIRECTIONS_EQUAL = 0.05  # h2d/d2h within ±5 %: neither direction trails
+
+
+def _spread(values: list[float]) -> float:
+    return (max(values) - min(values)) / 2 if len(values) > 1 else 0.0
+
+
+def bidirectional_values(data: dict) -> dict[str, beside.Value]:
+    """One-direction and both-at-once bandwidths (GB/s), each with half its trials' range as spread, and
+    the overlap ratio (aggregate / faster single direction)."""
+    v = {k: beside.Value(data[k]["median_gbps"], _spread(data[k]["aggregate_gbps"])) for k in ("h2d", "d2h", "both")}
+    one = max(v["h2d"].value, v["d2h"].value)
+    v["overlap"] = beside.Value(v["both"].value / one, v["both"].spread / one)
+    return v
+
+
+def direction_lines(here: Evidence, ref: Evidence) -> list[str]:
+    """Does host→device trail device→host? Computed for the data shown, the reference's beside it live."""
+    v = bidirectional_values(here.require())
+    ratio = v["h2d"].value / v["d2h"].value
+    trails = ("host→device trails device→host" if ratio < 1 - DIRECTIONS_EQUAL else
+              "host→device is ahead of device→host" if ratio > 1 + DIRECTIONS_EQUAL else
+              f"the two directions are equal within ±{DIRECTIONS_EQUAL:.0%}")
+    out = [f"one-direction bandwidth, {here.said}: h2d {v['h2d'].value:.1f} GB/s, d2h {v['d2h'].value:.1f} GB/s "
+           f"(h2d / d2h = {ratio:.3f}): {trails}."]
+    if here.live:
+        r = bidirectional_values(ref.require())
+        out += [beside.sentence(f"{d} one direction, {here.require()['nbytes'] >> 20} MiB", "GB/s", here, v[d], ref,
+                                r[d], "link") for d in ("h2d", "d2h")]
+    return out
+
+
+def overlap_line(here: Evidence, ref: Evidence) -> str:
+    """Both directions at once as a multiple of one, the reference's beside it live (a key point's number)."""
+    v = bidirectional_values(here.require())["overlap"]
+    r = bidirectional_values(ref.require())["overlap"]
+    return beside.sentence("both directions at once / the faster single direction", "x", here, v, ref, r, "link")
+
+
+def overlap_key_point(here: Evidence, tolerance: float = 0.15) -> str:
+    """The key point on overlap, computed with bidirectional_verdict's rule."""
+    o = bidirectional_values(here.require())["overlap"].value
+    how = ("close to 2×" if o >= 2 * (1 - tolerance) else f"{o:.2f}×: partly, not 2×" if o > 1 + tolerance
+           else f"{o:.2f}×: not at all")
+    return (f"Every PCIe lane carries both directions; with separate engines, opposite copies can overlap. On the data "
+            f"shown ({here.said}) they overlapped {how}.")
+
+
+def enqueue_lines(here: Evidence, ref: Evidence, nbytes: int = 4) -> list[str]:
+    """The small copy's enqueue (host) and device time, live beside the reference's (replay: the recorded values)."""
+    def vals(ev: Evidence) -> dict[str, beside.Value]:
+        r = next(x for x in ev.require()["runs"] if x["direction"] == "h2d" and x["nbytes"] == nbytes)
+        return {"enqueue": beside.Value(r["enqueue_median_s"] * 1e6,
+                                        abs(r.get("enqueue_p90_s", r["enqueue_median_s"]) - r["enqueue_median_s"]) * 1e6),
+                "device": beside.Value(r["device_median_s"] * 1e6, abs(r["device_per_copy_s"] - r["device_median_s"]) * 1e6)}
+    mine, theirs = vals(here), vals(ref)
+    return [beside.sentence(f"{nbytes}-byte h2d copy, enqueue (host)", "µs", here, mine["enqueue"], ref,
+                            theirs["enqueue"], "host"),
+            beside.sentence(f"{nbytes}-byte h2d copy, device time", "µs", here, mine["device"], ref,
+                            theirs["device"], "device")]

@@ -78,3 +78,62 @@ def fit_rows(fits: dict) -> list[tuple]:
     """Table rows: kind, direction, t0 (us), B (GB/s), n½ (kB), worst relative residual."""
     return [(k, d, f"{f.t0_s * 1e6:.2f}", f"{f.bandwidth_gbps:.1f}", f"{f.n_half / 1e3:.1f}",
              f"{f.max_relative_residual():.0%}") for (k, d), f in fits.items()]
+
+
+DROP = 0.25  # a fall of more than 25 % between neighbouring sizes is a step, not noise
+
+
+def _steps(s: dict, min_bytes: int) -> tuple[np.ndarray, np.ndarray, list[tuple[int, float]]]:
+    n = np.asarray(s["nbytes"], dtype=float)
+    bw = n / np.asarray(s["median_s"], dtype=float) / 1e9
+    keep = n >= min_bytes
+    n, bw = n[keep], bw[keep]
+    falls = []  # (size index of the peak before, size index of the first point more than DROP below it)
+    for j in range(1, len(bw)):
+        i = int(np.argmax(bw[:j]))
+        if bw[j] < (1 - DROP) * bw[i] and not any(k == i for k, _ in falls):
+            falls.append((i, j))
+    return n, bw, falls
+
+
+def pageable_steps(sweep: Evidence, min_bytes: int = 1 << 20) -> list[str]:
+    """Where the pageable bandwidth first falls more than DROP below its best at a smaller size (above
+    `min_bytes`), computed from the data shown, with the likely cause; one line per direction."""
+    series = {(s["host_kind"], s["direction"]): s for s in sweep.require()["series"]}
+    lines = []
+    for (kind, d), s in series.items():
+        if kind != "pageable":
+            continue
+        n, bw, falls = _steps(s, min_bytes)
+        if not falls:
+            lines.append(f"pageable {d} ({sweep.verb}): never more than {DROP:.0%} below its best from "
+                         f"{min_bytes >> 20} MiB up ({bw.min():.1f}..{bw.max():.1f} GB/s).")
+            continue
+        i, j = falls[0]
+        f = 1 - bw[j] / bw[i]
+        pinned = series.get(("pinned", d))
+        pinned_falls = _steps(pinned, min_bytes)[2] if pinned else None
+        where = ("Pinned copies of the same sizes show no such step, so the likely cause is on the host: "
+                 if pinned_falls == [] else "Pinned copies step down too, so the link or the GPU may share in it; "
+                 if pinned_falls else "The likely cause is on the host: ")
+        lines.append(f"pageable {d} ({sweep.verb}): {bw[i]:.1f} GB/s at {n[i] / 2**20:g} MiB, "
+                     f"{bw[j]:.1f} GB/s at {n[j] / 2**20:g} MiB ({f:.0%} less), then "
+                     f"{bw[j:].min():.1f}..{bw[j:].max():.1f} GB/s up to {n[-1] / 2**20:g} MiB. {where}"
+                     "the CPU's memcpy into the driver's staging buffers, which can slow once the source no longer fits in "
+                     "the CPU's caches and is read from DRAM (part 3 looks at the pipeline); the data do not say "
+                     "which cache or which limit.")
+    return lines
+
+
+def fits_beside(here: Evidence, here_fits: dict, ref: Evidence, ref_fits: dict) -> list[str]:
+    """The fitted pinned B and t0 measured now beside the reference's (live); in replay, the recorded fits."""
+    from helpers.core import beside
+
+    out = []
+    for d in ("h2d", "d2h"):
+        m, r = here_fits[("pinned", d)], ref_fits[("pinned", d)]
+        out.append(beside.sentence(f"pinned {d}, fitted B", "GB/s", here, beside.Value(m.bandwidth_gbps), ref,
+                                   beside.Value(r.bandwidth_gbps), "link"))
+        out.append(beside.sentence(f"pinned {d}, fitted t0", "µs", here, beside.Value(m.t0_s * 1e6), ref,
+                                   beside.Value(r.t0_s * 1e6), "host"))
+    return out

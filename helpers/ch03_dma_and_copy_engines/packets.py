@@ -60,23 +60,24 @@ def recorded_mps(limits: dict | None) -> int | None:
     return gpu.get("mps")
 
 
-def efficiency_verdict(limits: dict | None, bidir: dict) -> str:
-    """The recorded one-direction bandwidths set against the TLP ceiling of the recorded MPS."""
+def efficiency_verdict(limits: dict | None, bidir: dict, verb: str = "recorded") -> str:
+    """The one-direction bandwidths set against the TLP ceiling of the GPU's MPS; `verb` is the
+    bandwidths' Evidence's (evidence.VERBS: 'measured now' live, 'recorded' in replay)."""
     mps = recorded_mps(limits)
     if not mps:
         return "no recorded MPS: the packet-efficiency ceiling cannot be set against the measurement."
     raw, ceiling = symbol_gbps(), ceiling_gbps(mps)
     d2h, h2d = bidir["d2h"]["median_gbps"], bidir["h2d"]["median_gbps"]
-    lines = [f"posted writes of {mps} B (the recorded MPS) cost {mps + WRITE_OVERHEAD_B} B of link each: the TLP "
+    lines = [f"posted writes of {mps} B (the GPU's MPS) cost {mps + WRITE_OVERHEAD_B} B of link each: the TLP "
              f"ceiling is {ceiling:.1f} GB/s, {ceiling / raw:.1%} of the {raw:.1f} GB/s left after 128b/130b encoding.",
-             f"the recorded device→host copy moved {d2h:.1f} GB/s, {d2h / ceiling:.1%} of that ceiling; the other "
+             f"the device→host copy ({verb}) moved {d2h:.1f} GB/s, {d2h / ceiling:.1%} of that ceiling; the other "
              f"{1 - d2h / ceiling:.1%} is what the model leaves out (DLLPs, SKP ordered sets, gaps between requests)."]
     small = ceiling_gbps(64, COMPLETION_OVERHEAD_B)
     if h2d > small:
         lines.append(f"host→device data arrives in completions (20 B of overhead each). Completions of 64 B would cap "
-                     f"it at {small:.1f} GB/s, below the recorded {h2d:.1f} GB/s, so this root complex returned larger "
+                     f"it at {small:.1f} GB/s, below the {h2d:.1f} GB/s {verb}, so this root complex returned larger "
                      "completions: an inference from the model, not a measurement of completion sizes.")
     else:
         lines.append(f"host→device moved {h2d:.1f} GB/s, within the {small:.1f} GB/s that 64-byte completions would "
-                     "allow: the recording cannot tell how the root complex split its completions.")
+                     "allow: these data cannot tell how the root complex split its completions.")
     return "\n".join(lines)

@@ -155,8 +155,11 @@ ZC_OPTIONS = {
 REASON_OF = {"gather_sparse": "a", "gather_dense": "a", "stream": "a", "stream_x8": "c"}
 
 
-def zero_copy_why(answer, zc: Evidence) -> bool | None:
-    """Exercise 4.5: why zero-copy wins most for the pattern where the data say it does."""
+def zero_copy_why(answer, zc: Evidence, l2: Evidence | None = None) -> bool | None:
+    """Exercise 4.5: why zero-copy wins most for the pattern where the data say it does. Option c's
+    feedback states what zero_copy.l2_reread measured about the L2 (or that it is not yet recorded)."""
+    from helpers.ch04_pinned_memory import l2_reread
+
     data = zc.require()
     best = max(zero_copy.speedups(data), key=lambda r: r["speedup"])
     correct = REASON_OF[best["pattern"]]
@@ -164,11 +167,25 @@ def zero_copy_why(answer, zc: Evidence) -> bool | None:
         "a": f"the largest speed-up in the data ({best['speedup']:.1f}x) is for {best['pattern']}: reading in "
              "place moves only what the kernel touches, while copying first moves every byte.",
         "b": "no: a PCIe Gen5 x16 link moves at most about 64 GB/s each way; an H100's HBM over 2 TB/s.",
-        "c": "only a buffer smaller than L2 (50 MB on an H100) can be re-read from it, and only within one "
-             "kernel; a large buffer re-read crosses the link every pass, which is why stream_x8 favours copying.",
+        "c": _l2_feedback(l2_reread, l2),
         "d": "a zero-copy kernel's loads are the SMs' own PCIe reads; no copy engine is involved.",
     }
+    if correct == "c":  # the re-reading pattern won most: only an L2 that served its re-reads explains that
+        expl["c"] = (f"yes: the largest speed-up ({best['speedup']:.1f}x) re-reads its data, so its re-reads were "
+                     "served on the GPU, not by the link. " + expl["c"])
     return checks.choice("4.5 why zero-copy wins where it wins", answer, ZC_OPTIONS, correct, expl)
+
+
+def _l2_feedback(l2_reread, l2: Evidence | None) -> str:
+    """Option c's feedback, from the L2 measurement: mapped lines are cached in L2, but not 'for the whole
+    run, however often': only what fits, and (where measured) only within one kernel."""
+    if l2 is None or l2.data is None:
+        return ("the L2 can hold lines of mapped memory, but only as much as fits in it (50 MB on an H100) and "
+                "only until they are evicted; whether re-reads were served from it is not yet recorded "
+                "(zero_copy.l2_reread). Either way it does not explain a win that reads each byte once or not at all.")
+    text = "; ".join(l2_reread.lines(l2)[1:])
+    return ("the L2 does hold mapped lines, but not for the whole run and not however often: " + text
+            + ". The largest win reads each byte at most once, so the L2 is not why it wins.")
 
 
 RADAR_OPTIONS = {

@@ -168,13 +168,14 @@ def verdict(ev: Evidence) -> str:
 
 
 def numa_lines(ev: Evidence) -> list[str]:
-    """What the recording says about NUMA and the IOMMU on the reference machine."""
+    """What the data (live, or the recording) say about NUMA and the IOMMU of the machine that produced them."""
     if ev.data is None:
         return ["NUMA and IOMMU facts: recording pending (pinning.host_mappings)."]
     m = ev.data["machine"]
+    head = f"NUMA and IOMMU, {ev.said}:"
     nodes = m.get("numa_nodes_online")
     one = nodes in ("0", None)
-    return [f"NUMA nodes online: {nodes or 'unknown'}" + (" — one node: every pinned buffer is local, nothing to "
+    return [head, f"NUMA nodes online: {nodes or 'unknown'}" + (" — one node: every pinned buffer is local, nothing to "
                                                           "measure here" if one else ""),
             f"GPU's NUMA node (sysfs numa_node): {m.get('gpu_numa_node')} (-1 means the firmware gave none); "
             f"its local CPUs: {m.get('gpu_local_cpulist') or 'unknown'}",

@@ -749,11 +749,14 @@ def helper_vs_driver(driver_answers: dict) -> list[str]:
     return lines
 
 
+REGISTERED_SAME = 0.10  # registered vs cudaHostAlloc copy bandwidth: "as fast" within ±10 %
+
+
 def register_verdict(data: dict) -> str:
     """Source question 002's question — can an existing mmapped region be treated as pinned? — from the cases."""
     n = data["nbytes"]
     alloc_bw, page_bw = n / data["hostalloc_h2d_s"], n / data["pageable_h2d_s"]
-    lines = []
+    lines, ratios = [], []
     for c in data["cases"]:
         name = c["kind"] + (" (read-only mapping, flags=" + c["flags"] + ")" if c["read_only"] else "")
         if c["outcome"] != "ok":
@@ -762,6 +765,15 @@ def register_verdict(data: dict) -> str:
         bw = n / c["h2d_s"]
         lines.append(f"{name}: yes — copies at {bw / 1e9:.1f} GB/s = {bw / alloc_bw:.2f}x cudaHostAlloc memory, "
                      f"{bw / page_bw:.2f}x the same memory unregistered")
+        ratios.append(bw / alloc_bw)
+    if ratios:
+        lo, hi = min(ratios), max(ratios)
+        same = 1 - REGISTERED_SAME <= lo and hi <= 1 + REGISTERED_SAME
+        lines.append(f"registered memory copies at {lo:.2f}x..{hi:.2f}x the speed of cudaHostAlloc memory: "
+                     + (f"as fast, within ±{REGISTERED_SAME:.0%}" if same else
+                        f"not within ±{REGISTERED_SAME:.0%} of it in every case (each is the median of a few copies "
+                        "timed one case after another, so a change in the link's or the host's load between cases "
+                        "shows up here too)"))
     return "\n".join(lines)
 
 

@@ -440,7 +440,7 @@ def verdict(data: dict) -> str:
               ("gather_dense", "dense scattered access", "supported: reading in place still wins",
                "refuted: many small PCIe reads cost more than one bulk copy"),
               ("stream_x8", "data re-read by the kernel", "supported even with reuse",
-               "refuted: every pass crosses PCIe again"))
+               "refuted: re-reading favours the copy in GPU memory"))
     parts = [f"{what}: {_judge(median_speedup(data, p), tie, yes, no)}"
              for p, what, yes, no in claims if p in summ]
     return "\n".join(lines + ["verdict on source question 001's direct-mapping hypothesis:"] + [f"  - {x}" for x in parts])
@@ -470,3 +470,25 @@ def table_rows(data: dict) -> list[tuple]:
     return [(r["framework"], r["pattern"], f"{r['nbytes'] / 2**20:g} MiB", f"{r['zero_copy_s'] * 1e3:.3f}",
              f"{r['copy_then_compute_s'] * 1e3:.3f}", f"{r['speedup']:.2f}x", r["verdict"])
             for r in speedups(data)]
+
+
+def key_points(ev: Evidence, l2: Evidence | None = None) -> str:
+    """The chapter's key point on zero-copy, computed from the data shown (this Evidence and, when there
+    is one, zero_copy.l2_reread's): which patterns zero-copy won, lost or tied, and what re-reading did."""
+    from helpers.ch04_pinned_memory import l2_reread
+
+    summ = pattern_summary(ev.require())
+    by = {w: [p for p in PATTERNS if p in summ and _says(summ[p]).startswith(f"zero-copy {w}")]
+          for w in ("wins", "loses")}
+    mixed = [p for p in PATTERNS if p in summ and p not in by["wins"] + by["loses"]]
+    line = (f"Zero-copy against copying first ({ev.said}): wins in every case for "
+            f"{', '.join(by['wins']) or 'no pattern'}; loses in every case for {', '.join(by['loses']) or 'no pattern'}"
+            + (f"; mixed or tied for {', '.join(mixed)}" if mixed else "") + ".")
+    served = l2_reread.served_in_l2(l2.data if l2 is not None else None)
+    if served is None:
+        return line + " (Whether re-reads of mapped memory are served from the GPU's L2 is not yet recorded.)"
+    crossed = l2_reread.crossed_above_l2(l2.data)
+    return line + (" Re-reads within one kernel were served from the GPU's L2 for a working set that fits in it"
+                   if served else " Re-reads crossed the link again even for a working set that fits in L2") + (
+        "; a working set larger than L2 crossed the link on every pass." if crossed else
+        "." if crossed is None else "; above the L2 size, not every pass crossed the link either.")

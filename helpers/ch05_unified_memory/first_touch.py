@@ -103,5 +103,23 @@ def summary(ev: Evidence) -> str:
     n = max(r["nbytes"] for r in ev.data["runs"])
     ratios = [r["fault"]["first_read_ms"] / (r["prefetch"]["prefetch_ms"] + r["prefetch"]["first_read_ms"])
               for r in ev.data["runs"] if r["nbytes"] == n]
-    return (f"{fmt_bytes(n)}: reading by page faults took {float(np.median(ratios)):.1f}x as long as prefetching "
-            f"and then reading (median of {len(ratios)} runs).")
+    return (f"{fmt_bytes(n)}, {ev.said}: the first read by page faults took {float(np.median(ratios)):.2f}x as long "
+            f"as prefetching and then reading (median of {len(ratios)} runs).")
+
+
+def fault_over_prefetch(mig: dict, nbytes: int = 1 << 30) -> float:
+    """um.migration's ratio at `nbytes`: the time faults added to the first read over the prefetch alone
+    (the prediction's ratio; one run per mode and size)."""
+    gib = {r["mode"]: managed.rates(r) for r in mig["runs"] if r["nbytes"] == nbytes}
+    return gib["prefetch"]["to_gpu_gbps"] / gib["fault"]["to_gpu_gbps"]
+
+
+def ratio_note(fvp: Evidence, mig: Evidence, nbytes: int = 1 << 30) -> str:
+    """Why the two fault/prefetch ratios on the page differ: different experiments, different denominators."""
+    r = fault_over_prefetch(mig.require(), nbytes)
+    text = (f"um.migration ({mig.said}), {fmt_bytes(nbytes)}, one run per mode: the migration time faults added to "
+            f"the first read was {r:.2f}x the prefetch alone (the ratio compared with your prediction).")
+    if fvp.data is not None:
+        text += (" The line above is a different ratio from a different experiment: the whole first read by faults "
+                 "over prefetch plus first read, a median of several runs; the two need not agree.")
+    return text
