@@ -536,3 +536,14 @@ def enqueue_lines(here: Evidence, ref: Evidence, nbytes: int = 4) -> list[str]:
                             theirs["enqueue"], "host"),
             beside.sentence(f"{nbytes}-byte h2d copy, device time", "µs", here, mine["device"], ref,
                             theirs["device"], "device")]
+
+
+def cpu_cost_beside(here: Evidence, ref: Evidence) -> list[str]:
+    """Pageable copies' bandwidth and CPU share measured now beside the reference's (replay: the recorded values);
+    both are host work, so a difference is named with the host's likely causes."""
+    out = []
+    for key in ("pageable/h2d", "pageable/d2h"):
+        m, r = here.require()["results"][key], ref.require()["results"][key]
+        out.append(beside.sentence(f"{key} of {here.require()['nbytes'] >> 20} MiB", "GB/s", here,
+                                   beside.Value(m["gbps"]), ref, beside.Value(r["gbps"]), "host"))
+    return out

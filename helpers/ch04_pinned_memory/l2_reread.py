@@ -30,24 +30,33 @@ CROSSED = 6.0  # 8 passes taking >= 6x one pass: (nearly) every pass crossed the
 SERVED = 4.0  # below 4x: at least half the re-reads were served on the GPU
 
 
-def _time(launch, reps: int, stream) -> float:
-    """Median seconds of `launch()` on `stream`, timed with CUDA events, after one warm-up."""
+def _time(launch, reps: int, stream, out, want: float, what: str) -> float:
+    """Median seconds of `launch()` on `stream`, timed with CUDA events, after one warm-up; `out` is
+    zeroed before each run and must hold `want` after it (zero_copy.WrongResultError otherwise)."""
     from numba import cuda
+
+    from helpers.ch04_pinned_memory.zero_copy import WrongResultError
 
     times = []
     for i in range(reps + 1):
+        out.copy_to_device(np.zeros(1, dtype=np.float64), stream=stream)
         start, end = cuda.event(), cuda.event()
         start.record(stream)
         launch()
         end.record(stream)
         end.synchronize()
+        got = float(out.copy_to_host(stream=stream)[0])
+        stream.synchronize()
+        if got != want:
+            raise WrongResultError(f"{what}: got {got}, expected {want}")
         if i:
             times.append(start.elapsed_time(end) / 1e3)
     return float(np.median(times))
 
 
 def measure(nbytes: int, reps: int) -> dict:
-    """Seconds of each way (WAYS) over mapped host memory and over device memory, `nbytes` of float32."""
+    """Seconds of each way (WAYS) over mapped host memory and over device memory, `nbytes` of float32,
+    every sum checked against the exact value the data determine."""
     from numba import cuda
 
     from helpers.ch04_pinned_memory import zero_copy
@@ -56,6 +65,7 @@ def measure(nbytes: int, reps: int) -> dict:
     zero_copy._device_room(nbytes)
     sum_passes, _ = zero_copy.numba_kernels()
     blocks, threads = zero_copy._numba_grid()
+    one = zero_copy.expected(n, "stream", None)
     stream = cuda.stream()
     mapped = cuda.mapped_array(n, dtype=np.float32)
     row = {"nbytes": nbytes}
@@ -66,9 +76,10 @@ def measure(nbytes: int, reps: int) -> dict:
         for where, x in (("zero_copy", mapped), ("device", dev)):
             def k(passes, x=x):
                 sum_passes[blocks, threads, stream](x, passes, out)
-            row[f"{where}_one_kernel_1_pass_s"] = _time(lambda k=k: k(1), reps, stream)
-            row[f"{where}_one_kernel_8_passes_s"] = _time(lambda k=k: k(8), reps, stream)
-            row[f"{where}_eight_kernels_1_pass_s"] = _time(lambda k=k: [k(1) for _ in range(8)], reps, stream)
+            for way, launch, times in (("one_kernel_1_pass", lambda k=k: k(1), 1),
+                                       ("one_kernel_8_passes", lambda k=k: k(8), 8),
+                                       ("eight_kernels_1_pass", lambda k=k: [k(1) for _ in range(8)], 8)):
+                row[f"{where}_{way}_s"] = _time(launch, reps, stream, out, times * one, f"{where} {way}")
     finally:
         stream.synchronize()
         mapped = dev = None

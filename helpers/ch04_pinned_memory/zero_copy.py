@@ -486,7 +486,8 @@ def key_points(ev: Evidence, l2: Evidence | None = None) -> str:
             + (f"; mixed or tied for {', '.join(mixed)}" if mixed else "") + ".")
     served = l2_reread.served_in_l2(l2.data if l2 is not None else None)
     if served is None:
-        return line + " (Whether re-reads of mapped memory are served from the GPU's L2 is not yet recorded.)"
+        return line + (" (Whether re-reads of mapped memory are served from the GPU's L2: the L2 measurement, "
+                       "zero_copy.l2_reread, has no data here yet.)")
     crossed = l2_reread.crossed_above_l2(l2.data)
     return line + (" Re-reads within one kernel were served from the GPU's L2 for a working set that fits in it"
                    if served else " Re-reads crossed the link again even for a working set that fits in L2") + (

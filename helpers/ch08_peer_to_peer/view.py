@@ -124,19 +124,20 @@ def link_kind(topo: dict | None) -> str | None:
         return None
 
 
-def source_verdict(d: dict, link: str | None) -> str:
+def source_verdict(d: dict, link: str | None, verb: str = "recorded") -> str:
     """Source question 002 saw its "peer to peer" copy about twice as fast as the copy through the
-    host, over PCIe. Say what this recording measured and what it can and cannot judge: data from
+    host, over PCIe. Say what these data (`verb`: their Evidence's, 'measured now' or 'recorded') show and what
+    they can and cannot judge: data from
     one kind of link never judges a claim about another."""
     r = peer_vs_staged(d)
     n = d["sizes"]["large"]
     peer = float(np.mean([x for row in gbps_matrix(d, "peer") for x in row if x is not None]))
     legs = float(np.mean([n / t / 1e9 for t in d["host"]["d2h"]["large"] + d["host"]["h2d"]["large"]]))
-    measured = (f"Measured here: direct peer copies of {n >> 20} MiB are {r:.1f}x faster than staging through "
+    measured = (f"{verb.capitalize()}: direct peer copies of {n >> 20} MiB are {r:.1f}x faster than staging through "
                 f"pinned host memory (the direct path {peer:.0f} GB/s, one host leg {legs:.0f} GB/s, and "
                 "staging needs two legs).")
     if link is None:
-        return measured + " The recording does not say how the GPUs are linked, so it cannot judge a PCIe claim."
+        return measured + " These data do not say how the GPUs are linked, so they cannot judge a PCIe claim."
     if link.startswith("NV"):
         return (measured + f" But the link is {link}: NVLink, which carries no PCIe at all, so this ratio says "
                 "nothing about the source's PCIe claim. Judged on PCIe, a direct copy crosses the bus once and "
