@@ -32,7 +32,7 @@ def seed_verdict(f: LinearFit, claim_bytes: float = SEED_002_OVERHEAD_BYTES) -> 
     head = (f"fit: t0 = {f.t0_s * 1e6:.2f} us, B = {f.bandwidth_gbps:.1f} GB/s, "
             f"n½ = t0·B = {f.n_half / 1e3:.1f} kB ({ratio:.1f}x the claimed 10 kB).")
     if 0.5 <= ratio <= 2:
-        verdict = "verdict: the ~10 kB rule of thumb still holds on this machine."
+        verdict = "verdict: the ~10 kB rule of thumb still holds for these data."
     elif ratio > 2:
         faster = f.bandwidth_Bps / SEED_002_PINNED_BPS
         change = (f"the fixed cost shrank {t0_then / f.t0_s:.1f}x" if f.t0_s < t0_then
@@ -137,3 +137,28 @@ def fits_beside(here: Evidence, here_fits: dict, ref: Evidence, ref_fits: dict) 
         out.append(beside.sentence(f"pinned {d}, fitted t0", "µs", here, beside.Value(m.t0_s * 1e6), ref,
                                    beside.Value(r.t0_s * 1e6), "host"))
     return out
+
+
+def residual_lines(sweep: Evidence, fits: dict) -> list[str]:
+    """How well each memory kind follows t(n) = t0 + n/B, per direction, from the fits of the data shown:
+    which kind's worst relative residual is smaller (the sentence the page would otherwise assert)."""
+    out = []
+    for d in ("h2d", "d2h"):
+        pg, pn = fits[("pageable", d)].max_relative_residual(), fits[("pinned", d)].max_relative_residual()
+        better = ("pinned follows the model more closely" if pn < pg else
+                  "pageable follows the model as closely as pinned or more so")
+        out.append(f"{d} ({sweep.verb}): worst residual pinned {pn:.0%}, pageable {pg:.0%}: {better}.")
+    return out
+
+
+def n_half_key_point(sweep: Evidence, fits: dict, claim_bytes: float = SEED_002_OVERHEAD_BYTES) -> str:
+    """The key point on n½, from the fits of the data shown: pinned n½ each way beside the source's 10 KB."""
+    parts = []
+    for d in ("h2d", "d2h"):
+        f = fits[("pinned", d)]
+        parts.append(f"{d} {f.n_half / 1e3:.0f} kB (t0 {f.t0_s * 1e6:.1f} µs, B {f.bandwidth_gbps:.1f} GB/s)")
+    ratio = min(fits[("pinned", d)].n_half for d in ("h2d", "d2h")) / claim_bytes
+    how = (f"at least {int(ratio)}x source question 002's {claim_bytes / 1e3:.0f} KB" if ratio >= 2 else
+           f"within a factor of 2 of source question 002's {claim_bytes / 1e3:.0f} KB" if ratio > 0.5 else
+           f"below source question 002's {claim_bytes / 1e3:.0f} KB")
+    return f"Pinned n½ ({sweep.said}): {'; '.join(parts)}: {how}."

@@ -103,7 +103,7 @@ def summary(ev: Evidence) -> str:
     n = max(r["nbytes"] for r in ev.data["runs"])
     ratios = [r["fault"]["first_read_ms"] / (r["prefetch"]["prefetch_ms"] + r["prefetch"]["first_read_ms"])
               for r in ev.data["runs"] if r["nbytes"] == n]
-    return (f"{fmt_bytes(n)}, {ev.said}: the first read by page faults took {float(np.median(ratios)):.2f}x as long "
+    return (f"{fmt_bytes(n)}, {ev.said}: the first read by page faults took {float(np.median(ratios)):.1f}x as long "
             f"as prefetching and then reading (median of {len(ratios)} runs).")
 
 

@@ -34,7 +34,6 @@ from helpers.core import experiments, gpu, shown
 from helpers.core.errors import InputError, InputTypeError, ReferenceDataError, SkipExperiment
 from helpers.core.mode import Mode
 
-
 # How a sentence names where a value came from, by mode: prose takes its verb from the Evidence,
 # never from the author's sentence (a live value is never "recorded", a model's never "measured").
 VERBS = {Mode.LIVE: "measured now", Mode.REPLAY: "recorded", Mode.SIMULATED: "the model gives"}

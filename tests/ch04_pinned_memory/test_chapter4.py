@@ -99,7 +99,8 @@ def test_host_mapping_verdict_tells_the_kinds_apart():
     assert "shared anonymous" in text[0] and "/dev/nvidiactl" in text[1] and "mixed map" in text[1]
     assert "de (VM_DONTEXPAND), dd (VM_DONTDUMP), mm" in host_mappings.rows(data)[1][3]
     numa = host_mappings.numa_lines(ev)
-    assert "0-1" in numa[0] and "one node" not in numa[0] and "group: 12" in numa[2]
+    assert numa[0] == "NUMA and IOMMU, recorded on x:"  # the data named by their mode
+    assert "0-1" in numa[1] and "one node" not in numa[1] and "group: 12" in numa[3]
     pending = Evidence("pinning.host_mappings", None, Mode.REPLAY, "x", "t", missing="absent")
     assert "recording pending" in host_mappings.verdict(pending)
 

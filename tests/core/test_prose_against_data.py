@@ -23,6 +23,7 @@ from helpers.ch08_peer_to_peer import view as p2p_view
 from helpers.core import evidence, reference
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
+from helpers.models import copy_cost
 
 RECORDINGS = [reference.load(n) for n in reference.list_names()]
 
@@ -112,6 +113,17 @@ def test_ch0_ch3_pageable_sentences_follow_the_data(name, data, ref, case):
         bw = first_copy.bandwidths(ev, 64 << 20)[1]
         then = first_copy.SEED_2009["pinned"] / first_copy.SEED_2009["pageable"]
         assert ("still pays" in claim) == (bw[("pinned", "h2d")] / bw[("pageable", "h2d")] > then), claim
+        fits = copy_cost.fit_all(d)
+        for d_, line in zip(("h2d", "d2h"), cost_view.residual_lines(ev, fits), strict=True):
+            closer = fits[("pinned", d_)].max_relative_residual() < fits[("pageable", d_)].max_relative_residual()
+            assert ("pinned follows the model more closely" in line) == closer, line
+        key = cost_view.n_half_key_point(ev, fits)
+        least = min(fits[("pinned", x)].n_half for x in ("h2d", "d2h")) / cost_view.SEED_002_OVERHEAD_BYTES
+        if least >= 2:
+            assert f"at least {int(least)}x" in key and int(least) <= least, key
+        _worded(key, ev)
+        for line in cost_view.fits_beside(ev, fits, theirs, copy_cost.fit_all(theirs.data)):
+            _worded(line, ev)
     lines = first_copy.beside_lines(live, theirs, 64 << 20)
     for line in lines:
         _worded(line, live)
