@@ -807,3 +807,14 @@ def memlock_verdict(data: dict) -> str:
     if mlock_enforced:
         return f"honoured: mlock and the CUDA calls all refused {over}"
     return f"undecided: mlock itself was allowed to lock {over}, so the limit did not bite"
+
+
+def cost_beside(here: Evidence, ref: Evidence, nbytes: int = 1 << 30) -> list[str]:
+    """Pinning 1 GiB (cudaHostRegister, cudaHostAlloc) measured now beside the reference's; pinning is CPU work
+    in the kernel, so a difference is named with the host's likely causes (replay: the recorded values)."""
+    from helpers.core import beside
+
+    mine, theirs = row_at(here.require(), nbytes), row_at(ref.require(), nbytes)
+    return [beside.sentence(f"{call} of {fmt_bytes(nbytes)}", "ms", here, beside.Value(mine[key] * 1e3), ref,
+                            beside.Value(theirs[key] * 1e3), "driver")
+            for key, call in (("register", "cudaHostRegister"), ("alloc", "cudaHostAlloc"))]

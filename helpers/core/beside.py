@@ -31,6 +31,9 @@ CAUSES = {
              "enqueue or launch is CPU time in the CUDA library, so both follow the host CPU, its memory "
              "bandwidth, its caches, what else it runs, and in a virtual machine the guest's vCPUs and the host "
              "under them"),
+    "driver": ("kernel-driver work on the host CPU (pinning pages, servicing GPU page faults, updating page "
+               "tables): the host CPU and its load, the kernel and driver versions, and in a virtual machine the "
+               "guest's vCPUs and the hypervisor's handling of its page tables"),
     "link": ("the path to host memory: PCIe generation and width, the root complex and host memory, the IOMMU, "
              "and whether something else shares the link"),
     "device": ("the GPU itself: its clocks (power and thermal state, application clocks), its model and memory, "

@@ -284,3 +284,25 @@ def test_every_recording_is_covered():
     assert RECORDINGS
     for r in RECORDINGS:
         assert tested & set(r.doc["experiments"]), r.path.name
+
+
+@pytest.mark.parametrize("slower", [1.0, 1.8])
+@pytest.mark.parametrize("name,data,ref", _recorded("pinning.cost_vs_size"))
+def test_ch4_pin_cost_beside_names_the_driver(name, data, ref, slower):
+    d = copy.deepcopy(data)
+    for r in d["rows"]:
+        r["register"] *= slower
+    live, replay, theirs = _evs("pinning.cost_vs_size", d, ref)
+    reg, alloc = pinning.cost_beside(live, theirs)
+    assert ("different" in reg) == (slower > 1) and "agrees" in alloc
+    if slower > 1:
+        assert "kernel-driver work on the host CPU" in reg
+    for line in (reg, alloc):
+        _worded(line, live)
+
+
+@pytest.mark.parametrize("name,data,ref", _recorded("um.migration"))
+def test_ch5_ratio_beside(name, data, ref):
+    live, replay, theirs = _evs("um.migration", data, ref)
+    assert "agrees" in first_touch.ratio_beside(live, theirs)
+    assert first_touch.ratio_beside(replay, theirs).endswith(f"recorded on {ref.label}.")
