@@ -137,7 +137,7 @@ def verdict(data: dict) -> str:
                      f"{r['h2d_gbps']:.2f}x the rate of ordinary pinned memory.")
     else:
         lines.append("verdict: not observed here — CPU reads of the buffer allocated write-combined ran at "
-                     f"{r['cpu_read_gbps']:.2f}x the speed of ordinary pinned memory, so on this machine that "
+                     f"{r['cpu_read_gbps']:.2f}x the speed of ordinary pinned memory, so on the machine of these data that "
                      "buffer did not behave as uncached memory. These numbers do not say why.")
         h = data.get("hints") or {}
         if h:
