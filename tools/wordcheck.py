@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 _RECORDED = re.compile(r"\brecorded\b|\breference machine\b", re.I)
-_NAMED = re.compile(r"REPLAY|recorded on |reference \(|recorded=True", re.I)
+_NAMED = re.compile(r"REPLAY|recorded on |reference (machine )?\(|recorded=True", re.I)
 _LIVE_LINE = re.compile(r"\bLIVE\b|measured now", re.I)
 _MEASURED = re.compile(r"\bmeasured\b", re.I)
 

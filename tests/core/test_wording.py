@@ -95,6 +95,7 @@ def test_facts_line_names_what_differs_and_admits_what_neither_holds():
     ("recorded one-direction bandwidth (NVIDIA H100): h2d 51.4 GB/s", False, False),
     ("256 MiB regions (REPLAY: recorded on H100)", True, False),
     ("What the reference machine reports:", True, True),
+    ("<Diagram: The reference machine (NVIDIA H100 80GB HBM3)>", True, False),  # names the machine it means
 ])
 def test_wordcheck_flags_wording_against_the_mode(line, live, bad):
     assert bool(_wordcheck().problems(line, live)) is bad
