@@ -111,3 +111,18 @@ def summary(ev: Evidence) -> str:
         parts.append(f"{fmt_bytes(r['nbytes'])}: summing in place {r['zero_copy_ms']:.2f} ms, copying first then "
                      f"summing {r['copy_then_sum_ms']:.2f} ms: zero-copy is {how}")
     return f"{ev.said}, data read once:\n" + "\n".join(parts)
+
+
+def beside_lines(here: Evidence, ref: Evidence) -> list[str]:
+    """Each size's zero-copy speed-up measured now beside the reference's (replay: the recorded values). A
+    zero-copy read is the SMs' PCIe reads against a DMA copy: a difference points at the link and the host."""
+    from helpers.core import beside
+
+    if here.data is None or ref.data is None:
+        return []
+    theirs = {r["nbytes"]: r for r in ref.data["runs"]}
+    return [beside.sentence(f"zero-copy speed-up, {fmt_bytes(r['nbytes'])}", "x", here,
+                            beside.Value(r["copy_then_sum_ms"] / r["zero_copy_ms"]), ref,
+                            beside.Value(theirs[r["nbytes"]]["copy_then_sum_ms"] / theirs[r["nbytes"]]["zero_copy_ms"]),
+                            "link")
+            for r in here.data["runs"] if r["nbytes"] in theirs]

@@ -306,3 +306,16 @@ def test_ch5_ratio_beside(name, data, ref):
     live, replay, theirs = _evs("um.migration", data, ref)
     assert "agrees" in first_touch.ratio_beside(live, theirs)
     assert first_touch.ratio_beside(replay, theirs).endswith(f"recorded on {ref.label}.")
+
+
+@pytest.mark.parametrize("name,data,ref", _recorded("zero_copy.numba_mapped"))
+def test_ch4_zero_copy_speedup_beside(name, data, ref):
+    d = copy.deepcopy(data)
+    d["runs"][0]["zero_copy_ms"] *= 2  # the first size's zero-copy twice as slow here
+    live, replay, theirs = _evs("zero_copy.numba_mapped", d, ref)
+    first, *rest = mapped_kernel.beside_lines(live, theirs)
+    assert "different" in first and all("agrees" in x for x in rest)
+    for line in (first, *rest):
+        _worded(line, live)
+    missing = Evidence("zero_copy.numba_mapped", None, Mode.REPLAY, "x", "x", missing="absent")
+    assert mapped_kernel.beside_lines(live, missing) == []
