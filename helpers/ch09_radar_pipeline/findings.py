@@ -237,11 +237,3 @@ def key_points(measured: Sequence[Evidence], breaking: Evidence | None = None) -
                    + ". Repeat runs, put an interval on the tail, and compare designs where they separate.")
     return pts
 
-
-def this_host() -> str:
-    """This machine's host facts, as the recorder writes them into a recording (CPU model, kernel)."""
-    import platform
-
-    from helpers.core import provenance
-
-    return f"CPU {provenance._cpu_model()}, kernel {platform.release()}"
