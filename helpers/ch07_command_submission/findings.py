@@ -70,6 +70,7 @@ def launch_beside(lo: Evidence, ref: Evidence | None, here_host: str = "") -> li
     out.append(f"• {c['n']:,} empty launches: {c['wall_s'] * 1e3:.0f} ms here ({per_here:.2f} µs each), "
                f"{d['n']:,} in the reference: {d['wall_s'] * 1e3:.0f} ms ({per_ref:.2f} µs each), "
                f"{per_here / per_ref:.2f}x per launch (one reading each)")
+    host_apart |= _apart((per_here,) * 3, (per_ref,) * 3)
     if host_apart:
         facts = host_facts(ref)
         out.append(f"The CPU side differs beyond its spread: enqueuing a launch is {HOST_CAUSE}. Reference host: "

@@ -237,3 +237,43 @@ def key_points(measured: Sequence[Evidence], breaking: Evidence | None = None) -
                    + ". Repeat runs, put an interval on the tail, and compare designs where they separate.")
     return pts
 
+
+
+# -- the capture ring and the timeline -------------------------------------------------------------
+def consumer_text(frames: int, period_s: float, work_s: float, seen: int, lost: int) -> str:
+    """The CPU consumer runs of section 1 in words: what the ring accounted for, and the slow consumer's
+    share against the one its work per frame predicts (this machine's CPU, measured now)."""
+    if seen + lost != frames:
+        account = f"seen + lost = {seen + lost}, not the {frames} frames the card produced: the ring lost count"
+    else:
+        account = f"seen + lost = {frames}, every frame the card produced"
+    ideal = work_s / period_s
+    got = frames / seen if seen else float("inf")
+    line = (f"Measured now on this machine's CPU: the slow consumer saw {seen} of {frames} frames ({account}), one in "
+            f"{got:.1f}; {work_s * 1e3:g} ms of work per {period_s * 1e3:g} ms frame predicts one in {ideal:.1f}, "
+            "plus the ring's head start.")
+    if got > 1.2 * ideal:
+        line += (" It saw fewer: each frame cost it more than its work (taking, touching and releasing the frame, "
+                 "the polling between frames, and a CPU shared with other processes).")
+    return line
+
+
+def timeline_text(ev: Evidence) -> str:
+    """What the radar.timeline runs show about overlap, in the Evidence's words: per design, how many frames
+    arrived while the previous one was still in flight, and how many copies ran under the previous kernels."""
+    out, overlapped = [], 0
+    for run in ev.require()["runs"]:
+        tl = sorted(run["extra"]["timeline"], key=lambda f: f["seq"])
+        pairs = list(zip(tl, tl[1:], strict=False))
+        early = sum(1 for a, b in pairs if b["ready_ms"] < a["seen_ms"])
+        under = sum(1 for a, b in pairs if b["copy_ms"][0] < a["kernels_ms"][1])
+        overlapped += early + under
+        busy = float(np.median([f["seen_ms"] - f["ready_ms"] for f in tl])) if tl else 0.0
+        out.append(f"{run['design']}: {early} of {len(pairs)} frames arrived before the previous one was done, "
+                   f"{under} copies ran while the previous frame's kernels did; a frame took {busy:.2f} ms (median) "
+                   f"of its {run['period_s'] * 1e3:g} ms period")
+    text = f"In the runs {said(ev)}: " + "; ".join(out) + "."
+    if not overlapped:
+        text += (" No frame came while another was in flight, so there was nothing to overlap: at this rate both "
+                 "designs finish each frame before the next arrives.")
+    return text

@@ -206,3 +206,43 @@ def test_the_page_states_no_deadline_result_as_fixed_text():
     for claim in ("meets every deadline", "met every deadline", "has room to spare", "by a tenth of a millisecond",
                   "today's H100 meets"):
         assert claim not in text, claim
+
+
+@pytest.mark.parametrize("path", WITH_RADAR, ids=lambda p: p.stem)
+def test_the_timeline_sentence_counts_overlap_from_the_events(path):
+    doc = _doc(path)
+    ev = _evidence(doc, "radar.timeline", Mode.REPLAY)
+    text = findings.timeline_text(ev)
+    runs = ev.data["runs"]
+
+    def pairs(run):
+        tl = sorted(run["extra"]["timeline"], key=lambda f: f["seq"])
+        return list(zip(tl, tl[1:], strict=False))
+
+    def overlaps(run):
+        return sum(b["copy_ms"][0] < a["kernels_ms"][1] for a, b in pairs(run))
+
+    def early(run):
+        return sum(b["ready_ms"] < a["seen_ms"] for a, b in pairs(run))
+    for run in runs:
+        assert f"{overlaps(run)} copies ran while the previous frame's kernels did" in text
+        assert f"{run['design']}: {early(run)} of {len(pairs(run))} frames arrived" in text
+    assert ("nothing to overlap" in text) == (not any(overlaps(r) + early(r) for r in runs))
+
+    def squeeze(data):  # frames every 0.2 ms: each copy starts under the previous frame's kernels
+        for run in data["runs"]:
+            for k, f in enumerate(sorted(run["extra"]["timeline"], key=lambda f: f["seq"])):
+                f["ready_ms"] = f["copy_ms"][0] = 0.2 * k
+                f["copy_ms"][1], f["kernels_ms"] = 0.2 * k + 0.3, [0.2 * k + 0.3, 0.2 * k + 0.9]
+                f["seen_ms"] = 0.2 * k + 1.0
+    data = copy.deepcopy(ev.data)
+    squeeze(data)
+    busy = findings.timeline_text(_evidence(doc, "radar.timeline", Mode.LIVE, data, source="GPU here"))
+    assert "nothing to overlap" not in busy and "measured now on GPU here" in busy and "recorded" not in busy
+
+
+def test_the_consumer_sentence_checks_the_rings_account():
+    assert "one in 3.8" in findings.consumer_text(80, 2e-3, 5e-3, 21, 59)
+    assert "It saw fewer" in findings.consumer_text(80, 2e-3, 5e-3, 21, 59)
+    assert "It saw fewer" not in findings.consumer_text(80, 2e-3, 5e-3, 33, 47)
+    assert "lost count" in findings.consumer_text(80, 2e-3, 5e-3, 33, 40)
