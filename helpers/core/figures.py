@@ -28,7 +28,7 @@ import uuid
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from helpers.core.errors import CourseError, InputError
+from helpers.core.errors import InputError
 from helpers.core.mode import Mode
 
 _BADGE = {
@@ -89,7 +89,7 @@ def wrap_at_dots(line: str, width: int = PROVENANCE_WIDTH) -> list[str]:
     return out
 
 
-class FigureTooLargeError(CourseError, ValueError):
+class FigureTooLargeError(InputError):
     """A figure whose display would embed more than MAX_EMBED_BYTES in a notebook: decimate its data
     honestly (`block_max`, fewer points) before drawing it."""
 
