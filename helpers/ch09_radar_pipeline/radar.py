@@ -998,9 +998,14 @@ def rule_text(data: dict) -> str:
         per_point.setdefault(key, set()).add(r["frames"])
     sizes = ", ".join(f"{max(f)} frames a run at {p * 1e3:g} ms" for p, f in sorted(per_point.items(), reverse=True))
     if rule == "pooled":
+        points = _groups(data["sweep"], ("design", "frame_bytes", "period_s")).values()
+        pooled = min((sum(r["frames"] for r in rs) for rs in points if len(rs) > 1), default=0)
+        least = (f", so at least {pooled} frames a point, of which {MISS_LIMIT:.0%} is {pooled * MISS_LIMIT:g}"
+                 if pooled else "")
         return (f"A load point breaks when a frame is dropped or more than {MISS_LIMIT:.0%} of its frames, counted "
-                f"over all its runs, miss the deadline ({sizes}; five runs at a point that is not clear). A single "
-                "run is too short for a 1% rule: at 40 frames one late frame is already 2.5%.")
+                f"over all its runs, miss the deadline ({sizes}; {data.get('repeats', REPEATS)} runs at a point that "
+                f"is not clear{least}). A single run is too short for a 1% rule: at 40 frames one late frame is "
+                "already 2.5%.")
     return (f"This result was climbed with the earlier per-run rule: a load point breaks when any one of its runs "
             f"drops a frame or has more than {MISS_LIMIT:.0%} of its frames late ({sizes}). 1% of a run of 40 or 75 "
             "frames is less than one frame, so there a single late frame breaks the point; the recorder now counts "

@@ -246,3 +246,28 @@ def test_the_consumer_sentence_checks_the_rings_account():
     assert "It saw fewer" in findings.consumer_text(80, 2e-3, 5e-3, 21, 59)
     assert "It saw fewer" not in findings.consumer_text(80, 2e-3, 5e-3, 33, 47)
     assert "lost count" in findings.consumer_text(80, 2e-3, 5e-3, 33, 40)
+
+
+def test_the_recorder_climbs_past_a_point_with_one_late_frame_in_its_runs(monkeypatch):
+    """One late frame in one of a point's runs (0.5% of its frames) no longer stops the climb; more than 1% does."""
+    from helpers.core import experiments
+
+    calls = {"staged": 0, "pageable": 0}
+
+    def fake(design, n, period, frames, **kw):
+        lat = [int(period * 0.7e6)] * frames  # not clear: every point runs REPEATS times
+        if design in calls and kw.get("sync") is None:
+            calls[design] += 1
+            late = 1 if design == "staged" and calls[design] == 1 else (frames if design == "pageable" else 0)
+            for i in range(late):
+                lat[i] = int(period * 1.2e6)
+        return radar.RunResult(design, n, period, 4, 1, frames, lat, list(range(frames)), 0, 0.1, 1.0,
+                               extra={"sync": kw.get("sync") or "poll-loop"})
+
+    monkeypatch.setattr(radar, "run_pipeline", fake)
+    out = experiments.get("radar.breaking_point").run(False)  # the full ladder: 5 runs of 40 frames at 8 ms
+    assert out["rule"] == "pooled" and radar.miss_rule(out) == "pooled"
+    assert calls["staged"] == len(radar.LADDER) * radar.REPEATS  # climbed on after the late frame
+    assert calls["pageable"] == radar.REPEATS  # broke at the first point
+    bp = radar.breaking_points(out)
+    assert bp["pageable"].startswith("breaks at 4 MiB") and "the top of the sweep" in bp["staged"]
