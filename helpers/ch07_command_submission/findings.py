@@ -125,3 +125,17 @@ def streams_verdict(st: Evidence) -> str:
             f"{ind * 1e3:.2f} ms independent ({ind / h:.2f}x one spin) and {dep * 1e3:.2f} ms when the second "
             f"waited for the first ({dep / h:.2f}x)"
             + (": independent streams overlapped." if ind < 0.75 * dep else ": the independent spins did not overlap."))
+
+
+def graph_beside(gr: Evidence, ref: Evidence | None) -> str | None:
+    """Live: the longest chain's per-kernel times beside the reference recording's (one line); None in replay."""
+    if not (gr.ok and gr.live and ref is not None and ref.ok):
+        return None
+
+    def longest(ev: Evidence) -> dict:
+        return max(launch.graph_summary(ev.data), key=lambda r: r["n"])
+    a, b = longest(gr), longest(ref)
+    return (f"Reference (recorded on {ref.source}), N = {b['n']}: {b['graph_wall_us_per_kernel']:.2f} µs per kernel as "
+            f"one graph against {b['individual_wall_us_per_kernel']:.2f} one by one ({b['speedup_wall']:.1f}x); here, "
+            f"N = {a['n']}: {a['graph_wall_us_per_kernel']:.2f} against {a['individual_wall_us_per_kernel']:.2f} "
+            f"({a['speedup_wall']:.1f}x).")

@@ -277,3 +277,11 @@ def timeline_text(ev: Evidence) -> str:
         text += (" No frame came while another was in flight, so there was nothing to overlap: at this rate both "
                  "designs finish each frame before the next arrives.")
     return text
+
+
+def timeline_lines(ev: Evidence, reference: Evidence | None = None) -> list[str]:
+    """timeline_text of the runs shown and, live, of the reference recording's runs beside them."""
+    out = [timeline_text(ev)]
+    if ev.live and reference is not None and reference.ok:
+        out.append("Reference: " + timeline_text(reference))
+    return out

@@ -158,3 +158,17 @@ def test_the_page_states_no_result_as_fixed_text():
                   "less on the GPU; a loop of tiny"):
         assert claim not in text, claim
     assert not re.search(r"\bmeasured\b[^.]*toy", text)
+
+
+@pytest.mark.parametrize("path", WITH_LAUNCHES, ids=lambda p: p.stem)
+def test_a_live_graph_run_stands_beside_the_reference(path):
+    ref = _ev(path, IDS[2], Mode.REPLAY)
+    assert findings.graph_beside(ref, ref) is None  # replay: nothing to set beside
+
+    def slower(data):
+        for c in data["chains"]:
+            c["graph"]["wall_us"] = [x * 2 for x in c["graph"]["wall_us"]]
+    line = findings.graph_beside(_ev(path, IDS[2], Mode.LIVE, slower, "GPU here"), ref)
+    big = max(launch.graph_summary(ref.data), key=lambda r: r["n"])
+    assert f"({big['speedup_wall']:.1f}x); here" in line and f"({big['speedup_wall'] / 2:.1f}x)." in line
+    assert line.startswith("Reference (recorded on")

@@ -271,3 +271,12 @@ def test_the_recorder_climbs_past_a_point_with_one_late_frame_in_its_runs(monkey
     assert calls["pageable"] == radar.REPEATS  # broke at the first point
     bp = radar.breaking_points(out)
     assert bp["pageable"].startswith("breaks at 4 MiB") and "the top of the sweep" in bp["staged"]
+
+
+@pytest.mark.parametrize("path", WITH_RADAR, ids=lambda p: p.stem)
+def test_a_live_timeline_stands_beside_the_reference(path):
+    doc = _doc(path)
+    ref = _evidence(doc, "radar.timeline", Mode.REPLAY)
+    assert len(findings.timeline_lines(ref, ref)) == 1
+    live = findings.timeline_lines(_evidence(doc, "radar.timeline", Mode.LIVE, source="GPU here"), ref)
+    assert live[0].startswith("In the runs measured now on GPU here") and live[1].startswith("Reference: In the runs recorded")
