@@ -136,9 +136,9 @@ BESIDE_HEADERS = ("design", "frame / period", "median ms [IQR], here", "median m
 CAUSES = {
     "copy": ("the copy: for `pageable` the CPU's staging of every byte (host CPU and memory bandwidth), for the "
              "pinned designs the link and the host's memory behind it"),
-    "kernel": ("the processing (copy end to kernels end): at these sizes it is set less by arithmetic than by the "
-               "CPU issuing the FFTs' launches (the model of section 8 finds it does not grow with the frame), so "
-               "by the host CPU, and then by the GPU's clocks"),
+    "kernel": ("the processing (copy end to kernels end): at these frame sizes it is set as much by the CPU issuing "
+               "the FFTs' launches as by arithmetic (section 8's model parameters say whether it grows with the "
+               "frame), so by the host CPU, and by the GPU's clocks"),
     "host": ("the host's part (the consumer taking the frame, a staging memcpy, polling and noticing the done "
              "event): the host CPU, its scheduling, and in a virtual machine the vCPUs and the host under them"),
 }

@@ -746,8 +746,8 @@ class MachineParams:
         if self.kernel_s_per_byte == 0:
             kern = (f"GPU processing (copy end to kernels end) {k4 * 1e6:.0f} µs per frame, the same for 4 MiB and "
                     "16 MiB frames: the recorded times do not grow with the frame at these sizes, so something other "
-                    "than arithmetic sets them (most likely the CPU issuing the FFTs' launches; the timeline of "
-                    "section 7 shows it) and the model uses one constant")
+                    "than arithmetic sets them (most likely the CPU issuing the FFTs' launches) and the model uses "
+                    "one constant")
         else:
             kern = (f"GPU processing {k4 * 1e6:.0f} µs for a 4 MiB frame and {k16 * 1e6:.0f} µs for 16 MiB "
                     f"({self.kernel_t0_s * 1e6:.0f} µs + {self.kernel_s_per_byte * 1e12:.1f} µs per MB)")
