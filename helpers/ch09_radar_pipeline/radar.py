@@ -943,8 +943,8 @@ RT_REPEATS = 3  # per real-time configuration (was 5): each run pools 75 frames 
 SWEEP_BUDGET_S, QUICK_BUDGET_S = 110.0, 14.0
 MISS_LIMIT = 0.01  # a load point "breaks" when more than 1% of its frames miss, or any frame is dropped
 # How the 1% is counted. A run is about 0.3 s: 40 frames at 8 ms, where one late frame is already 2.5%,
-# so a rule applied per run cannot tell 1% from "any late frame". "pooled" (the recorder's rule since
-# 2026-11-28) counts late frames over all the runs of a point (5 x 40 = 200 frames at 8 ms: 1% is 2 of
+# so a rule applied per run cannot tell 1% from "any late frame". "pooled" (the recorder's rule from
+# issue 38 on) counts late frames over all the runs of a point (5 x 40 = 200 frames at 8 ms: 1% is 2 of
 # them); "per-run", the rule of recordings made before, breaks a point when any one of its runs breaks.
 MISS_RULES = ("pooled", "per-run")
 MISS_RULE = "pooled"
