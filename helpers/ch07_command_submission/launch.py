@@ -467,7 +467,8 @@ def syscall_verdict(ev: Evidence) -> str:
     total = c["user_s"] + c["sys_s"]
     share = c["sys_s"] / total if total > 0 else float("nan")
     us = c["wall_s"] / c["n"] * 1e6
-    lines = [f"{c['n']} empty launches took {c['wall_s'] * 1e3:.1f} ms of wall time ({us:.2f} µs each): "
+    where = f"measured now on {ev.source}" if ev.live else f"recorded on {ev.source}"
+    lines = [f"{where}: {c['n']:,} empty launches took {c['wall_s'] * 1e3:.1f} ms of wall time ({us:.2f} µs each): "
              f"{c['user_s']:.3f} s user, {c['sys_s']:.3f} s system CPU time (os.times ticks are 10 ms)."]
     files = ev.data.get("device_files") or {}
     if files:

@@ -35,7 +35,7 @@ def batching(gpu: ToyGPU, n_commands: int, batch: int) -> dict:
 
     Waiting per batch keeps the count of bus transactions independent of process scheduling,
     so the result is deterministic under the device's seed. Returns the driver's bus traffic,
-    its modelled CPU time, and the device's modelled time: {'batch', 'doorbells',
+    its modelled CPU time, and the device's modelled time: {'batch', 'commands', 'doorbells',
     'mmio_reads', 'mmio_writes', 'cpu_model_us', 'device_model_us', 'cpu_us_per_command'}.
     """
     _check_gpu(gpu)
@@ -50,7 +50,7 @@ def batching(gpu: ToyGPU, n_commands: int, batch: int) -> dict:
     d = gpu.counters - before
     dev_us = (gpu.device_counters()["MODEL_TIME_NS"] - dev0) / 1e3
     gpu.unmap(dva, 4096)
-    return {"batch": batch, "doorbells": d.doorbells, "mmio_reads": d.mmio_reads,
+    return {"batch": batch, "commands": n_commands, "doorbells": d.doorbells, "mmio_reads": d.mmio_reads,
             "mmio_writes": d.mmio_writes, "cpu_model_us": d.cpu_model_ns / 1e3,
             "device_model_us": dev_us, "cpu_us_per_command": d.cpu_model_ns / 1e3 / n_commands}
 
@@ -169,9 +169,17 @@ def counts_text(r: dict) -> str:
                " (a polled wait reads registers only to service an interrupt left pending by earlier work)"))
 
 
+def _reads_follow_doorbells(rows: list[dict]) -> bool:
+    """True when the register reads are in proportion to the submissions (the same few per doorbell at every
+    batch size), so batching amortises them with the doorbell."""
+    k = sum(r["mmio_reads"] for r in rows) / max(sum(r["doorbells"] for r in rows), 1)
+    return all(abs(r["mmio_reads"] - k * r["doorbells"]) <= max(1.0, 0.25 * k * r["doorbells"]) for r in rows)
+
+
 def batching_verdict(results: list[dict]) -> str:
-    """What the batching table shows, decided from it: where the per-command cost bottoms out,
-    whether it keeps falling, and how much of what is left is register reads vs doorbells."""
+    """What the batching table shows, decided from it (the model gives every number): where the per-command
+    cost bottoms out, whether it keeps falling, how much of it is doorbells and how much register reads,
+    whether those reads amortise with the doorbell or are what is left, and what the device's side does."""
     if not results:
         raise InputError("batching_verdict needs results from batching()")
     rows = sorted(results, key=lambda r: r["batch"])
@@ -179,20 +187,78 @@ def batching_verdict(results: list[dict]) -> str:
     best = min(rows, key=lambda r: r["cpu_us_per_command"])
     falls = all(b <= a for a, b in zip(costs, costs[1:], strict=False))
     first, last = rows[0], rows[-1]
-    lines = [f"One command per doorbell costs {first['cpu_us_per_command'] * 1e3:.0f} ns of modelled CPU bus time per "
-             f"command; the lowest in this table is {best['cpu_us_per_command'] * 1e3:.0f} ns, at {best['batch']} per "
-             "doorbell" + (", and it keeps falling with the batch size." if falls else
-                           ", but it does not keep falling: larger batches cost more in some rows.")]
+    lines = [f"The model gives {first['cpu_us_per_command'] * 1e3:.0f} ns of CPU bus time per command at one command "
+             f"per doorbell; the lowest in this table is {best['cpu_us_per_command'] * 1e3:.0f} ns, at {best['batch']} "
+             "per doorbell" + (", and it keeps falling with the batch size." if falls else
+                               ", but it does not keep falling: larger batches cost more in some rows.")]
     for r in {id(r): r for r in (first, best, last)}.values():
         bell = r["doorbells"] * doorbell_us()
         reads = r["mmio_reads"] * register_read_us()
         lines.append(f"  batch {r['batch']:>2}: {r['doorbells']:>3} doorbells ≈ {bell:.1f} µs, {r['mmio_reads']} RING_HEAD "
                      f"reads ≈ {reads:.1f} µs (of {r['cpu_model_us']:.1f} µs)")
-    if any(r["mmio_reads"] for r in rows):
-        lines.append("Doorbells fall as 1/batch; the RING_HEAD reads do not: the driver reads the register whenever its "
-                     "cached read pointer says the ring is too full for the next batch, which depends on how batches pack "
-                     "into the ring. Once doorbells are amortised, those round trips are most of what is left.")
-    else:
-        lines.append("No register reads at all: this driver learns the read pointer from a copy the device writes back "
-                     "to system memory, so once doorbells are amortised little bus cost is left.")
+    lines.append(what_is_left(rows))
+    n = first.get("commands")
+    if n:
+        d1, dn = first["device_model_us"] / n, last["device_model_us"] / n
+        lines.append(f"On the device's side the model gives {d1:.2f} µs per command at batch {first['batch']} and "
+                     f"{dn:.2f} µs at batch {last['batch']}: each batch's fetch and fence amortise, each command's own "
+                     "work does not." if dn < d1 else
+                     f"On the device's side the model gives {d1:.2f} µs per command at batch {first['batch']} and "
+                     f"{dn:.2f} µs at batch {last['batch']}: batching did not lighten the device's work here.")
     return "\n".join(lines)
+
+
+def what_is_left(rows: list[dict]) -> str:
+    """Once the doorbell is amortised, what the driver still spends on the bus, decided from the counts."""
+    if not any(r["mmio_reads"] for r in rows):
+        return ("No register reads at all: this driver learns the read pointer from the copy the device writes back "
+                "to system memory, so the doorbell is its whole bus cost and batching amortises all of it.")
+    first, last = rows[0], rows[-1]
+    ratio = register_read_us() / doorbell_us()
+
+    def share(r: dict) -> float:
+        return r["mmio_reads"] * register_read_us() / r["cpu_model_us"] if r["cpu_model_us"] else 0.0
+
+    if _reads_follow_doorbells(rows):
+        per = sum(r["mmio_reads"] for r in rows) / max(sum(r["doorbells"] for r in rows), 1)
+        return (f"This driver reads RING_HEAD about {per:.1f} times per submission, so those round trips amortise "
+                f"with the doorbell, as 1/batch; one costs {ratio:.0f}x a doorbell, so they are at least "
+                f"{min(share(r) for r in rows):.0%} of the bus cost at every batch size. Batching does not remove "
+                "them; reading the written-back read pointer does.")
+    return ("RING_HEAD reads do not fall with the doorbells: the driver reads the register whenever its cached read "
+            "pointer says the ring is too full for the next batch, which depends on how batches pack into the ring"
+            + (". Their share of the cost grows with the batch: once doorbells are amortised, those round trips are "
+               "what is left." if share(last) > share(first) else
+               f"; their share of the cost does not grow with the batch here (one costs {ratio:.0f}x a doorbell)."))
+
+
+def read_pointer_verdict(results: list[dict]) -> str:
+    """read_pointer_costs() in words: what reading RING_HEAD costs against the written-back copy (the model gives)."""
+    by = {r["read_pointer"]: r for r in results}
+    if set(by) != {"mmio", "memory"}:
+        raise InputError("read_pointer_verdict needs read_pointer_costs() results (one 'mmio', one 'memory')")
+    m, w = by["mmio"], by["memory"]
+    if m["cpu_model_us"] <= w["cpu_model_us"]:
+        return (f"The model gives no saving here: {m['cpu_model_us']:.1f} µs reading RING_HEAD against "
+                f"{w['cpu_model_us']:.1f} µs with the written-back copy.")
+    return (f"The model gives {m['cpu_model_us']:.1f} µs of CPU bus time when the driver reads RING_HEAD "
+            f"({m['mmio_reads']} round trips) and {w['cpu_model_us']:.1f} µs when it reads the copy the device writes "
+            f"back ({w['mmio_reads']} reads): {m['cpu_model_us'] / max(w['cpu_model_us'], 1e-9):.0f}x, for the same "
+            f"{m['doorbells']} doorbells. That round trip is why real drivers read a written-back read pointer.")
+
+
+def batching_key_point(results: list[dict], read_pointer: list[dict]) -> str:
+    """The key point about batching, from the two toy runs the page shows (the model gives every number)."""
+    rows = sorted(results, key=lambda r: r["batch"])
+    by = {r["read_pointer"]: r for r in read_pointer}
+    falls = all(b["cpu_us_per_command"] <= a["cpu_us_per_command"] for a, b in zip(rows, rows[1:], strict=False))
+    reads = any(r["mmio_reads"] for r in rows)
+    head = ("On the toy GPU (the model) batching amortises the doorbell, which is cheap"
+            + (", and with a written-back read pointer nothing else is left on the CPU's bus: the cost per command "
+               "keeps falling with the batch." if falls and not reads else
+               "; the register reads its driver makes are what stays costly." if reads else
+               ", though the cost per command does not keep falling with the batch."))
+    if by.get("mmio") and by.get("memory") and by["memory"]["cpu_model_us"]:
+        head += (f" A driver that reads the read-pointer register instead pays "
+                 f"{by['mmio']['cpu_model_us'] / by['memory']['cpu_model_us']:.0f}x as much for the same submissions.")
+    return head

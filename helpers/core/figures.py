@@ -49,6 +49,7 @@ AXIS_TITLE_WIDTH = 40  # characters per line of an x-axis title (about 310 px at
 AXIS_ROOM = 110        # bottom margin for an x axis's tick labels and a two-line title
 DEFAULT_HEIGHT = 450   # plotly's height for a figure that sets none
 LEGEND_ROW_PX, LEGEND_ROW_WIDTH = 24, 560  # a horizontal legend's row height, and the width it fills
+MAX_EMBED_BYTES = 1_000_000  # what one figure may add to a notebook (its plotly JSON, its page HTML and CSV)
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 
 
@@ -88,8 +89,41 @@ def wrap_at_dots(line: str, width: int = PROVENANCE_WIDTH) -> list[str]:
     return out
 
 
+class FigureTooLargeError(InputError):
+    """A figure whose display would embed more than MAX_EMBED_BYTES in a notebook: decimate its data
+    honestly (`block_max`, fewer points) before drawing it."""
+
+
+def block_max(z, max_cells: int = 40_000):
+    """(grid, row step, column step): `z` reduced by the maximum over blocks of step x step cells,
+    the smallest square block that leaves at most `max_cells` cells. A maximum keeps every peak
+    (a target in a range-Doppler map stays as bright as it was); a grid already small enough comes
+    back unchanged with steps 1, 1. The caller says on the figure what a cell now is."""
+    import numpy as np
+
+    z = np.asarray(z, dtype=float)
+    if z.ndim != 2 or not z.size:
+        raise InputError(f"block_max needs a non-empty 2-D grid, got shape {z.shape}")
+    max_cells = int(max_cells)
+    if max_cells < 1:
+        raise InputError("block_max: max_cells must be at least 1")
+    step = 1
+    while -(-z.shape[0] // step) * -(-z.shape[1] // step) > max_cells:
+        step += 1
+    if step == 1:
+        return z, 1, 1
+    rows, cols = -(-z.shape[0] // step) * step, -(-z.shape[1] // step) * step
+    padded = np.full((rows, cols), -np.inf)
+    padded[:z.shape[0], :z.shape[1]] = z
+    return padded.reshape(rows // step, step, cols // step, step).max(axis=(1, 3)), step, step
+
+
 class CourseFigure:
-    """A plotly figure whose provenance is part of it, displayable offline everywhere."""
+    """A plotly figure whose provenance is part of it, displayable offline everywhere.
+
+    Displaying one embeds its plotly JSON, its page HTML and its CSV in the notebook; more than
+    MAX_EMBED_BYTES of that raises FigureTooLargeError (a 9 MB notebook page is slow to open,
+    to diff and to build), so a figure over large data must be drawn from an honest reduction."""
 
     def __init__(self, fig: go.Figure, parts: list[tuple[Mode | str, str]]):
         if not parts:
@@ -184,6 +218,19 @@ class CourseFigure:
         return fig, f'<div class="course-figure-heading"><span class="course-figure-title">{heading}</span>{prov}</div>'
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        bundle = self._bundle()
+        size = _bundle_bytes(bundle)
+        if size > MAX_EMBED_BYTES:
+            raise FigureTooLargeError(
+                f"the figure {self.title!r} would embed {size / 1e6:.1f} MB in the notebook (at most "
+                f"{MAX_EMBED_BYTES / 1e6:g} MB): draw it from fewer points or a reduced grid (figures.block_max)")
+        return bundle
+
+    def embedded_bytes(self) -> int:
+        """What displaying the figure adds to a notebook, in bytes (all its MIME parts)."""
+        return _bundle_bytes(self._bundle())
+
+    def _bundle(self) -> dict:
         div_id = f"fig-{uuid.uuid4().hex[:12]}"
         page_fig, heading = self._page_figure()
         plot = heading + pio.to_html(page_fig, include_plotlyjs=False, full_html=False, div_id=div_id,
@@ -202,6 +249,10 @@ class CourseFigure:
 
     def __repr__(self) -> str:
         return f"<{self.description()}>"
+
+
+def _bundle_bytes(bundle: dict) -> int:
+    return sum(len(v.encode()) if isinstance(v, str) else len(json.dumps(v)) for v in bundle.values())
 
 
 def _legend_rows(names: list[str], width: float = LEGEND_ROW_WIDTH) -> int:

@@ -58,6 +58,12 @@ def live_provenance(command_line: list[str] | None = None) -> dict:
     }
 
 
+def host_summary() -> str:
+    """'CPU <model>, kernel <release>': this host's facts as a recording's provenance holds them, for a page
+    that sets a live figure beside the reference machine's."""
+    return f"CPU {_cpu_model()}, kernel {platform.release()}"
+
+
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:

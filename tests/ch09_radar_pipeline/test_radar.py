@@ -698,8 +698,12 @@ def test_breaking_points_and_separation_from_repeated_runs():
                      + [_run("pageable", 16 << 20, 8e-3, slow) for _ in range(5)],
             "realtime": [_run("registered", 16 << 20, 4e-3, fast, sync="spin", rt={"sched_fifo": "not permitted (EPERM)"})]}
     bp = radar.breaking_points(data)
-    assert bp["pageable"].startswith("breaks at 16 MiB") and bp["registered"].startswith("held up to 4 MiB")
+    assert bp["pageable"].startswith("breaks at 16 MiB") and bp["registered"].startswith("held at every point it ran")
     assert bp["staged"].startswith("not run")
+    top = radar.breaking_points(data | {"ladder": [[4 << 20, 8e-3]]})  # the registered runs reached the top
+    assert top["registered"].startswith("held up to 4 MiB") and "the top of the sweep" in top["registered"]
+    cut = radar.breaking_points(data | {"truncated": ["registered 16 MiB / 8 ms"]})
+    assert "time budget ran out" in cut["registered"]
     rows = radar.breaking_rows(data)
     assert [r[-1] for r in rows] == ["holds", "holds", "BREAKS"] and all(len(r) == len(radar.BREAKING_HEADERS) for r in rows)
     a = radar.tail_stats(data["sweep"][:5])
