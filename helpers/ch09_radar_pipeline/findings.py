@@ -22,10 +22,8 @@ from helpers.core.evidence import Evidence
 
 
 def said(ev: Evidence, short: bool = False) -> str:
-    """'measured now on X' for live Evidence, 'recorded on X' for a replay (the verb comes from the mode);
-    short: the machine's first label part only (its GPU), for a key point."""
-    src = ev.source.split(" · ")[0] if short else ev.source
-    return f"measured now on {src}" if ev.live else f"recorded on {src}"
+    """How these values came to be, by the Evidence's mode (`Evidence.said`); short: the GPU only."""
+    return ev.said_short if short else ev.said
 
 
 def _who(evidence: Sequence[Evidence], short: bool = False) -> str:

@@ -95,6 +95,11 @@ class Evidence:
         """'measured now on <GPU>' or 'recorded on <reference machine>' (see `said`)."""
         return said(self.mode, self.source)
 
+    @property
+    def said_short(self) -> str:
+        """`said` naming only the machine's first label part (its GPU), for a key point."""
+        return said(self.mode, self.source.split(" · ")[0])
+
     def require(self) -> dict:
         """The data, or ReferenceDataError saying why there is none."""
         if self.data is None:
