@@ -6,7 +6,7 @@ device->host) under `strace -f -c`, which counts every system call of every thre
 that for N = 0, 10, 100, 1000, several times each and interleaved, and fitting
 count = a + b*N separates the one-time cost (a, context creation and the driver's mappings)
 from the per-round-trip cost (b). Start-up itself is not always the same: on the reference
-H100 it takes one of two paths that differ by about 170 mmap and munmap calls, whatever N is.
+H100 it takes one of several paths, up to about 170 mmap and munmap calls apart, whatever N is.
 So b comes with a 95 % interval from the scatter of the runs, and the verdict (`Growth`) says
 "grows" only when the whole interval is above zero, "does not grow" only when its top is
 below one call per round trip, and "unclear" otherwise. Source question 000's hypothesis 1
@@ -51,7 +51,10 @@ ROUNDS = (10, 100, 1000)
 QUICK_ROUNDS = (10, 100)
 MAX_ROUNDS = 100_000
 COPY_BYTES = 1 << 20  # each copy in the census moves 1 MiB
-REPEATS = 4  # runs of every N (start-up included): start-up takes one of two paths, so two runs of it are too few
+# Runs of every N, start-up included. On the H100 start-up takes one of several paths whatever N is
+# (mmap 1834, 1882, 1962 or 2008 in 24 runs of 2026-11-27); in that census's first 16 runs every
+# N = 0 run took the same path, so 4 repeats can miss what 6 showed.
+REPEATS = 6
 QUICK_REPEATS = 2
 MAX_REPEATS = 20
 GROWTH_MIN_CALLS = 10  # a fit that adds fewer calls than this at the largest N is not called growth
@@ -374,6 +377,13 @@ class Growth:
         return self.per_round + self.half_width
 
     @property
+    def scatter(self) -> int:
+        """How far apart the runs' start-up counts lie (each run's count less the fitted growth
+        when the call grows): start-up's own variation, seen at every N."""
+        paths = startup_paths(self)
+        return paths[-1][1] - paths[0][0]
+
+    @property
     def runs(self) -> int:
         return sum(len(c) for c in self.counts.values())
 
@@ -404,7 +414,7 @@ class Growth:
                      "0 within the noise" if self.per_round - self.half_width <= 0 else
                      f"fewer than {GROWTH_MIN_CALLS} extra calls at N = {max(self.counts)}")
             bound = "" if same else f", at most {bound_text(self.high)} per round trip"
-            spread = f"; start-up varies by {self.startup_spread}" if self.startup_spread else ""
+            spread = f"; runs differ by up to {self.scatter}, not with N" if self.scatter > 1 else ""
             return f"does not grow: {noise}{bound}{spread}"
         return (f"unclear: {self.slope_text(2)} per round trip; the runs scatter too much to tell growth "
                 f"from start-up's own variation")

@@ -8,8 +8,10 @@ The cases:
   1996-1998 at N = 10, 100, 1000);
 - the H100 recording of 2026-11-27 quoted in issue 37 (mmap 1999, 1998, 1826, 1873, 1999 at
   N = 0, 10, 100, 1000, 0), put into the reference's other counts;
-- censuses of the new design (4 repeats of every N, interleaved) built from a start-up that
-  takes one of two paths (the two mmap levels above) plus a chosen per-round-trip growth.
+- a fresh census of the new design on an H100 (6 repeats of every N, interleaved; 2026-11-27,
+  data/h100_census_20261127_ptrace.txt says how it was taken), and its first 16 runs (4 repeats);
+- censuses of the new design built from a start-up that takes one of two paths (the two mmap
+  levels above) plus a chosen per-round-trip growth.
 """
 
 from __future__ import annotations
@@ -43,6 +45,23 @@ def issue_census() -> dict:
     return data
 
 
+FRESH = Path(__file__).parent / "data" / "h100_census_20261127_ptrace.txt"
+FRESH_NAMES = ("read", "write", "poll", "mmap", "munmap", "ioctl")
+
+
+def fresh_census(runs: int | None = None) -> dict:
+    """The 2026-11-27 H100 census (24 runs), or its first `runs` runs, in the recorder's shape."""
+    out = []
+    for line in FRESH.read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        n, *calls = map(int, line.split())
+        counts = {k: {"calls": c, "errors": 0, "seconds": 0.0} for k, c in zip(FRESH_NAMES, calls, strict=False)}
+        counts["others"] = {"calls": calls[-1] - sum(calls[:-1]), "errors": 0, "seconds": 0.0}
+        out.append({"rounds": n, "counts": counts})
+    return {"workload": "census", "nbytes": 1 << 20, "repeats": 6, "runs": out[:runs]}
+
+
 def made_up(per_round: float, seed: int, repeats: int = syscalls.REPEATS, name: str = "mmap") -> dict:
     """A census of the new design: start-up takes path A or B at random (seeded), plus
     `per_round` calls of `name` per round trip; ioctl never changes."""
@@ -58,6 +77,30 @@ def made_up(per_round: float, seed: int, repeats: int = syscalls.REPEATS, name: 
 
 def evidence_of(gpu: dict) -> Evidence:
     return Evidence("path.syscall_census", {"gpu": gpu}, Mode.REPLAY, "test H100", "test")
+
+
+def test_the_fresh_census_is_the_plan_of_the_recorder():
+    assert [r["rounds"] for r in fresh_census()["runs"]] == syscalls.plan(syscalls.ROUNDS, 6)
+    assert syscalls.REPEATS == 6
+
+
+@pytest.mark.parametrize("runs", [24, 16])
+def test_the_fresh_census_grows_in_nothing_and_says_why_runs_differ(runs):
+    data = fresh_census(runs)
+    for name in syscalls.FOCUS:
+        assert syscalls.growth(data, name).verdict == "flat", name
+    mmap = syscalls.growth(data, "mmap")
+    assert len(syscalls.startup_paths(mmap)) == 4 and mmap.scatter > 150
+    assert "runs differ by up to" in mmap.describe()
+    text = " ".join(syscalls.summary(data))
+    assert "No growth with N" in text and "Grows" not in text
+    if runs == 24:  # start-up alone fell on three paths
+        assert "Start-up alone (N = 0) took more than one path" in text
+    else:  # every N = 0 run of the first 16 took the top path: the groups' order tells instead
+        assert {c for c in mmap.counts[0]} <= {2007, 2008} and "do not follow N" in text
+    v = view.verdicts(data, _maps(), _cpu())
+    assert v[0].verdict.startswith("refuted") and v[4].verdict.startswith("does not hold")
+    assert "No system call is made per copy" in view.path_diagram(evidence_of(data)).description
 
 
 def test_the_plan_repeats_every_n_interleaved():
