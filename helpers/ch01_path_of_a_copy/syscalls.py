@@ -414,7 +414,7 @@ class Growth:
                      "0 within the noise" if self.per_round - self.half_width <= 0 else
                      f"fewer than {GROWTH_MIN_CALLS} extra calls at N = {max(self.counts)}")
             bound = "" if same else f", at most {bound_text(self.high)} per round trip"
-            spread = f"; runs differ by up to {self.scatter}, not with N" if self.scatter > 1 else ""
+            spread = f"; runs differ by up to {self.scatter}, not in proportion to N" if self.scatter > 1 else ""
             return f"does not grow: {noise}{bound}{spread}"
         return (f"unclear: {self.slope_text(2)} per round trip; the runs scatter too much to tell growth "
                 f"from start-up's own variation")
