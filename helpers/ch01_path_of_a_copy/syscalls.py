@@ -583,8 +583,7 @@ def summary(data: dict, names=FOCUS) -> list[str]:
     if unclear:
         out.append(f"Cannot tell growth from start-up's own variation for {', '.join(g.name for g in unclear)} "
                    f"with {gs[0].runs} runs: more repeats would narrow the interval.")
-    varied = max(gs, key=lambda g: (len(startup_paths(g)), max(g.counts[min(g.counts)]) - min(
-        c for cs in g.counts.values() for c in cs)))
+    varied = max(gs, key=lambda g: (len(startup_paths(g)), g.scatter))  # the call whose start-up varies most
     out.append(startup_sentence(varied))
     return out
 
