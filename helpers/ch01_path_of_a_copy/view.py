@@ -114,14 +114,9 @@ def _stage(maps: dict, word: str) -> dict:
     raise KeyError(f"no maps stage containing {word!r}")
 
 
-def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -> list[Verdict]:
-    """Source question 000's hypotheses, its observations and its answer's claims, judged by the data."""
-    g = {n: syscalls.growth(census, n) for n in syscalls.FOCUS}
-    before = driver_maps.nvidia_mappings(_stage(maps, "import")["lines"])
-    after = driver_maps.nvidia_mappings(_stage(maps, "initialisation")["lines"])
-    roles_after = driver_maps.summary(after)
+def _hypotheses(g: dict[str, syscalls.Growth], before: list, roles_after: dict) -> list[Verdict]:
+    """Hypotheses 1 and 2 of source question 000, judged by the census's fits and the maps."""
     out = []
-
     rw = (g["read"], g["write"])
     out.append(Verdict(
         "Hypothesis 1: the library calls read(2)/write(2) for every transfer.",
@@ -147,21 +142,12 @@ def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -
                                               f"{', '.join(drives)} grow with the copies")
          if not dev_maps or drives else
          f"undecided: {', '.join(unclear)} scatter too much between runs to tell growth from start-up")))
+    return out
 
-    pg = cpu_time.lookup(cpu, "blocking", "pageable", "h2d")
-    pn = cpu_time.lookup(cpu, "blocking", "pinned", "h2d")
-    spin = cpu_time.lookup(cpu, "auto", "pinned", "h2d")
-    share = pg["sys_s_per_gb"] / max(pg["user_s_per_gb"] + pg["sys_s_per_gb"], 1e-12)
-    out.append(Verdict(
-        "Observation: copy cost shows up as user time, not system time (source question 000, via time(1)).",
-        f"pageable h2d, blocking wait: user {pg['user_s_per_gb'] * 1e3:.0f} ms/GB, sys "
-        f"{pg['sys_s_per_gb'] * 1e3:.0f} ms/GB; pinned h2d: user {pn['user_s_per_gb'] * 1e3:.0f} ms/GB "
-        f"blocking vs {spin['user_s_per_gb'] * 1e3:.0f} ms/GB spinning",
-        ("confirmed, for two reasons: pageable data is copied by the CPU in user space into staging "
-         "buffers, and the default wait spins in user space; a pinned copy with a blocking wait costs "
-         "little CPU at all" if share < SMALL_SYS_SHARE and pg["user_s_per_gb"] > pn["user_s_per_gb"]
-         else "not confirmed here: system time is a large share of the copy's CPU time")))
 
+def _census_answers(g: dict[str, syscalls.Growth], census: dict, before: list, after: list) -> list[Verdict]:
+    """The answer's claims about mmap at start-up and one kernel call per queue start, judged by the census."""
+    out = []
     out.append(Verdict(
         "Answer: buffers are mmapped once at start-up, a privileged step.",
         f"/dev/nvidia* mappings: {len(before)} before CUDA, {len(after)} after; "
@@ -178,6 +164,34 @@ def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -
          "store to the usermode doorbell page" if g["ioctl"].verdict == "flat" else
          "confirmed: ioctl calls grow with the submissions" if g["ioctl"].grows else
          "undecided: ioctl counts scatter too much between runs to tell")))
+    return out
+
+
+def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -> list[Verdict]:
+    """Source question 000's hypotheses, its observations and its answer's claims, judged by the data."""
+    g = {n: syscalls.growth(census, n) for n in syscalls.FOCUS}
+    before = driver_maps.nvidia_mappings(_stage(maps, "import")["lines"])
+    after = driver_maps.nvidia_mappings(_stage(maps, "initialisation")["lines"])
+    roles_after = driver_maps.summary(after)
+    out: list[Verdict] = []
+
+    out += _hypotheses(g, before, roles_after)
+
+    pg = cpu_time.lookup(cpu, "blocking", "pageable", "h2d")
+    pn = cpu_time.lookup(cpu, "blocking", "pinned", "h2d")
+    spin = cpu_time.lookup(cpu, "auto", "pinned", "h2d")
+    share = pg["sys_s_per_gb"] / max(pg["user_s_per_gb"] + pg["sys_s_per_gb"], 1e-12)
+    out.append(Verdict(
+        "Observation: copy cost shows up as user time, not system time (source question 000, via time(1)).",
+        f"pageable h2d, blocking wait: user {pg['user_s_per_gb'] * 1e3:.0f} ms/GB, sys "
+        f"{pg['sys_s_per_gb'] * 1e3:.0f} ms/GB; pinned h2d: user {pn['user_s_per_gb'] * 1e3:.0f} ms/GB "
+        f"blocking vs {spin['user_s_per_gb'] * 1e3:.0f} ms/GB spinning",
+        ("confirmed, for two reasons: pageable data is copied by the CPU in user space into staging "
+         "buffers, and the default wait spins in user space; a pinned copy with a blocking wait costs "
+         "little CPU at all" if share < SMALL_SYS_SHARE and pg["user_s_per_gb"] > pn["user_s_per_gb"]
+         else "not confirmed here: system time is a large share of the copy's CPU time")))
+
+    out += _census_answers(g, census, before, after)
 
     dri = "none" if not dev_dri else ", ".join(dev_dri)
     nodes = sorted({m.node for m in after})
