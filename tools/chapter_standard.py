@@ -5,8 +5,9 @@ checked from the notebooks and the chapter's package, without running them.
     python tools/chapter_standard.py          # every chapter
 
 Per notebook: a time estimate, prerequisites and objectives at the top, key points at the end;
-no Predict prompt without a committed prediction, and the result cell after a prediction
-folded on the site (tag hide-output); no "seed" (the sources are "source questions"); no check
+numbered sections (## 1., ## 2., ...) consecutive from 1; no Predict prompt without a committed
+prediction and no prediction without a Predict prompt in the text just above it, and the result
+cell after a prediction folded on the site (tag hide-output); no "seed" (the sources are "source questions"); no check
 that takes its expected value in view (checks.close/equal/choice/explain/code are called
 from the chapter's exercises module, never from the page).
 Per chapter: at least two cells (one in Chapter 0) showing an experiment's measuring function
@@ -68,12 +69,29 @@ def page_problems(path: Path) -> list[str]:
             nxt = next((d for d in cells[i + 1:] if d.cell_type == "code"), None)
             if nxt is None or "hide-output" not in nxt.metadata.get("tags", []):
                 out.append(f"{name}: the cell after the prediction in cell {i} must carry the tag hide-output")
+        if "ctx.predict(" in c.source:
+            above = next((d for d in reversed(cells[:i]) if d.cell_type == "markdown"), None)
+            if above is None or not re.search(r"\*\*Predict\b", above.source):
+                out.append(f"{name}: the prediction in cell {i} has no **Predict** prompt in the text cell above it")
+    out += numbering_problems(name, md)
     for i, c in enumerate(cells):
         if c.cell_type == "markdown" and re.search(r"\*\*Predict\b", c.source):
             nxt = next((d for d in cells[i + 1:] if d.cell_type == "code"), None)
             if nxt is None or "ctx.predict(" not in nxt.source:
                 out.append(f"{name}: the Predict prompt in cell {i} must be followed by a ctx.predict(...) cell")
     return out
+
+
+SECTION = re.compile(r"^##\s+(\d+)\.\s", re.MULTILINE)
+
+
+def numbering_problems(name: str, md: list[str]) -> list[str]:
+    """Numbered sections (## 1. ..., ## 2. ...) must run 1, 2, 3, ... with none skipped or repeated."""
+    numbers = [int(m.group(1)) for src in md for m in SECTION.finditer(src)]
+    if numbers and numbers != list(range(1, len(numbers) + 1)):
+        return [f"{name}: sections are numbered {', '.join(map(str, numbers))}; they must run 1, 2, 3, ... "
+                "with none skipped or repeated"]
+    return []
 
 
 def shown_on(paths: list[Path], registry: dict) -> tuple[int, list[str]]:

@@ -16,7 +16,7 @@ from helpers.measure.sysinfo import fmt_bytes
 
 
 def _bars(g: sysinfo.PCIDevice) -> list[sysinfo.Bar]:
-    return [b for b in g.bars if not b.is_io and b.index != sysinfo.PCI_ROM_RESOURCE]
+    return sysinfo.memory_bars(g)
 
 
 def machine_facts(report: sysinfo.SystemReport, memory_bytes: int | None, vm: bool | None = None) -> dict:

@@ -3,10 +3,15 @@ with the number of copies it makes.
 
 A child Python process makes N round trips (copy host->device, launch a kernel, copy
 device->host) under `strace -f -c`, which counts every system call of every thread. Doing
-that for N = 0, 10, 100, 1000 and fitting count = a + b*N separates the one-time cost (a,
-context creation and the driver's mappings) from the per-round-trip cost (b). Source question 000's
-hypothesis 1 (one read/write per transfer) predicts b >= 1 for read or write; a user-space
-driver that rings a doorbell predicts b ~ 0 for every call that reaches the driver.
+that for N = 0, 10, 100, 1000, several times each and interleaved, and fitting
+count = a + b*N separates the one-time cost (a, context creation and the driver's mappings)
+from the per-round-trip cost (b). Start-up itself is not always the same: on the reference
+H100 it takes one of several paths, up to about 170 mmap and munmap calls apart, whatever N is.
+So b comes with a 95 % interval from the scatter of the runs, and the verdict (`Growth`) says
+"grows" only when the whole interval is above zero, "does not grow" only when its top is
+below one call per round trip, and "unclear" otherwise. Source question 000's hypothesis 1
+(one read/write per transfer) predicts b >= 2 for read or write; a user-space driver that
+rings a doorbell predicts b ~ 0 for every call that reaches the driver.
 
 strace is found by helpers.core.config.strace_binary (COURSE_STRACE or PATH; Linux only), the
 same lookup the evidence contract makes for an experiment that needs strace: without strace or
@@ -46,7 +51,15 @@ ROUNDS = (10, 100, 1000)
 QUICK_ROUNDS = (10, 100)
 MAX_ROUNDS = 100_000
 COPY_BYTES = 1 << 20  # each copy in the census moves 1 MiB
-GROWTH_MIN_CALLS = 10  # extra calls at the largest N below this count as "does not grow"
+# Runs of every N, start-up included. On the H100 start-up takes one of several paths whatever N is
+# (mmap 1834, 1882, 1962 or 2008 in 24 runs of 2026-11-27); in that census's first 16 runs every
+# N = 0 run took the same path, so 4 repeats can miss what 6 showed.
+REPEATS = 6
+QUICK_REPEATS = 2
+MAX_REPEATS = 20
+GROWTH_MIN_CALLS = 10  # a fit that adds fewer calls than this at the largest N is not called growth
+FLAT_BOUND = 1.0  # calls per round trip: an interval below this rules out one call per copy or launch
+PATH_GAP = 20  # start-up counts further apart than this (calls) belong to different start-up paths
 INSTALL_HINT = config.STRACE_INSTALL_HINT
 
 
@@ -271,30 +284,43 @@ def check_workload(workload: str) -> str:
     return workload
 
 
-def census(rounds=ROUNDS, *, workload: str = "census", nbytes: int = COPY_BYTES,
-           timeout_s: float = 120.0, progress: bool = True, code=copy_loop) -> dict:
-    """Baseline (N=0), each N in rounds, and the baseline again: strace counts of every run.
+def plan(rounds, repeats: int = REPEATS) -> list[int]:
+    """The order of the census's runs: start-up alone (N = 0) and every N of `rounds`, `repeats`
+    times, interleaved (ascending, then descending, ...), so that every N sees start-up's own
+    variation and a drift during the census (a cache warming, another process) cannot pass for
+    growth with N. Example: plan((10, 100), 2) == [0, 10, 100, 100, 10, 0]."""
+    ns = check_round_list(rounds, "census rounds")
+    repeats = validate.whole_number(repeats, "census repeats", 2, MAX_REPEATS)
+    cycle = sorted({0, *ns})
+    return [n for r in range(repeats) for n in (cycle if r % 2 == 0 else cycle[::-1])]
 
-    The first, untraced run primes CuPy's kernel cache so both baselines see the same
-    start-up; the two baselines show how much start-up varies on its own.
+
+def census(rounds=ROUNDS, *, workload: str = "census", nbytes: int = COPY_BYTES, repeats: int = REPEATS,
+           timeout_s: float = 120.0, progress: bool = True, code=copy_loop) -> dict:
+    """strace counts of start-up alone (N = 0) and of every N in rounds, each `repeats` times,
+    interleaved (see plan).
+
+    The first, untraced run primes CuPy's kernel cache so that every traced run starts the same
+    way; the repeats show how much start-up varies on its own, which the growth fit must see
+    to tell it from growth with N.
     """
     from helpers.core.progress import Progress
 
-    ns = check_round_list(rounds, "census rounds")
+    order = plan(rounds, repeats)
     check_workload(workload)
     strace = find_strace()
     if workload == "census":  # prime caches outside strace
         with tempfile.TemporaryDirectory(prefix="course-warm-") as tmp:
             run_child([sys.executable, str(WORKLOAD), "census", *workload_args(workload, 0, nbytes, code, tmp)],
                       timeout_s, "warm-up child")
-    plan = [0, *ns, 0]
-    bar = Progress(len(plan), "strace runs") if progress else None
+    bar = Progress(len(order), "strace runs") if progress else None
     runs = []
-    for n in plan:
+    for n in order:
         runs.append(traced_run(workload, n, nbytes=nbytes, timeout_s=timeout_s, strace=strace, code=code))
         if bar:
             bar.step(f"N={n}")
-    return {"workload": workload, "nbytes": nbytes, "strace": strace_version(strace), "runs": runs}
+    return {"workload": workload, "nbytes": nbytes, "repeats": repeats, "strace": strace_version(strace),
+            "runs": runs}
 
 
 def strace_version(strace: str) -> str:
@@ -308,25 +334,97 @@ def strace_version(strace: str) -> str:
 
 # --- analysis ------------------------------------------------------------------------
 
+# Student's t, two-sided 95 %, by degrees of freedom (a straight-line fit over n runs has n - 2);
+# beyond the table the normal 1.96 is close enough.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+
+def t975(dof: int) -> float:
+    """The two-sided 95 % quantile of Student's t with `dof` degrees of freedom (inf for none)."""
+    if dof < 1:
+        return float("inf")
+    return _T975[dof - 1] if dof <= len(_T975) else 1.96
+
+
 @dataclass(frozen=True)
 class Growth:
-    """How one system call's count depends on N: a straight-line fit and a verdict."""
+    """How one system call's count depends on N: a straight-line fit over every run, the
+    slope's 95 % interval (its uncertainty comes from the scatter of the runs, start-up's own
+    variation included), and a verdict that says only what the interval allows.
+
+    verdict: 'grows' (the whole interval is above zero and the fit adds GROWTH_MIN_CALLS or more
+    at the largest N), 'flat' (no growth found and the interval's top is below FLAT_BOUND calls
+    per round trip, so not one call per copy or launch), or 'unclear' (the runs scatter too much
+    to tell: more repeats are needed)."""
 
     name: str
     counts: dict[int, list[int]]  # N -> counts of the runs with that N
     baseline: float  # mean count at N = 0: start-up only
-    baseline_spread: int  # max - min over the baseline runs
+    startup_spread: int  # max - min over the N = 0 runs: how much start-up varies by itself
     per_round: float  # fitted extra calls per round trip
-    grows: bool
+    half_width: float  # of the slope's 95 % interval (inf when the runs cannot give one)
+    verdict: str
 
     @property
-    def extra_at_max(self) -> float:
-        return self.per_round * max(self.counts)
+    def grows(self) -> bool:
+        return self.verdict == "grows"
+
+    @property
+    def high(self) -> float:
+        """The top of the 95 % interval of calls per round trip."""
+        return self.per_round + self.half_width
+
+    @property
+    def scatter(self) -> int:
+        """How far apart the runs' start-up counts lie (each run's count less the fitted growth
+        when the call grows): start-up's own variation, seen at every N."""
+        paths = startup_paths(self)
+        return paths[-1][1] - paths[0][0]
+
+    @property
+    def runs(self) -> int:
+        return sum(len(c) for c in self.counts.values())
+
+    def slope_text(self, digits: int = 3) -> str:
+        """'+0.098 ± 0.348' (95 %), or '+0.000 ± 0.000' when every run lies on the line."""
+        hw = "?" if self.half_width == float("inf") else f"{self.half_width:.{digits}f}"
+        return f"{signed(self.per_round, digits)} ± {hw}"
+
+    def extra(self, more_rounds: int) -> tuple[int, int | None]:
+        """(extra calls for `more_rounds` more round trips, by the fit, in whole calls; its 95 %
+        half-width in whole calls, None when the runs cannot give one)."""
+        hw = None if self.half_width == float("inf") else round(self.half_width * more_rounds)
+        return round(self.per_round * more_rounds) + 0, hw
+
+    def extra_text(self, more_rounds: int) -> str:
+        """'By the fit, 990 more round trips make 0 ± 0 more ioctl calls (95 %): 0 within the noise.'"""
+        value, hw = self.extra(more_rounds)
+        tail = {"grows": "they grow with N", "flat": "no growth with N", "unclear": "too noisy to tell"}[self.verdict]
+        return (f"By the fit, {more_rounds} more round trips make {value} ± {'?' if hw is None else hw} more "
+                f"{self.name} calls (95 %): {tail}.")
 
     def describe(self) -> str:
-        if self.grows:
-            return f"grows: {self.per_round:.2f} calls per round trip"
-        return f"does not grow (start-up: {self.baseline:.0f} calls)"
+        if self.verdict == "grows":
+            return f"grows: {self.slope_text(2)} calls per round trip"
+        if self.verdict == "flat":
+            same = self.half_width == 0 and self.per_round == 0
+            noise = ("the same in every run" if same else
+                     "0 within the noise" if self.per_round - self.half_width <= 0 else
+                     f"fewer than {GROWTH_MIN_CALLS} extra calls at N = {max(self.counts)}")
+            bound = "" if same else f", at most {bound_text(self.high)} per round trip"
+            spread = f"; runs differ by up to {self.scatter}, not in proportion to N" if self.scatter > 1 else ""
+            return f"does not grow: {noise}{bound}{spread}"
+        return (f"unclear: {self.slope_text(2)} per round trip; the runs scatter too much to tell growth "
+                f"from start-up's own variation")
+
+
+def bound_text(x: float) -> str:
+    """An upper bound in calls per round trip, to two significant digits: '0.45', '0.0036', '0'."""
+    if x <= 0:
+        return "0"
+    return "0.001" if x < 1e-3 else f"{x:.2g}"
 
 
 def counts_by_n(data: dict, name: str) -> dict[int, list[int]]:
@@ -338,23 +436,94 @@ def counts_by_n(data: dict, name: str) -> dict[int, list[int]]:
     return out
 
 
-def growth(data: dict, name: str) -> Growth:
-    """Fit calls = a + b*N over every run; b is per round trip.
+def totals_by_n(data: dict) -> dict[int, list[int]]:
+    """{N: [all system calls of each run with that N]}."""
+    out: dict[int, list[int]] = {}
+    for run in data["runs"]:
+        out.setdefault(int(run["rounds"]), []).append(sum(int(v["calls"]) for v in run["counts"].values()))
+    return out
 
-    It grows when the fitted extra calls at the largest N reach GROWTH_MIN_CALLS and three
-    times the spread between the baseline runs (start-up noise), whichever is larger.
-    """
-    by_n = counts_by_n(data, name)
+
+def fit(name: str, by_n: dict[int, list[int]]) -> Growth:
+    """The straight line calls = a + b*N through every run, b's 95 % interval and the verdict.
+
+    The interval comes from the runs' scatter about the line, so a start-up that takes one
+    of two paths widens it instead of passing for growth; with repeats at every N it narrows."""
     xs = np.array([n for n, cs in by_n.items() for _ in cs], dtype=float)
     ys = np.array([c for cs in by_n.values() for c in cs], dtype=float)
     if len(set(xs)) < 2:
         raise CensusInputError("a growth fit needs runs at two or more different N")
-    slope, _ = np.polyfit(xs, ys, 1)
-    base = by_n.get(0, [int(ys[np.argmin(xs)])])
-    spread = max(base) - min(base)
-    extra = slope * xs.max()
-    grows = bool(extra >= max(GROWTH_MIN_CALLS, 3 * spread))
-    return Growth(name, by_n, float(np.mean(base)), int(spread), float(slope), grows)
+    slope, icpt = np.polyfit(xs, ys, 1)
+    resid = ys - (icpt + slope * xs)
+    dof = len(xs) - 2
+    sxx = float(((xs - xs.mean()) ** 2).sum())
+    se = float(np.sqrt((resid @ resid) / dof / sxx)) if dof > 0 else float("inf")
+    slope, se = round(float(slope), 9) + 0.0, round(se, 9)  # float noise of an exact fit is not a measurement
+    half = se * t975(dof) if dof > 0 else float("inf")
+    base = by_n.get(0, by_n[min(by_n)])
+    if slope - half > 0 and slope * xs.max() >= GROWTH_MIN_CALLS:
+        verdict = "grows"
+    elif slope + half < FLAT_BOUND:
+        verdict = "flat"
+    else:
+        verdict = "unclear"
+    return Growth(name, by_n, float(np.mean(base)), int(max(base) - min(base)), slope, half, verdict)
+
+
+def growth(data: dict, name: str) -> Growth:
+    """The fit of one system call's count against N over every run of the census."""
+    return fit(name, counts_by_n(data, name))
+
+
+def total_growth(data: dict) -> Growth:
+    """The fit of all system calls together against N."""
+    return fit("all system calls", totals_by_n(data))
+
+
+def startup_paths(g: Growth, gap: int = PATH_GAP) -> list[tuple[int, int, list[int]]]:
+    """The start-up counts of every run, grouped where neighbours differ by more than `gap`
+    calls: [(lowest, highest, the N of each run in the group)], lowest group first. A run's
+    start-up count is its count, less the fitted growth when the call grows (so runs at any N
+    count). Two groups: start-up took one of two paths."""
+    slope = g.per_round if g.grows else 0.0
+    starts = sorted((round(c - slope * n), n) for n, cs in g.counts.items() for c in cs)
+    groups = [[starts[0]]]
+    for v in starts[1:]:
+        if v[0] - groups[-1][-1][0] > gap:
+            groups.append([])
+        groups[-1].append(v)
+    return [(grp[0][0], grp[-1][0], [n for _, n in grp]) for grp in groups]
+
+
+def paths_text(g: Growth) -> str:
+    """'1825–1828 (2 runs: N = 0, 0) and 1996–1998 (3 runs: N = 10, 100, 1000)'."""
+    parts = [(f"{lo}–{hi}" if hi != lo else f"{lo}") + f" ({len(ns)} run{'s' if len(ns) != 1 else ''}: N = "
+             + ", ".join(map(str, sorted(ns))) + ")" for lo, hi, ns in startup_paths(g)]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def startup_sentence(g: Growth) -> str:
+    """What the groups of start-up counts say, and no more: start-up alone takes several paths
+    (runs at N = 0 fall into different groups), or runs with and without copies differ by a
+    fixed step that this census cannot attribute, or start-up hardly varies."""
+    paths = startup_paths(g)
+    if len(paths) == 1:
+        how = "exactly the same" if g.startup_spread == 0 else f"the same within {paths[0][1] - paths[0][0]} calls"
+        return f"Start-up made {how} {g.name} calls in all {g.runs} runs."
+    zero_groups = sum(1 for _, _, ns in paths if 0 in ns)
+    text = f"{g.name}'s counts fall into {len(paths)} groups, {paths_text(g)}. "
+    if zero_groups > 1:
+        return text + ("Start-up alone (N = 0) took more than one path, so runs differ by how start-up went, "
+                       "not by how many copies they made.")
+    if all(set(ns) == {0} or 0 not in ns for _, _, ns in paths):
+        return text + ("Runs without copies and runs with copies differ by a step that is the same at every N > 0: "
+                       "a one-time cost of the first copy or launch, or a start-up path these few runs happened to "
+                       "split by; more start-up runs would tell. Either way it does not grow with N.")
+    order = [max(ns) for _, _, ns in paths]
+    if any(later < earlier for earlier, later in zip(order, order[1:], strict=False)):
+        return text + ("The groups do not follow N (more copies sit in a lower group), so start-up took "
+                       "different paths.")
+    return text + "The fit's interval above includes this scatter."
 
 
 def all_names(data: dict) -> list[str]:
@@ -378,30 +547,51 @@ def signed(x: float, digits: int = 3) -> str:
 
 
 def table_rows(data: dict, names=FOCUS) -> list[tuple]:
-    """Rows: syscall, count at each N (baseline first), per round trip, verdict."""
+    """Rows: syscall, every run's count at each N (start-up first), calls per round trip, verdict."""
     rows = []
     for name in names:
         g = growth(data, name)
         cells = [" / ".join(str(c) for c in g.counts[n]) for n in sorted(g.counts)]
-        rows.append((name, *cells, signed(g.per_round), g.describe()))
+        rows.append((name, *cells, g.slope_text(), g.describe()))
     return rows
 
 
 def table_headers(data: dict) -> tuple[str, ...]:
-    ns = sorted({int(r["rounds"]) for r in data["runs"]})
-    return ("syscall", *[("N=0 (start-up, 2 runs)" if n == 0 else f"N={n}") for n in ns],
-            "fitted calls per round trip", "verdict")
+    by_n = totals_by_n(data)
+    return ("syscall", *[(f"N=0 (start-up, {len(by_n[n])} runs)" if n == 0 else
+                          f"N={n} ({len(by_n[n])} run{'s' if len(by_n[n]) != 1 else ''})") for n in sorted(by_n)],
+            "calls per round trip (fit ± 95 %)", "verdict")
 
 
-def total_per_round(data: dict) -> float:
-    """Fitted extra system calls (all kinds together) per round trip."""
-    ns = np.array([r["rounds"] for r in data["runs"]], dtype=float)
-    tot = np.array([sum(int(v["calls"]) for v in r["counts"].values()) for r in data["runs"]], dtype=float)
-    return float(np.polyfit(ns, tot, 1)[0])
+def summary(data: dict, names=FOCUS) -> list[str]:
+    """What the census shows, one sentence per finding, each computed from the fits: which calls
+    grow with N, which do not (with the bound), which cannot be told apart from start-up's own
+    variation, and the start-up paths of the call whose start-up varies most."""
+    gs = [growth(data, n) for n in names]
+    out = []
+    grow = [g for g in gs if g.grows]
+    flat = [g for g in gs if g.verdict == "flat"]
+    unclear = [g for g in gs if g.verdict == "unclear"]
+    if grow:
+        out.append("Grows with N: " + "; ".join(f"{g.name} {g.slope_text(2)} calls per round trip"
+                                                  for g in grow) + ". That is a system call made on every round trip.")
+    if flat:
+        worst = max(flat, key=lambda g: g.high)
+        out.append(f"No growth with N for {', '.join(g.name for g in flat)}: by the fits, none of them makes more "
+                   f"than {bound_text(worst.high)} calls per round trip (top of the 95 % interval, {worst.name}), "
+                   f"far below one call per round trip.")
+    if unclear:
+        out.append(f"Cannot tell growth from start-up's own variation for {', '.join(g.name for g in unclear)} "
+                   f"with {gs[0].runs} runs: more repeats would narrow the interval.")
+    varied = max(gs, key=lambda g: (len(startup_paths(g)), g.scatter))  # the call whose start-up varies most
+    out.append(startup_sentence(varied))
+    return out
 
 
 def figure(ev, workload: str = "gpu", names=FOCUS) -> CourseFigure:
-    """Counts per N on log-log axes (N=0 drawn at N=1, labelled): flat lines do not grow.
+    """Every run's count against N on log-log axes (N=0 drawn at N=1, labelled), each call's
+    runs joined through their means: flat lines do not grow, and runs of one N that sit apart
+    are start-up taking different paths.
 
     `ev` is the census Evidence; `workload` picks its 'gpu' census or its 'writes' contrast."""
     import plotly.graph_objects as go
@@ -411,8 +601,11 @@ def figure(ev, workload: str = "gpu", names=FOCUS) -> CourseFigure:
     ns = sorted({int(r["rounds"]) for r in data["runs"]})
     for name in names:
         by = counts_by_n(data, name)
-        fig.add_scatter(x=[max(n, 1) for n in ns], y=[max(np.mean(by[n]), 0.5) for n in ns],
-                        mode="lines+markers", name=name)
+        fig.add_scatter(x=[max(n, 1) for n in ns for _ in by[n]], y=[max(c, 0.5) for n in ns for c in by[n]],
+                        mode="markers", name=f"{name} (each run)", legendgroup=name, showlegend=False,
+                        marker={"size": 6, "opacity": 0.6})
+        fig.add_scatter(x=[max(n, 1) for n in ns], y=[max(float(np.mean(by[n])), 0.5) for n in ns],
+                        mode="lines+markers", name=name, legendgroup=name)
     base = growth(data, "ioctl").baseline
     fig.add_scatter(x=[max(n, 1) for n in ns], y=[base + 3 * n for n in ns], mode="lines",
                     line={"dash": "dot", "color": "gray"},
@@ -421,21 +614,25 @@ def figure(ev, workload: str = "gpu", names=FOCUS) -> CourseFigure:
                      tickvals=[max(n, 1) for n in ns], ticktext=[str(n) for n in ns])
     fig.update_yaxes(type="log", title="system calls in the whole run (count)")
     fig.update_layout(title=f"System calls vs number of round trips ({data['workload']}, "
-                            f"{data['nbytes'] >> 10} KiB copies)")
+                            f"{data['nbytes'] >> 10} KiB copies, {len(data['runs'])} runs)")
     return CourseFigure(fig, ev.parts)
 
 
+REPEAT_RULE = validate.count(2, MAX_REPEATS)  # runs of every N
+
+
 @experiment("path.syscall_census", chapter=1, needs=(GPU, STRACE),
-            title="strace -f -c of N pageable round trips (copy in, kernel, copy out), N = 0..1000",
-            params={"rounds": ROUND_LIST})
-def record_syscall_census(quick: bool, rounds: tuple[int, ...] = ROUNDS, code=copy_loop) -> dict:
+            title="strace -f -c of N pageable round trips (copy in, kernel, copy out), N = 0..1000, repeated",
+            params={"rounds": ROUND_LIST, "repeats": REPEAT_RULE})
+def record_syscall_census(quick: bool, rounds: tuple[int, ...] = ROUNDS, repeats: int = REPEATS,
+                          code=copy_loop) -> dict:
     """The census of the copy loop `code` (the page's copy_loop: 'gpu') and of the write(2)
-    contrast ('writes'), each at N = 0, every N in `rounds`, and 0 again (the recorder's smoke
-    test: N = 10 and 100)."""
+    contrast ('writes'): start-up alone and every N in `rounds`, `repeats` times each, interleaved
+    (the recorder's smoke test: N = 10 and 100, twice)."""
     strace_or_skip()
-    ns = QUICK_ROUNDS if quick else rounds
-    gpu_runs = census(ns, code=code)
-    contrast = census(ns, workload="writes", progress=False)
+    ns, reps = (QUICK_ROUNDS, QUICK_REPEATS) if quick else (rounds, repeats)
+    gpu_runs = census(ns, code=code, repeats=reps)
+    contrast = census(ns, workload="writes", repeats=reps, progress=False)
     return {"gpu": gpu_runs, "writes": contrast}
 
 
@@ -450,8 +647,9 @@ def recorded_writes(ref) -> dict:
 
 @experiment("path.write_census", chapter=1, needs=(STRACE,), recorded_in=recorded_writes,
             title="strace -f -c of a child that calls write(2) once per round trip (no GPU needed)",
-            params={"rounds": ROUND_LIST})
-def write_census(quick: bool, rounds: tuple[int, ...] = ROUNDS) -> dict:
+            params={"rounds": ROUND_LIST, "repeats": REPEAT_RULE})
+def write_census(quick: bool, rounds: tuple[int, ...] = ROUNDS, repeats: int = REPEATS) -> dict:
     """The contrast on its own: it needs strace but no GPU, so it runs live on a laptop too.
     Its recording is the 'writes' half of path.syscall_census, taken in the same run."""
-    return census(QUICK_ROUNDS if quick else rounds, workload="writes", progress=False)
+    ns, reps = (QUICK_ROUNDS, QUICK_REPEATS) if quick else (rounds, repeats)
+    return census(ns, workload="writes", repeats=reps, progress=False)

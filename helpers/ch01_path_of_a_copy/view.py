@@ -20,18 +20,18 @@ def path_diagram(census: Evidence | None = None, maps: Evidence | None = None) -
     """The path of one copy: library, driver (ioctl and mmap at set-up only), staging buffer,
     pushbuffer and doorbell, copy engine, link. With the census and maps Evidence, the measured
     numbers go into the description and onto the picture (with their mode and machine)."""
-    per_round = ioctl_start = dev_maps = None
+    total = ioctl_start = dev_maps = None
     where = "a schematic"
     if census is not None and census.ok:
         gpu_census = census.require()["gpu"]
-        per_round = syscalls.total_per_round(gpu_census)
+        total = syscalls.total_growth(gpu_census)
         ioctl_start = syscalls.growth(gpu_census, "ioctl").baseline
         where = f"{census.mode.value.upper()}, {census.source.split(' (')[0].split(' · ')[0]}"
     if maps is not None and maps.ok:
         init = _stage(maps.require(), "initialisation")
         dev_maps = sum(1 for m in driver_maps.nvidia_mappings(init["lines"]) if m.role == "device")
-    measured = (f" Measured ({where}): {syscalls.signed(per_round, 2)} system calls per round trip; "
-                f"{ioctl_start:.0f} ioctl calls at start-up" if per_round is not None else "")
+    measured = (f" Measured ({where}): {per_round_words(total)}; {ioctl_start:.0f} ioctl calls at start-up"
+                if total is not None else "")
     measured += (f"; {dev_maps} mappings of /dev/nvidia0 after start-up." if dev_maps is not None else
                  ("." if measured else ""))
     desc = ("A CuPy call enters the CUDA library in user space. At start-up only, the library asks the kernel "
@@ -40,7 +40,8 @@ def path_diagram(census: Evidence | None = None, maps: Evidence | None = None) -
             "copies the data into a pinned staging buffer; the library writes a copy command into a pushbuffer "
             "in shared memory and rings the doorbell with one store, which crosses PCIe as a posted write. The "
             "GPU fetches the command by DMA and its copy engine moves the bytes across the PCIe link between "
-            "the staging buffer and device memory. No system call is made per copy." + measured)
+            "the staging buffer and device memory. " + PER_COPY_CLAIM.get(total.verdict if total else None, "")
+            + measured)
     d = Diagram("The path of one copy, from a CuPy call to DMA on the link", desc, width=780, height=400)
     d.box("app", "your code\ncp.asarray(x), a.get()", "cpu", 20, 15, w=170)
     d.box("lib", "CUDA library\n(libcuda, user space)", "cpu", 20, 110, w=170)
@@ -62,11 +63,36 @@ def path_diagram(census: Evidence | None = None, maps: Evidence | None = None) -
     d.arrow("stage", "link", "DMA read", "data")
     d.arrow("link", "ce", "", "data")
     d.arrow("ce", "vram", "", "data")
-    if per_round is not None:
+    if total is not None:
         d.note(460, 30, f"measured ({where}):")
-        d.note(460, 46, f"{syscalls.signed(per_round, 2)} system calls per round trip,")
-        d.note(460, 62, f"{ioctl_start:.0f} ioctl calls, all at start-up")
+        d.note(460, 46, f"system calls per round trip: {total.slope_text(2)},")
+        d.note(460, 62, per_round_tail(total))
+        d.note(460, 78, f"{ioctl_start:.0f} ioctl calls, all at start-up" if not syscalls.growth(
+            census.require()["gpu"], "ioctl").grows else "ioctl calls grow with N")
     return d
+
+
+# What the picture may say about system calls per copy, by the verdict of the total's fit
+# (None: a schematic without data, which shows the design of the CUDA driver the chapter studies).
+PER_COPY_CLAIM = {
+    None: "By design no system call is made per copy; the census measures whether that holds.",
+    "flat": "No system call is made per copy: the census finds none.",
+    "grows": "The census finds system calls that grow with the copies (see its table), so some copies do "
+             "enter the kernel.",
+    "unclear": "Whether a system call is made per copy cannot be told from the census's runs: start-up "
+               "varies too much between them.",
+}
+
+
+def per_round_tail(g: syscalls.Growth) -> str:
+    """What the total's fit allows: '0 within the noise', 'they grow with the copies', ..."""
+    return {"flat": "0 within the noise" if g.per_round - g.half_width <= 0 else "below one per round trip",
+            "grows": "they grow with the copies", "unclear": "too noisy to tell"}[g.verdict]
+
+
+def per_round_words(g: syscalls.Growth) -> str:
+    """'+0.23 ± 0.67 system calls per round trip (95 %), 0 within the noise'."""
+    return f"{g.slope_text(2)} system calls per round trip (95 %), {per_round_tail(g)}"
 
 
 @dataclass(frozen=True)
@@ -88,33 +114,68 @@ def _stage(maps: dict, word: str) -> dict:
     raise KeyError(f"no maps stage containing {word!r}")
 
 
-def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -> list[Verdict]:
-    """Source question 000's hypotheses, its observations and its answer's claims, judged by the data."""
-    g = {n: syscalls.growth(census, n) for n in syscalls.FOCUS}
-    rw = g["read"].per_round + g["write"].per_round
-    before = driver_maps.nvidia_mappings(_stage(maps, "import")["lines"])
-    after = driver_maps.nvidia_mappings(_stage(maps, "initialisation")["lines"])
-    roles_after = driver_maps.summary(after)
+def _hypotheses(g: dict[str, syscalls.Growth], before: list, roles_after: dict) -> list[Verdict]:
+    """Hypotheses 1 and 2 of source question 000, judged by the census's fits and the maps."""
     out = []
-
+    rw = (g["read"], g["write"])
     out.append(Verdict(
         "Hypothesis 1: the library calls read(2)/write(2) for every transfer.",
-        f"read + write per round trip: {syscalls.signed(rw, 3)} (3 transfers per round trip)",
-        "refuted: no read or write per transfer" if rw < NEGLIGIBLE_PER_ROUND else
-        "supported: read/write calls grow with the transfers"))
+        f"calls per round trip (fit ± 95 %): read {rw[0].slope_text()}, write {rw[1].slope_text()}; "
+        "each round trip makes 2 copies and 1 kernel launch",
+        "supported: read/write calls grow with the transfers" if any(x.grows for x in rw) else
+        "refuted: no read or write per transfer" if all(x.verdict == "flat" for x in rw) else
+        "undecided: the runs scatter too much to tell (more repeats needed)"))
 
     drives = [n for n in ("ioctl", "mmap", "munmap", "poll") if g[n].grows]
+    unclear = [n for n in ("ioctl", "mmap", "munmap", "poll") if g[n].verdict == "unclear"]
     dev_maps = roles_after.get("device", {}).get("count", 0)
     out.append(Verdict(
         "Hypothesis 2: the library mmaps device registers once and then drives the GPU from user space.",
         f"{dev_maps} device-node mapping(s) appear at CUDA start-up ({len(before)} before); "
-        f"driver syscalls that grow with N: {', '.join(drives) or 'none'}",
+        f"driver syscalls that grow with N: {', '.join(drives) or 'none'}"
+        + (f"; too noisy to tell: {', '.join(unclear)}" if unclear else ""),
         ("supported, with a correction: register and doorbell windows are mapped once at start-up and "
          "copies need no syscall, but the library does not program DMA registers itself; it writes "
          "commands to shared memory and rings a doorbell, and the GPU fetches and runs them"
-         if dev_maps and not drives else
+         if dev_maps and not drives and not unclear else
          "not supported by these numbers: " + ("no device-node mapping" if not dev_maps else
-                                              f"{', '.join(drives)} grow with the copies"))))
+                                              f"{', '.join(drives)} grow with the copies")
+         if not dev_maps or drives else
+         f"undecided: {', '.join(unclear)} scatter too much between runs to tell growth from start-up")))
+    return out
+
+
+def _census_answers(g: dict[str, syscalls.Growth], census: dict, before: list, after: list) -> list[Verdict]:
+    """The answer's claims about mmap at start-up and one kernel call per queue start, judged by the census."""
+    out = []
+    out.append(Verdict(
+        "Answer: buffers are mmapped once at start-up, a privileged step.",
+        f"/dev/nvidia* mappings: {len(before)} before CUDA, {len(after)} after; "
+        f"mmap per round trip {g['mmap'].slope_text()} (fit ± 95 %)",
+        "confirmed: the mappings are made at start-up (through the driver's ioctl-validated mmap) "
+        "and not per copy" if len(after) > len(before) and g["mmap"].verdict == "flat" else
+        "not confirmed by these numbers"))
+
+    out.append(Verdict(
+        "Answer: normal operation makes a single kernel call to start the command queue.",
+        f"ioctl per round trip: {g['ioctl'].slope_text()}; all syscalls per round trip: "
+        f"{syscalls.total_growth(census).slope_text()} (fit ± 95 %)",
+        ("does not hold for CUDA on this driver: work is started without any system call, by a "
+         "store to the usermode doorbell page" if g["ioctl"].verdict == "flat" else
+         "confirmed: ioctl calls grow with the submissions" if g["ioctl"].grows else
+         "undecided: ioctl counts scatter too much between runs to tell")))
+    return out
+
+
+def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -> list[Verdict]:
+    """Source question 000's hypotheses, its observations and its answer's claims, judged by the data."""
+    g = {n: syscalls.growth(census, n) for n in syscalls.FOCUS}
+    before = driver_maps.nvidia_mappings(_stage(maps, "import")["lines"])
+    after = driver_maps.nvidia_mappings(_stage(maps, "initialisation")["lines"])
+    roles_after = driver_maps.summary(after)
+    out: list[Verdict] = []
+
+    out += _hypotheses(g, before, roles_after)
 
     pg = cpu_time.lookup(cpu, "blocking", "pageable", "h2d")
     pn = cpu_time.lookup(cpu, "blocking", "pinned", "h2d")
@@ -130,21 +191,7 @@ def verdicts(census: dict, maps: dict, cpu: dict, dev_dri: list | None = None) -
          "little CPU at all" if share < SMALL_SYS_SHARE and pg["user_s_per_gb"] > pn["user_s_per_gb"]
          else "not confirmed here: system time is a large share of the copy's CPU time")))
 
-    out.append(Verdict(
-        "Answer: buffers are mmapped once at start-up, a privileged step.",
-        f"/dev/nvidia* mappings: {len(before)} before CUDA, {len(after)} after; "
-        f"mmap per round trip {syscalls.signed(g['mmap'].per_round, 3)}",
-        "confirmed: the mappings are made at start-up (through the driver's ioctl-validated mmap) "
-        "and not per copy" if len(after) > len(before) and not g["mmap"].grows else
-        "not confirmed by these numbers"))
-
-    out.append(Verdict(
-        "Answer: normal operation makes a single kernel call to start the command queue.",
-        f"ioctl per round trip: {syscalls.signed(g['ioctl'].per_round, 3)}; all syscalls per round trip: "
-        f"{syscalls.signed(syscalls.total_per_round(census), 3)}",
-        ("does not hold for CUDA on this driver: work is started without any system call, by a "
-         "store to the usermode doorbell page" if not g["ioctl"].grows else
-         "confirmed: ioctl calls grow with the submissions")))
+    out += _census_answers(g, census, before, after)
 
     dri = "none" if not dev_dri else ", ".join(dev_dri)
     nodes = sorted({m.node for m in after})

@@ -1,7 +1,7 @@
 """Chapter 4's exercises: each computes what it expects from the chapter's Evidence, never on the page.
 
 4.1 break_even     — derivation (checks.close with hints): copies after which registering pays.
-4.2 wc_reading     — conceptual (checks.choice): what Section 4's write-combining numbers support.
+4.2 wc_reading     — conceptual (checks.choice): what Section 5's write-combining numbers support.
 4.3 wc_why         — conceptual (checks.explain): how a KVM guest's write-combined mapping can act
                      as write-back.
 4.4 gather_kernel  — coding (checks.code): a zero-copy Numba gather kernel, run on inputs the
@@ -23,7 +23,7 @@ from helpers.core.evidence import Evidence
 
 
 def break_even_copies(cost: dict, reg: dict) -> float:
-    """Copies of the Section 2 buffer after which cudaHostRegister + Unregister pays for itself."""
+    """Copies of the Section 3 buffer after which cudaHostRegister + Unregister pays for itself."""
     n = reg["nbytes"]
     row = pinning.row_at(cost, n)
     registered = next(c for c in reg["cases"] if c["kind"] == "anonymous-private" and c["outcome"] == "ok")
@@ -64,7 +64,7 @@ def wc_correct(data: dict) -> str:
 
 
 def wc_reading(answer, wc: Evidence) -> bool | None:
-    """Exercise 4.2: what do Section 4's numbers support?"""
+    """Exercise 4.2: what do Section 5's numbers support?"""
     data = wc.require()
     r = write_combined.ratios(data)
     read, h2d = r["cpu_read_gbps"], r["h2d_gbps"]
@@ -75,7 +75,7 @@ def wc_reading(answer, wc: Evidence) -> bool | None:
             "an uncached read would be many times slower, so the data do not show that."),
         "b": f"the ratio is {read:.2f}: " + (
             "reads were clearly slower here, so the request did take effect." if correct == "a" else
-            "the buffer behaved like write-back memory. Why is a separate question (Section 4 explains a "
+            "the buffer behaved like write-back memory. Why is a separate question (Section 5 explains a "
             "likely cause on a virtual machine), which a speed ratio cannot answer."),
         "c": "the module does encode write-combining (nv_encode_caching) when it maps these pages; a speed "
              "ratio from one machine cannot tell a missing feature from something below the guest overriding it.",
@@ -204,7 +204,7 @@ RADAR_EXPL = {
          "standard way for two drivers to share one buffer.",
     "c": "mlock does not change the mapping's VM_IO/VM_PFNMAP flags, and those flags are why pin_user_pages "
          "refuses it (check_vma_flags in mm/gup.c), even when struct pages stand behind it.",
-    "d": "the NVIDIA module does not charge its pins to RLIMIT_MEMLOCK (Section 3), and the refusal comes "
+    "d": "the NVIDIA module does not charge its pins to RLIMIT_MEMLOCK (Section 4), and the refusal comes "
          "from the mapping's flags, not from a limit.",
 }
 

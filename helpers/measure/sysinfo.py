@@ -339,7 +339,7 @@ def rows(report: SystemReport, vm: bool | None = None) -> list[tuple[str, str, s
         for b in g.bars:
             attrs = ", ".join(a for a, on in (("64-bit", b.is_64bit), ("prefetchable", b.prefetchable),
                                               ("has _wc file", b.write_combine_file)) if on)
-            out.append((f"  BAR{b.index}", f"{fmt_bytes(b.size)} {b.kind}{', ' + attrs if attrs else ''}",
+            out.append((f"  {window_label(g, b)}", f"{fmt_bytes(b.size)} {b.kind}{', ' + attrs if attrs else ''}",
                         "a window of device registers or memory the CPU can map"))
     out.append(("IOMMU", iommu_text(report, vm), "translates device DMA addresses, isolates devices"))
     out.append(("RLIMIT_MEMLOCK", f"soft {fmt_bytes(report.memlock_soft)}, hard {fmt_bytes(report.memlock_hard)}",
@@ -383,16 +383,37 @@ def link_gbps(link: str | None) -> float | None:
     return rate * lanes * eff / 8
 
 
+NVIDIA_BAR_NAMES = ("BAR0", "BAR1")  # NVIDIA's names of an NVIDIA GPU's first two memory windows
+
+
+def window_label(gpu: PCIDevice, bar: Bar) -> str:
+    """A BAR as sysfs names it, with NVIDIA's name where it differs: 'resource2 (BAR1)'.
+
+    sysfs numbers windows by the register slot they start in (`resourceN`), and a 64-bit BAR
+    takes two slots, so an H100's three 64-bit windows are resource0, 2 and 4. NVIDIA numbers
+    its windows in order instead: the first memory window is BAR0 (registers), the second BAR1
+    (the aperture onto device memory)."""
+    if not gpu.is_nvidia:
+        return f"resource{bar.index}"
+    order = next((i for i, b in enumerate(memory_bars(gpu)) if b.index == bar.index), len(NVIDIA_BAR_NAMES))
+    return f"resource{bar.index}" + (f" ({NVIDIA_BAR_NAMES[order]})" if order < len(NVIDIA_BAR_NAMES) else "")
+
+
+def memory_bars(gpu: PCIDevice) -> list[Bar]:
+    """The device's memory windows in slot order (no I/O ports, no expansion ROM)."""
+    return [b for b in gpu.bars if not b.is_io and b.index != PCI_ROM_RESOURCE]
+
+
 def bar_summary(report: SystemReport, memory_bytes: int | None) -> str:
     """One sentence per GPU: its largest BAR against its memory size."""
     lines = []
     for g in report.gpus:
-        mem_bars = [b for b in g.bars if not b.is_io and b.index != PCI_ROM_RESOURCE]
+        mem_bars = memory_bars(g)
         if not mem_bars:
             lines.append(f"{g.address}: no memory BARs visible")
             continue
         big = max(mem_bars, key=lambda b: b.size)
-        text = f"{g.address}: largest BAR is BAR{big.index}, {fmt_bytes(big.size)}"
+        text = f"{g.address}: largest BAR is {window_label(g, big)}, {fmt_bytes(big.size)}"
         if memory_bytes:
             text += (f"; GPU memory {fmt_bytes(memory_bytes)}; the BAR covers "
                      f"{big.size / memory_bytes:.2f}x of it")

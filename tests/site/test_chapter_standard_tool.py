@@ -42,6 +42,24 @@ def test_each_missing_part_is_named(tmp_path):
         assert part in found, part
 
 
+def test_a_prediction_without_a_prompt_is_named(tmp_path):
+    fold = new_code_cell("ev = ctx.get('x')")
+    fold.metadata["tags"] = ["hide-output"]
+    p = _write(tmp_path, [new_markdown_cell(GOOD_HEAD), new_markdown_cell("**Explain.** Reads wait; writes do not."),
+                          new_code_cell("ctx.predict('ch03.a', None)"), fold, new_markdown_cell("## Key points\n- one")])
+    assert chapter_standard.page_problems(p) == [
+        "03_demo.ipynb: the prediction in cell 2 has no **Predict** prompt in the text cell above it"]
+
+
+def test_sections_must_be_numbered_without_gaps(tmp_path):
+    head = GOOD_HEAD + "\n\n## 1. First"
+    for numbers, ok in (((2, 3), True), ((2, 3, 5), False), ((2, 2), False), ((3,), False)):
+        cells = [new_markdown_cell(head)] + [new_markdown_cell(f"## {n}. Part\n\ntext") for n in numbers]
+        p = _write(tmp_path, [*cells, new_markdown_cell("## Exercises"), new_markdown_cell("## Key points\n- one")])
+        found = chapter_standard.page_problems(p)
+        assert (found == []) is ok, (numbers, found)
+
+
 def test_random_seed_is_allowed_but_seed_alone_is_not(tmp_path):
     assert not chapter_standard.SEED.search("each learner's device comes from a random seed")
     assert chapter_standard.SEED.search("the seeds asked")
