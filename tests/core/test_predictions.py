@@ -286,6 +286,14 @@ def test_every_prediction_on_a_page_declares_its_kind():
     assert not missing, "predictions without a kind=…: " + "; ".join(missing)
 
 
+def test_a_measured_zero_in_float_noise_is_a_total_miss_in_the_compare_line():
+    predictions.commit("ch01.extra", 990, unit="calls", kind="count")
+    c = predictions.compare("ch01.extra", -3e-13, unit="calls", mode="replay")
+    assert c.ratio == 0.0 and "measured zero where you predicted more" in c.line
+    predictions.commit("ch01.none", 0, unit="calls", kind="count")
+    assert "within 2x" in predictions.compare("ch01.none", 2e-13, unit="calls", mode="replay").line
+
+
 def test_a_guess_in_another_unit_gets_no_ratio():
     predictions.commit("ch02.bar", 256, unit="MiB", kind="size")
     c = predictions.compare("ch02.bar", 128.0, unit="GiB", mode="replay")
