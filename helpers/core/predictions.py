@@ -275,12 +275,13 @@ def set_aside(path: Path | None = None) -> list[Path]:
     """The damaged stores moved aside beside `path` (predictions.json.damaged-*), oldest first."""
     path = path or store()
     try:
-        return sorted(path.parent.glob(glob_escape(path.name) + ".damaged-*"))
+        return sorted(path.parent.glob(_glob_escape(path.name) + ".damaged-*"))
     except OSError:
         return []
 
 
-def glob_escape(name: str) -> str:
+def _glob_escape(name: str) -> str:
+    """`name` with glob's special characters taken literally."""
     return re.sub(r"([*?\[])", r"[\1]", name)
 
 
@@ -323,6 +324,10 @@ def _wait_or_give_up(deadline: float) -> None:
     time.sleep(0.01)
 
 
+class _NoAccess(PredictionStoreError):
+    """A file or folder of the store that this account may not use (the message says which and why)."""
+
+
 def _owner(path: Path) -> str:
     """'user alice (uid 1001)' for a file, as far as this system can say."""
     try:
@@ -349,10 +354,6 @@ def _open_lock(lock: Path) -> int:
                             "to a folder of your own") from None
         raise _NoAccess(f"this account may not create files in {lock.parent} (it belongs to "
                         f"{_owner(lock.parent)}); set COURSE_STATE_DIR to a folder of your own") from None
-
-
-class _NoAccess(PredictionStoreError):
-    """A file or folder of the store that this account may not use (the message says which and why)."""
 
 
 @contextlib.contextmanager
@@ -454,7 +455,8 @@ _NUMBER = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)$
 
 
 def _check(question: str, guess, unit: str = "", kind: str = "") -> float | str:
-    """The guess as it is kept: a float for a numeric question (see `_numeric`), else a short text."""
+    """The guess as it is kept: a float for a numeric question (text read by `_from_text`, the value
+    checked by `_in_range`), else a short text."""
     if not isinstance(question, str) or not _QUESTION.match(question):
         raise InputError(f"a prediction needs an id like 'ch03.small_copy_us', got {question!r}")
     if isinstance(guess, bool):
