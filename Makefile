@@ -239,3 +239,18 @@ wheelhouse:
 
 clean:
 	rm -rf book/_build book/_static book/labs .pytest_cache build
+
+# Instructors: nbgrader's course folder in DEST (book/jupyterhub.md): nbgrader_config.py and
+# source/labN/ with each lab's instructor version, ready for `nbgrader generate_assignment labN`
+# there (tools/nbgradercourse.py). Run it again after changing a lab; what nbgrader made stays.
+# EXCHANGE=dir names nbgrader's exchange (on the hub, /etc/jupyter/nbgrader_config.py does).
+# `make nbgrader-grade DEST=folder LAB=labN` grades what `nbgrader collect labN` gathered there
+# with the sandboxed grader and writes the feedback `nbgrader release_feedback labN` hands back.
+.PHONY: nbgrader-course nbgrader-grade
+nbgrader-course: $(STAMP)
+	@test -n "$(DEST)" || { echo "usage: make nbgrader-course DEST=folder [EXCHANGE=dir]"; exit 2; }
+	$(BIN)/python tools/nbgradercourse.py layout "$(DEST)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
+
+nbgrader-grade: $(STAMP)
+	@test -n "$(DEST)" -a -n "$(LAB)" || { echo "usage: make nbgrader-grade DEST=folder LAB=labN"; exit 2; }
+	$(BIN)/python tools/nbgradercourse.py grade "$(DEST)" "$(LAB)"

@@ -41,8 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "tools")) if p not in sys.path]
 import labgrade  # noqa: E402 - the course's grader (tools/labgrade.py, tools/grader/)
+from nbgradercourse import COURSE, grade_collected, layout, nbgrader_config  # noqa: E402 - the course folder
 
-COURSE = "gpu-datamove"
 STUDENTS = ("student1", "student2", "student3")
 INSTRUCTOR = "instructor"
 PASSWORD = "course"
@@ -72,18 +72,6 @@ def proxy_command() -> Path:
     subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", f"configurable-http-proxy@{CHP_VERSION}"],
                    cwd=HUB_DIR, check=True, timeout=600)
     return exe
-
-
-def nbgrader_config(exchange: Path, course_root: Path | None = None, student: str | None = None) -> str:
-    lines = ["c = get_config()  # noqa", f"c.CourseDirectory.course_id = {COURSE!r}",
-             f"c.Exchange.root = {str(exchange)!r}"]
-    if student is not None:
-        # nbgrader names a submission after the OS user (or JUPYTERHUB_USER for jovyan, as in the
-        # Kubernetes image); here every server runs as one OS user, so each home says who it is
-        lines.append(f"c.CourseDirectory.student_id = {student!r}")
-    if course_root is not None:
-        lines.append(f"c.CourseDirectory.root = {str(course_root)!r}")
-    return "\n".join(lines) + "\n"
 
 
 def hub_config(work: Path, port: int, exchange: Path) -> Path:
@@ -275,28 +263,6 @@ def fetch_feedback_in_browser(hub: Hub, user: str, lab_id: str, transcript: list
 
 # --- the cycle -----------------------------------------------------------------------------------
 
-def grade_collected(course: Path, lab: Path, transcript: list[str]) -> dict:
-    """Grade what `nbgrader collect` gathered (course/submitted/<student>/<lab>/) with the course's
-    sandboxed grader (tools/grader, the path `make grade` takes), and put each student's feedback
-    page where `nbgrader release_feedback` looks for it. Returns the grader's report."""
-    from tools.grader import feedback
-
-    lab_id = lab.name.split("_", 1)[0]
-    report = labgrade.grade(course / "submitted", [lab])
-    for student, results in report.items():
-        sub = course / "submitted" / student / lab_id
-        dest = course / "feedback" / student / lab_id
-        dest.mkdir(parents=True, exist_ok=True)
-        for name in ("timestamp.txt", "submission_secret.txt"):  # what release_feedback keys the page by
-            if (sub / name).exists():
-                shutil.copy(sub / name, dest / name)
-        (dest / f"{lab.stem}.html").write_text(feedback.page(student, lab_id, [r for r in results if r.lab == lab_id]))
-        got = sum(r.score for r in results)
-        transcript.append(f"grader: {student} {lab_id} graded in a sandboxed worker: {got:g} points")
-    return report
-
-
-
 def cycle(lab: Path, out: Path, browser: bool = True, keep: bool = False) -> dict:
     """The whole assignment cycle for `lab`; returns scores per student, the CSV and a transcript."""
     import nbformat  # noqa: F401  (nbgrader needs it; fail early and clearly)
@@ -311,9 +277,7 @@ def cycle(lab: Path, out: Path, browser: bool = True, keep: bool = False) -> dic
         exchange.mkdir()
         exchange.chmod(0o1777)
         course = work / "course"
-        (course / "source" / lab_id).mkdir(parents=True)
-        shutil.copy(lab, course / "source" / lab_id / lab.name)
-        (course / "nbgrader_config.py").write_text(nbgrader_config(exchange, course))
+        layout(course, [lab], exchange)  # as `make nbgrader-course` lays it out
         ihome = work / "homes" / INSTRUCTOR
         with Hub(work, exchange) as hub:
             transcript.append(f"hub up at {hub.url}: {INSTRUCTOR}, {', '.join(STUDENTS)}")

@@ -10,9 +10,10 @@ reported, not moved. What it shows, for each question:
 - how far off it was (measured / guessed), its kind of quantity, and, for a large miss, the
   section of the chapter to read again and the exercise of that chapter that works it.
 
-Where each question lives (its chapter, section and the exercise to revisit) is read from
-the course's notebooks themselves (`catalog`), so a new Predict cell appears here with no
-list to update.
+Where each question lives (its chapter, section and Predict question) is read from the
+course's notebooks themselves (`catalog`), so a new Predict cell appears here with no list to
+update; the exercise to revisit is the one notebooks/revisit.json names for it (chosen by
+reading the exercises; tests/core/test_prediction_record.py checks every question has one).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import json
 import math
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -32,18 +33,14 @@ from helpers.core.mode import Mode
 
 BAND = 2.0  # the calibration plot's band: within a factor of 2 counts as close
 LARGE_MISS = 3.0  # off by more than this factor: the record says what to revisit
-WEIGHT_LENGTH = 0.5  # exercise matching: a score is divided by (the exercise's vocabulary) ** this
+REVISIT_FILE = "revisit.json"  # beside the notebooks: question -> the exercise that works its idea
 _PREDICT = re.compile(r"ctx\.predict\(\s*[\"']([a-z0-9_.]+)[\"']([^)]*)\)")
 _KEYWORD = re.compile(r"(\w+)\s*=\s*[\"']([^\"']*)[\"']")
 # "**Exercise 3.3 — title (derivation).** text", "**Exercise 8.1 (derive).** text", or, under "## Exercises",
 # "**1. (code) Title.** text"
 _EXERCISE = re.compile(r"^\*\*(?:Exercise\s+([\w.]+)|(\d+)\.)\s*(.*?)\*\*(.*)$", re.M)
-_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
-_COMMON = frozenset("this that with from what which when where your they their there these those have does each "
-                    "into than then them more most much many also only same other about after before while "
-                    "copy copies would could should time times here page cell cells code exercise the and for "
-                    "you are how its one two not can but all has was per use why does did who any see run "
-                    "out new now way get set off own our too few yes".split())
+# a Predict prompt: "**Predict:** how large is …?" or "**Predict.** …" (up to the end of its paragraph)
+_PROMPT = re.compile(r"\*\*Predict[.:]?\*\*[.:]?\s*(.+?)(?:\n\s*\n|\Z)", re.S)
 
 
 # --------------------------------------------------------------------------- where questions live
@@ -51,7 +48,7 @@ _COMMON = frozenset("this that with from what which when where your they their t
 @dataclass(frozen=True)
 class Place:
     """Where a prediction is asked: the notebook, its title, the section, what the guess is of,
-    and the exercise of that chapter that works the same idea."""
+    and the exercise that works the same idea."""
 
     notebook: str
     chapter: str
@@ -60,10 +57,7 @@ class Place:
     kind: str
     unit: str
     exercise: str  # "Exercise 3.3 — how many small copies per second?" or ""
-
-
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower())) - _COMMON
+    prompt: str = ""  # the page's Predict question, one sentence: "How large is the biggest BAR …?"
 
 
 def _asks(src: str, question: str) -> str:
@@ -75,6 +69,18 @@ def _asks(src: str, question: str) -> str:
                 asks = line.split("#", 1)[1].strip()
                 return re.split(r"[:;,]?\s*replace None", asks)[0].strip()
     return ""
+
+
+def _prompt(markdown: str) -> str:
+    """The question of the last Predict prompt in a markdown cell, as plain text, up to its first '?'."""
+    found = _PROMPT.findall(markdown)
+    if not found:
+        return ""
+    text = " ".join(re.sub(r"[*`]|\{\w+\}", "", found[-1]).split())
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [words](link) -> words
+    q = text.find("?")
+    text = text[:q + 1] if q >= 0 else text
+    return text[:1].upper() + text[1:]
 
 
 def _exercise_label(m: re.Match) -> str:
@@ -89,64 +95,77 @@ def _exercise_label(m: re.Match) -> str:
     return f"Exercise {number} — {title}"
 
 
-def _exercise_for(focus: str, section_text: str, exercises: list[tuple[str, str]]) -> str:
-    """The chapter's exercise whose text shares most with the prediction: words of its section heading
-    and of its guess's comment (`focus`) count three times, the rest of the section once; the score is
-    divided by a root of the exercise's own vocabulary so a long exercise does not win by length
-    alone, and an exercise that cites the prediction's section by number ("from the table of section
-    3") wins (ties: the first)."""
-    if not exercises:
-        return ""
-    key, rest = _words(focus), _words(section_text)
-    number = re.match(r"(\d+)\.", focus)
-    cites = re.compile(rf"\bsections? {number.group(1)}\b") if number else None
-
-    def score(ex: tuple[str, str]) -> float:
-        w = _words(ex[1])
-        cited = 10 if cites is not None and cites.search(ex[1]) else 0
-        return cited + (3 * len(key & w) + len(rest & w)) / (len(w) or 1) ** WEIGHT_LENGTH
-
-    return max(exercises, key=score)[0]
-
-
-def _notebook_places(path: Path) -> dict[str, Place]:
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    texts = ["".join(c["source"]) for c in cells]
-    chapter = next((m.group(1).strip() for t, c in zip(texts, cells, strict=True) if c["cell_type"] == "markdown"
-                    for m in [re.search(r"^# (.+)$", t, re.M)] if m), path.stem)
-    exercises, in_exercises = [], False
-    for t, c in zip(texts, cells, strict=True):
+def _exercises(cells: list[dict]) -> dict[str, str]:
+    """The notebook's exercises: number ('3.3', or '1' under '## Exercises') -> label."""
+    out, in_exercises = {}, False
+    for c in cells:
         if c["cell_type"] != "markdown":
             continue
+        t = "".join(c["source"])
         in_exercises = bool(re.search(r"^## Exercises", t, re.M)) or (in_exercises and not re.search(r"^## ", t, re.M))
-        found = [m for m in _EXERCISE.finditer(t) if m.group(1) or in_exercises]
-        for k, m in enumerate(found):  # each exercise with its own text, up to the next one
-            end = found[k + 1].start() if k + 1 < len(found) else len(t)
-            exercises.append((_exercise_label(m), t[m.start():end]))
-    out, section, section_text = {}, "", ""
-    for t, c in zip(texts, cells, strict=True):
+        for m in _EXERCISE.finditer(t):
+            if m.group(1) or in_exercises:
+                out.setdefault((m.group(1) or m.group(2)).rstrip("."), _exercise_label(m))
+    return out
+
+
+def _notebook_places(path: Path) -> tuple[str, dict[str, Place], dict[str, str]]:
+    """The notebook's title, its questions (exercise left to `catalog`) and its exercises."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    chapter = next((m.group(1).strip() for c in cells if c["cell_type"] == "markdown"
+                    for m in [re.search(r"^# (.+)$", "".join(c["source"]), re.M)] if m), path.stem)
+    out, section, prompt = {}, "", ""
+    for c in cells:
+        t = "".join(c["source"])
         if c["cell_type"] == "markdown":
             heads = re.findall(r"^##+ (.+)$", t, re.M)
             if heads:
-                section, section_text = heads[-1].strip(), t
-            else:
-                section_text += "\n" + t
+                section, prompt = heads[-1].strip(), ""
+            prompt = _prompt(t) or prompt
             continue
         for m in _PREDICT.finditer(t):
             kw = dict(_KEYWORD.findall(m.group(2)))
-            asks = _asks(t, m.group(1))
-            out[m.group(1)] = Place(path.name, chapter, section, asks, kw.get("kind", ""), kw.get("unit", ""),
-                                    _exercise_for(f"{section} {asks} {m.group(1)}", section_text, exercises))
-    return out
+            out[m.group(1)] = Place(path.name, chapter, section, _asks(t, m.group(1)), kw.get("kind", ""),
+                                    kw.get("unit", ""), "", prompt)
+    return chapter, out, _exercises(cells)
+
+
+def revisit_map(folder: Path | None = None) -> dict[str, str | None]:
+    """The course's choice of exercise for each question (notebooks/revisit.json): "4.1" (an exercise of
+    the question's own notebook), "04b_dma_through_an_iommu.ipynb 2" (one of another notebook) or null
+    (no exercise works it: the record sends the learner to the section alone). Chosen by reading each
+    exercise, not by matching words: an exercise about the same words can be about another idea."""
+    path = (folder or config.REPO_ROOT / "notebooks") / REVISIT_FILE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {q: v for q, v in doc.items() if not q.startswith("_") and (v is None or isinstance(v, str))}
+
+
+def _resolve(choice: str | None, place: Place, exercises: dict[str, dict[str, str]],
+             titles: dict[str, str]) -> str:
+    """The label of the chosen exercise ('' when none is chosen or it does not exist)."""
+    if not choice:
+        return ""
+    notebook, _, number = choice.rpartition(" ")
+    notebook = notebook or place.notebook
+    label = exercises.get(notebook, {}).get(number, "")
+    return label if not label or notebook == place.notebook else f"{label} ({titles[notebook]})"
 
 
 def catalog(folder: Path | None = None) -> dict[str, Place]:
-    """Every prediction the course's notebooks ask, by question id, in the order of the course."""
+    """Every prediction the course's notebooks ask, by question id, in the order of the course, each
+    with the exercise revisit.json chooses for it."""
     folder = folder or config.REPO_ROOT / "notebooks"
-    out: dict[str, Place] = {}
+    places: dict[str, Place] = {}
+    exercises: dict[str, dict[str, str]] = {}
+    titles: dict[str, str] = {}
     for nb in sorted(folder.glob("*.ipynb")) if folder.is_dir() else []:
-        out.update(_notebook_places(nb))
-    return out
+        titles[nb.name], found, exercises[nb.name] = _notebook_places(nb)
+        places.update(found)
+    chosen = revisit_map(folder)
+    return {q: replace(p, exercise=_resolve(chosen.get(q), p, exercises, titles)) for q, p in places.items()}
 
 
 # --------------------------------------------------------------------------- one row per question
@@ -167,17 +186,20 @@ class Entry:
 
     @property
     def ratio(self) -> float | None:
-        """measured / guessed, when both are positive numbers."""
-        if (isinstance(self.guess, float) and self.guess > 0 and self.measured is not None and self.measured > 0
-                and predictions.same_unit(self.unit, self.measured_unit)):
-            return self.measured / self.guess
-        return None
+        """measured / guessed (predictions.ratio: noise around zero is zero, so 0 or inf for a total miss)."""
+        return None if self.measured is None else predictions.ratio(self.guess, self.measured, self.unit,
+                                                                    self.measured_unit)
 
     @property
     def factor(self) -> float | None:
-        """How many times off, in whichever direction (1 = spot on)."""
+        """How many times off, in whichever direction (1 = spot on, inf when one side is zero)."""
+        return predictions.factor(self.ratio)
+
+    @property
+    def plottable(self) -> bool:
+        """Whether the point fits log axes: both values above zero."""
         r = self.ratio
-        return None if r is None else max(r, 1 / r)
+        return r is not None and 0 < r < math.inf
 
     @property
     def verdict(self) -> str:
@@ -187,9 +209,11 @@ class Entry:
                 return "no measured number to set it beside"
             if not predictions.same_unit(self.unit, self.measured_unit):
                 return f"guessed in {self.unit}, measured in {self.measured_unit}: no ratio"
-            if isinstance(self.guess, float) and (self.guess <= 0 or self.measured <= 0):
-                return "a zero or negative value: compare the numbers directly (no ratio)"
+            if isinstance(self.guess, float) and (self.guess < 0 or self.measured < 0):
+                return "a negative value: compare the numbers directly (no ratio)"
             return "not comparable as a ratio"
+        if r in (0, math.inf):
+            return predictions.how_far(r)
         if self.factor <= BAND:
             return f"within {BAND:g}x"
         return f"off by {self.factor:.1f}x ({'measured higher' if r > 1 else 'measured lower'})"
@@ -220,6 +244,7 @@ class Report:
     places: dict[str, Place]
     store: Path
     problem: str | None = None
+    set_aside: list[Path] = field(default_factory=list)  # damaged records moved aside, still on disk
 
     @property
     def compared(self) -> list[Entry]:
@@ -240,11 +265,13 @@ def load(store: Path | None = None, notebooks: Path | None = None) -> Report:
         guess = _number(p.guess)
         c = _chosen(rec.comparisons.get(q, []))
         place = places.get(q)
+        measured = _number(c.get("measured")) if c else None
+        if measured is not None and guess is not None:  # -3e-13 beside a guess of 990 is shown, and taken, as 0
+            measured = predictions.zeroed(measured, max(abs(guess), abs(measured))) + 0.0
         entries.append(Entry(q, guess if guess is not None else str(p.guess), p.unit,
-                             p.kind or (place.kind if place else ""), place,
-                             _number(c.get("measured")) if c else None, (c or {}).get("unit", ""),
+                             p.kind or (place.kind if place else ""), place, measured, (c or {}).get("unit", ""),
                              (c or {}).get("mode"), (c or {}).get("source", "")))
-    return Report(entries, places, store, rec.problem)
+    return Report(entries, places, store, rec.problem, rec.set_aside)
 
 
 # --------------------------------------------------------------------------- what the page shows
@@ -292,6 +319,10 @@ def summary(report: Report) -> str:
     lines = []
     if report.problem:
         lines.append(f"⚠ {report.problem}")
+    if report.set_aside:
+        lines.append("⚠ An earlier predictions file could not be read and was moved aside, unchanged, to "
+                     + ", ".join(f"`{p}`" for p in report.set_aside) + ". Its guesses are not in the record below; "
+                     "open it to recover them (this page names it for as long as it is there).")
     if not report.entries:
         lines.append("You have kept no predictions yet. " + HOW_TO.format(store=report.store))
         return "\n\n".join(lines)
@@ -301,6 +332,12 @@ def summary(report: Report) -> str:
                  f"({len(numeric)} numbers, {len(report.entries) - len(numeric)} texts); {len(report.compared)} "
                  f"of the numbers have been set beside a measured or modelled value. "
                  f"{sum(1 for e in report.compared if e.factor <= BAND)} of those are within {BAND:g}x.")
+    zeros = [e for e in report.compared if not e.plottable]
+    if zeros:
+        lines.append(f"{len(zeros)} of them {'has' if len(zeros) == 1 else 'have'} a zero on one side (a guess of "
+                     "zero, or a measured zero where you guessed more): no factor sizes such a miss, so "
+                     f"{'it is' if len(zeros) == 1 else 'they are'} in the tables and at the top of what to "
+                     "revisit, but not on the log-log plot.")
     modes = {e.mode for e in report.compared}
     if "live" not in modes and report.compared:
         lines.append("None was measured live on this machine: the values beside your guesses are the reference "
@@ -329,7 +366,7 @@ def calibration_figure(report: Report) -> figures.CourseFigure | None:
     measured = predicted and the band within a factor of 2 drawn; None when nothing can be plotted
     (the page then says why). Points whose values came with no stated mode are left out (a figure
     says where each number comes from)."""
-    pts = [e for e in report.compared if e.mode in ("live", "replay", "simulated")]
+    pts = [e for e in report.compared if e.plottable and e.mode in ("live", "replay", "simulated")]
     if not pts:
         return None
     vals = [v for e in pts for v in (e.guess, e.measured)]
@@ -362,15 +399,25 @@ def calibration_figure(report: Report) -> figures.CourseFigure | None:
 
 
 def _asks_or_section(place: Place | None) -> str:
-    """What the guess is of, from the Predict cell's comment; its section when the comment is only a unit."""
+    """What the guess is of: the Predict cell's comment when it says it ('µs of device time for a 4-byte
+    h2d copy'), else the page's Predict question (a comment of a unit alone, 'GiB', says nothing), else
+    the section."""
     if place is None:
         return ""
-    return place.asks if len(place.asks.split()) >= 3 else f"{place.section} ({place.asks})" if place.asks else \
-        place.section
+    if len(place.asks.split()) >= 3:
+        return place.asks
+    if place.prompt:
+        return place.prompt
+    return f"{place.section} ({place.asks})" if place.asks else place.section
 
 
 def _fmt(v) -> str:
     return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def _fmt_factor(v: float) -> str:
+    """A ratio or factor: '2.5', or '∞' when one side of it is zero."""
+    return "∞" if v == math.inf else f"{v:.3g}" if v >= 0.01 or v == 0 else f"{v:.2g}"
 
 
 CHAPTER_HEADERS = ("question", "what you predicted", "your first guess", "set beside", "where that value is from",
@@ -389,7 +436,7 @@ def chapter_tables(report: Report) -> list[figures.Table]:
                  f"{_fmt(e.guess)} {e.unit}".strip(),
                  f"{_fmt(e.measured)} {e.measured_unit}".strip() if e.measured is not None else "—",
                  _where(e) if e.measured is not None else "—",
-                 f"{e.ratio:.3g}" if e.ratio is not None else "—",
+                 _fmt_factor(e.ratio) if e.ratio is not None else "—",
                  e.verdict if isinstance(e.guess, float) else "a text answer: the page shows the result")
                 for e in es]
         tables.append(figures.Table(rows, CHAPTER_HEADERS, caption=title))
@@ -410,8 +457,8 @@ def kind_rows(report: Report) -> list[tuple]:
             continue
         typical = math.exp(statistics.fmean(math.log(e.factor) for e in es))
         direction = statistics.median(e.ratio for e in es)
-        rows.append((label, len(es), sum(1 for e in es if e.factor <= BAND), f"{typical:.2g}x",
-                     f"{direction:.2g} ({'you guessed low' if direction > 1 else 'you guessed high' if direction < 1 else 'even'})"))
+        rows.append((label, len(es), sum(1 for e in es if e.factor <= BAND), _fmt_factor(typical) + "x",
+                     f"{_fmt_factor(direction)} ({'you guessed low' if direction > 1 else 'you guessed high' if direction < 1 else 'even'})"))
     return rows
 
 
@@ -428,7 +475,11 @@ def misjudged(report: Report) -> str:
     label = predictions.KINDS.get(worst[1], "quantities of an undeclared kind")
     if worst[0] <= BAND:
         return f"Every kind of quantity you predicted is, on typical, within {BAND:g}x: well judged."
-    return (f"You misjudge {label} most: typically off by {worst[0]:.2g}x over {worst[2]} "
+    if worst[0] == math.inf:
+        zeros = sum(1 for e in report.compared if e.kind == worst[1] and not e.plottable)
+        return (f"You misjudge {label} most: {zeros} of {worst[2]} comparison{'s' if worst[2] > 1 else ''} set a "
+                "guess against a zero (or a guess of zero against a value), a miss no factor sizes.")
+    return (f"You misjudge {label} most: typically off by {_fmt_factor(worst[0])}x over {worst[2]} "
             f"comparison{'s' if worst[2] > 1 else ''}.")
 
 
@@ -440,8 +491,10 @@ def revisit_rows(report: Report, factor: float = LARGE_MISS) -> list[tuple]:
     out = []
     for e in sorted((e for e in report.compared if e.factor > factor), key=lambda e: -e.factor):
         where = f"{e.place.chapter}, section “{e.place.section}”" if e.place else "its chapter"
-        out.append((e.question, f"{e.factor:.1f}x", where,
-                    (e.place.exercise if e.place and e.place.exercise else "the chapter's exercises")))
+        off = f"{e.factor:.1f}x" if e.plottable else f"measured {_fmt(e.measured)}, you guessed {_fmt(e.guess)}"
+        out.append((e.question, off, where,
+                    (e.place.exercise if e.place and e.place.exercise else
+                     "no exercise works this one: the section is the place" if e.place else "its chapter's exercises")))
     return out
 
 

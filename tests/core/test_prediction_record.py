@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 
 import nbformat
 import pytest
@@ -43,6 +45,8 @@ def pages(tmp_path):
         new_markdown_cell("## Exercises\n\n**1. (code) Walk the pages.** Write a kernel."),
     ])
     nbformat.write(nb, folder / "05_managed.ipynb")
+    (folder / "revisit.json").write_text(json.dumps({"ch03.small_us": "3.2", "ch03.big_gbps": "3.1",
+                                                     "ch05.which": "1"}))
     return folder
 
 
@@ -65,6 +69,8 @@ def test_the_catalog_reads_where_each_question_is_asked(pages):
     assert (small.chapter, small.section, small.kind, small.unit) == ("Chapter 3 — copies", "1. Small copies",
                                                                      "time", "µs")
     assert small.asks == "µs for one 4-byte copy" and small.exercise == "Exercise 3.2 — doorbells"
+    (pages / "revisit.json").write_text(json.dumps({"ch03.small_us": "3.9"}))  # no such exercise: none named
+    assert prediction_record.catalog(pages)["ch03.small_us"].exercise == ""
     assert c["ch03.big_gbps"].exercise == "Exercise 3.1 — link ceiling"
     assert c["ch05.which"].exercise == "Exercise 1 — Walk the pages"
 
@@ -174,8 +180,94 @@ def test_a_damaged_record_is_reported_and_left_where_it_is(pages, state):
     assert _snapshot(state) == before
 
 
-def test_a_measured_zero_is_shown_without_a_ratio(pages):
+def test_a_measured_zero_is_a_total_miss_not_a_missing_ratio(pages):
     predictions.commit("ch03.small_us", 2, unit="µs", kind="time")
     predictions.compare("ch03.small_us", -0.0, unit="µs", mode="replay")  # a difference of equal counts
+    report = prediction_record.load(notebooks=pages)
+    (e,) = report.entries
+    assert e.measured == 0.0 and str(e.measured) == "0.0" and e.ratio == 0.0 and e.factor == math.inf
+    assert "measured zero" in e.verdict and not e.plottable
+    assert [r[0] for r in prediction_record.revisit_rows(report)] == ["ch03.small_us"]
+
+
+@pytest.mark.parametrize("noise", [-3e-13, 3e-13, -1e-15, 0.0])
+def test_float_noise_around_zero_does_not_hide_the_biggest_miss(pages, noise):
+    """Issue 37: a measured -3e-13 (990 rounds' worth of a zero slope) made 'no ratio', so a guess of 990
+    extra calls, the worst miss, vanished from what to revisit while a 5x miss headed it."""
+    predictions.commit("ch03.small_us", 990, unit="calls", kind="count")
+    predictions.compare("ch03.small_us", noise, unit="calls", source="reference", mode="replay")
+    predictions.commit("ch03.big_gbps", 10, unit="GB/s", kind="bandwidth")
+    predictions.compare("ch03.big_gbps", 50.0, unit="GB/s", source="reference", mode="replay")
+    report = prediction_record.load(notebooks=pages)
+    rows = prediction_record.revisit_rows(report)
+    assert [r[0] for r in rows] == ["ch03.small_us", "ch03.big_gbps"]  # the total miss first
+    assert rows[0][1] == "measured 0, you guessed 990"
+    small = report.entries[0]
+    assert small.measured == 0.0  # shown as the zero it is, not as -3e-13
+    table = prediction_record.chapter_tables(report)[0]
+    assert table.rows[0][3] == "0 calls" and "e-13" not in repr(table.rows)
+    assert prediction_record.misjudged(report).startswith("You misjudge counts (calls, reads, frames) most: 1 of 1 "
+                                                          "comparison set a guess against a zero")
+    assert "a zero on one side" in prediction_record.summary(report)
+    fig = prediction_record.calibration(report)  # the zero cannot sit on log axes; the 5x miss can
+    assert [list(t.x) for t in fig.fig.data if t.mode == "markers"] == [[10.0]]
+
+
+def test_a_small_but_real_value_is_not_taken_for_zero(pages):
+    predictions.commit("ch03.small_us", 2e-9, unit="s", kind="time")
+    predictions.compare("ch03.small_us", 4e-9, unit="s", mode="replay")
     (e,) = prediction_record.load(notebooks=pages).entries
-    assert e.measured == 0.0 and str(e.measured) == "0.0" and e.ratio is None and "no ratio" in e.verdict
+    assert e.ratio == pytest.approx(2.0) and e.verdict == "within 2x"
+
+
+def test_every_course_question_names_an_exercise_that_exists_and_the_pinning_cost_one_is_right():
+    """Issue 37: the record sent a learner who misjudged the cost of pinning 1 GiB to Exercise 4.7 (which
+    page a device wrote). Every question of the course must have a chosen exercise (or an explicit null)
+    that exists where revisit.json says."""
+    places = prediction_record.catalog()
+    chosen = prediction_record.revisit_map()
+    assert set(chosen) == set(places), ("questions without a choice in notebooks/revisit.json: "
+                                        f"{sorted(set(places) - set(chosen))}; choices for no question: "
+                                        f"{sorted(set(chosen) - set(places))}")
+    broken = [q for q, p in places.items() if chosen[q] is not None and not p.exercise]
+    assert not broken, f"revisit.json names exercises that do not exist for {broken}"
+    assert places["ch04.register_1gib_ms"].exercise == "Exercise 4.1 — when does pinning pay?"
+    assert places["ch04.memlock_stops"].exercise.startswith("Exercise 2 — Room under the limit (")
+    own = [q for q, c in chosen.items() if c and " " not in c]  # an exercise of the question's own chapter
+    assert all(places[q].exercise.startswith(f"Exercise {chosen[q]} — ") for q in own)
+
+
+def test_a_question_whose_comment_is_only_a_unit_is_labelled_by_its_predict_question():
+    """Issue 37: a question was labelled "The reference machine (GiB)" (a section and a unit)."""
+    places = prediction_record.catalog()
+    labels = {q: prediction_record._asks_or_section(p) for q, p in places.items()}
+    assert labels["ch00.largest_bar_gib"].startswith("How large is the biggest BAR") and \
+        labels["ch00.largest_bar_gib"].endswith("?")
+    bare = {q: lab for q, lab in labels.items() if len(lab.split()) < 3 or lab.endswith(f"({places[q].unit})")}
+    assert not bare, f"questions labelled by a section and a unit, or by almost nothing: {bare}"
+
+
+def test_the_page_keeps_naming_a_record_it_moved_aside(pages, state):
+    """Issue 39: the message about a moved-aside record went to stderr once; the page must keep saying it."""
+    state.mkdir()
+    (state / "predictions.json").write_text("{half a file")
+    predictions.commit("ch03.small_us", 2, unit="µs", kind="time")  # moves the damaged file aside
+    (aside,) = state.glob("predictions.json.damaged-*")
+    for _ in range(2):  # and on every later visit
+        text = prediction_record.summary(prediction_record.load(notebooks=pages))
+        assert str(aside) in text and "moved aside" in text
+        predictions.commit("ch03.big_gbps", 5, unit="GB/s", kind="bandwidth")
+    aside.unlink()  # recovered by the learner: the page stops naming it
+    assert "moved aside" not in prediction_record.summary(prediction_record.load(notebooks=pages))
+
+
+def test_a_record_from_a_newer_course_is_explained_on_the_page_not_raised(pages, state):
+    state.mkdir()
+    newer = json.dumps({"version": predictions.VERSION + 1, "predictions": {"ch03.small_us": [{"guess": 1}]}})
+    (state / "predictions.json").write_text(newer)
+    report = prediction_record.load(notebooks=pages)
+    text = prediction_record.summary(report)
+    assert "newer version of the course" in text and "left exactly as it is" in text and "make lab" in text
+    for v in _every_view(report):
+        repr(v)
+    assert (state / "predictions.json").read_text() == newer

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import re
+from pathlib import Path
 
 import pytest
 
@@ -135,14 +136,100 @@ def test_a_store_from_a_newer_course_is_left_alone(state):
     assert (state / "predictions.json").read_text() == newer
 
 
+def test_a_store_from_a_newer_course_is_explained_when_read_not_raised(state):
+    newer = json.dumps({"version": predictions.VERSION + 1, "predictions": {}})
+    (state / "predictions.json").write_text(newer)
+    rec = predictions.read_record()
+    assert "newer version of the course" in rec.problem and "make lab" in rec.problem and not rec.predictions
+    with pytest.raises(predictions.PredictionStoreError) as err:
+        predictions.commit("ch03.x", 7, unit="calls", kind="count")
+    assert "your prediction 7.0 calls for ch03.x was NOT saved" in str(err.value) and "run the cell again" in str(err.value)
+    assert (state / "predictions.json").read_text() == newer
+
+
 def test_a_lock_held_too_long_is_a_clear_error_not_a_hang(state, monkeypatch):
+    """Issue 39: the message said "no prediction was lost" while the guess being saved was not kept."""
     fcntl = pytest.importorskip("fcntl")  # the POSIX lock; Windows uses msvcrt
     monkeypatch.setattr(predictions, "LOCK_TIMEOUT_S", 0.2)
-    state.mkdir(exist_ok=True)
+    predictions.commit("ch03.kept", 1, unit="µs", kind="time")
+    before = (state / "predictions.json").read_bytes()
     with open(state / "predictions.json.lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # flock locks belong to the open file: this one blocks the next open
-        with pytest.raises(predictions.PredictionStoreError, match="lock"):
-            predictions._update(lambda rec: None)
+        with pytest.raises(predictions.PredictionStoreError) as err:
+            predictions.commit("ch03.x", 5, unit="µs", kind="time")
+        with pytest.raises(predictions.PredictionStoreError) as err2:
+            predictions.compare("ch03.kept", 2.0, unit="µs", mode="replay")
+    msg = str(err.value)
+    assert "your prediction 5.0 µs for ch03.x was NOT saved" in msg and "lock" in msg and "run the cell again" in msg
+    assert "no prediction was lost" not in msg and "kept" not in msg.replace("ch03.kept", "")
+    assert "the comparison for ch03.kept" in str(err2.value) and "NOT saved" in str(err2.value)
+    assert (state / "predictions.json").read_bytes() == before  # truly not saved, as the message says
+    predictions.commit("ch03.x", 5, unit="µs", kind="time")  # and, as it says, running the cell again saves it
+    assert predictions.first("ch03.x").guess == 5.0
+
+
+_AS_ANOTHER_USER = r"""
+import fcntl, json, os, pwd, sys
+sys.path.insert(0, sys.argv[1])
+os.environ["COURSE_STATE_DIR"] = sys.argv[2]
+from helpers.core import predictions  # imported first: the interpreter's own files may be root's alone
+if os.getuid() == 0:  # root may open any file: become a user who does not own the lock
+    os.setgid(65534)
+    os.setuid(65534)
+try:
+    predictions.commit("ch03.x", 5, unit="µs", kind="time")
+    print(json.dumps(["saved", ""]))
+except Exception as exc:
+    print(json.dumps([type(exc).__name__, str(exc)]))
+"""
+
+
+def test_a_lock_file_owned_by_someone_else_is_a_clear_error_not_a_permission_error():
+    """Issue 39: a lock file another user owns gave a raw PermissionError."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as top:  # in /tmp, reachable by the other user (pytest's is not)
+        state = Path(top) / "shared-state"
+        state.mkdir()
+        os.chmod(top, 0o755)
+        os.chmod(state, 0o777)  # the folder is writable by everyone: only the lock file is someone else's
+        lock = state / "predictions.json.lock"
+        lock.write_text("")
+        os.chmod(lock, 0o000 if os.getuid() else 0o600)  # not openable by the user the check runs as
+        run = subprocess.run([sys.executable, "-c", _AS_ANOTHER_USER, str(config.REPO_ROOT), str(state)],
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        kind, msg = json.loads(run.stdout.strip().splitlines()[-1])
+        stored = (state / "predictions.json").exists()
+    assert kind == "PredictionStoreError", (kind, msg)
+    assert str(lock) in msg and "belongs to" in msg and "NOT saved" in msg and "COURSE_STATE_DIR" in msg
+    assert not stored
+
+
+@pytest.mark.parametrize("guess, unit, kind, kept", [
+    ("80 GiB", "GiB", "size", 80.0), ("80GiB", "GiB", "size", 80.0), ("2x", "x", "ratio", 2.0),
+    ("2x", "", "ratio", 2.0), (" 1.5e3 ", "µs", "time", 1500.0), ("4 us", "µs", "time", 4.0), ("12", "", "count", 12.0),
+    ("0x12345678", "", "outcome", "0x12345678"), ("b", "", "outcome", "b"), (0, "calls", "count", 0.0)])
+def test_a_guess_written_with_its_unit_is_read_as_the_number(guess, unit, kind, kept, state):
+    p = predictions.commit("ch03.q", guess, unit=unit, kind=kind)
+    assert p.guess == kept and _doc(state)["predictions"]["ch03.q"][0]["guess"] == kept
+
+
+@pytest.mark.parametrize("guess, unit, kind, names", [
+    ("80 GB", "GiB", "size", r"in 'GB'.*asks for a number of GiB.*80 GB is 74\.51 GiB"),
+    ("one", "", "ratio", "'one' is not a number"), ("one", "calls", "count", "'one' is not a number"),
+    (-1, "x", "ratio", "cannot be a ratio"), (0, "x", "ratio", "cannot be a ratio"), ("-1x", "x", "ratio", "cannot be a ratio"),
+    (-3, "µs", "time", "negative"), ("3 ms", "µs", "time", "3 ms is 3000 µs"), ("2x", "GB/s", "bandwidth", "in 'x'"),
+    ("fast", "GB/s", "bandwidth", "not a number"), ("1,000", "calls", "count", "in ',000'"),
+    ("5 GB/s", "", "time", "leave the unit out")])
+def test_a_malformed_guess_is_refused_naming_the_problem_and_never_stored(guess, unit, kind, names, state):
+    """Issue 37: "80 GB" (for GiB), "2x", "one" and -1 for a ratio were stored silently as text or numbers."""
+    with pytest.raises(InputError, match=names):
+        predictions.commit("ch03.q", guess, unit=unit, kind=kind)
+    assert not (state / "predictions.json").exists()
 
 
 PER_PROCESS = 40
@@ -197,6 +284,14 @@ def test_every_prediction_on_a_page_declares_its_kind():
     missing = [f"{nb}: {call}" for nb, call in calls
                if not re.search(r"kind=\"(" + "|".join(predictions.KINDS) + r")\"", call)]
     assert not missing, "predictions without a kind=…: " + "; ".join(missing)
+
+
+def test_a_measured_zero_in_float_noise_is_a_total_miss_in_the_compare_line():
+    predictions.commit("ch01.extra", 990, unit="calls", kind="count")
+    c = predictions.compare("ch01.extra", -3e-13, unit="calls", mode="replay")
+    assert c.ratio == 0.0 and "measured zero where you predicted more" in c.line
+    predictions.commit("ch01.none", 0, unit="calls", kind="count")
+    assert "within 2x" in predictions.compare("ch01.none", 2e-13, unit="calls", mode="replay").line
 
 
 def test_a_guess_in_another_unit_gets_no_ratio():

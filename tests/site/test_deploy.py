@@ -51,3 +51,42 @@ def test_the_image_recipe_is_repo2docker_s_and_the_page_names_the_files():
                  "tools/atlas.py", "matrix.py load"):
         assert name in page, name
     assert "book/jupyterhub" in (ROOT / "book" / "_toc.yml").read_text()
+
+
+def _helm_version(text: str) -> str:
+    import re
+
+    found = re.findall(r"helm upgrade --install course jupyterhub/jupyterhub --version (\S+) -f deploy/z2jh/values.yaml",
+                       text)
+    assert found, "no pinned `helm upgrade --install ... --version X` command"
+    assert len(set(found)) == 1, found
+    return found[0]
+
+
+def test_the_chart_version_is_pinned_where_the_deploy_file_and_the_page_name_it():
+    """Issue 39: the deploy files named no chart version, so `helm upgrade` took whatever was newest."""
+    import re
+
+    values_text = (ROOT / "deploy" / "z2jh" / "values.yaml").read_text()
+    chart = _helm_version(values_text)
+    assert re.fullmatch(r"\d+\.\d+\.\d+", chart), chart
+    assert _helm_version((ROOT / "book" / "jupyterhub.md").read_text()) == chart
+
+
+def test_the_image_s_jupyterhub_is_a_security_release_of_the_chart_s_line():
+    """The single-user image's jupyterhub (environment.yml = pyproject.toml, tests/site/test_environment.py)
+    is at least 5.4.4 (CVE-2026-33709) and of the same minor line as the hub the pinned chart runs."""
+    import re
+    import tomllib
+
+    values_text = (ROOT / "deploy" / "z2jh" / "values.yaml").read_text()
+    chart = _helm_version(values_text)
+    m = re.search(rf"Chart {re.escape(chart)} runs JupyterHub (\d+)\.(\d+)\.(\d+)", values_text)
+    assert m, "values.yaml must say which JupyterHub its chart version runs"
+    hub = tuple(int(x) for x in m.groups())
+    pins = [r for extra in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"].values()
+            for r in extra if r.startswith("jupyterhub==")]
+    assert len(set(pins)) == 1, pins
+    image = tuple(int(x) for x in pins[0].split("==")[1].split("."))
+    assert image >= (5, 4, 4) and hub >= (5, 4, 4)
+    assert image[:2] == hub[:2], f"image's jupyterhub {image} and the chart's hub {hub} differ in their minor line"
