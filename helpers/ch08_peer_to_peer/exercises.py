@@ -81,6 +81,13 @@ def _copy_trial(fn) -> list[str]:
         d_src, d_dst = cuda.to_device(src), cuda.to_device(dst)
         fn[blocks, threads](d_src, d_dst[:n])
         got = d_dst.copy_to_host()
+        copied = np.flatnonzero(got[:n] == src)
+        if np.all(got == -1):
+            raise checks.NotAnswered("your kernel wrote nothing yet")
+        if n > blocks * threads and np.array_equal(copied, np.arange(blocks * threads)) \
+                and np.all(got[blocks * threads:] == -1):
+            raise checks.NotAnswered(f"the kernel still copies one element per thread, as the starter does "
+                                     f"({blocks * threads} of {n} elements on {blocks}x{threads} threads)")
         if not np.array_equal(got[:n], src):
             bad = int(np.flatnonzero(got[:n] != src)[0])
             problems.append(f"with n={n} on {blocks}x{threads} threads, element {bad} was not copied "

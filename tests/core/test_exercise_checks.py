@@ -29,12 +29,15 @@ def test_choice_explains_the_option_picked(capsys):
     assert checks.choice("3.2", None, opts, "b", expl) is None
 
 
-def test_explain_marks_the_points_made_and_shows_the_model(capsys):
+def test_explain_never_marks_prose_and_shows_the_model_for_self_assessment(capsys):
     points = [("reads wait for a completion", ("completion", "non-posted")), ("writes do not", ("posted write", "fire and forget"))]
-    assert checks.explain("2.3", "A read is non-posted: it waits for its completion.", "MODEL", points) is False
-    out = capsys.readouterr().out
-    assert "✔ reads wait" in out and "· writes do not" in out and "MODEL" in out
+    for text in ("A read is non-posted: it waits for its completion.", "completion non-posted posted write"):
+        assert checks.explain("2.3", text, "MODEL", points) is None
+        out = capsys.readouterr().out
+        assert "MODEL" in out and "self-assessment" in out and "reads wait for a completion" in out
+        assert "✔" not in out and "✘" not in out
     assert checks.explain("2.3", "  ", "MODEL", points) is None
+    assert "not answered yet" in capsys.readouterr().out
 
 
 def test_code_runs_the_learners_function_and_reports_a_crash_without_raising(capsys):
