@@ -215,9 +215,13 @@ def _predict_time(nbytes, t0_s: float, bw_Bps: float):
     return copy_cost.LinearFit(float(t0_s), float(bw_Bps), (), ()).predict_s(nbytes)
 
 
+#: the earlier parts each dependent check builds on
+BUILDS_ON = {"predict": ("fit_line",), "batch": ("fit_line", "predict_time")}
+
+
 def stand_ins(part: str) -> dict:
     """The course's stand-ins for the parts `part` ('predict' or 'batch') builds on, for the
     visible checks: a learner whose fit_line is unfinished still gets feedback on predict_time
     and batch_slowdown. The grade uses the instructor's reference instead, in the grader."""
-    return {"predict": {"fit_line": _fit_line},
-            "batch": {"fit_line": _fit_line, "predict_time": _predict_time}}.get(part, {})
+    course = {"fit_line": _fit_line, "predict_time": _predict_time}
+    return {name: course[name] for name in BUILDS_ON.get(part, ())}
