@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import math
 import traceback
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+from helpers.core import gpu
 
 
 @dataclass(frozen=True)
@@ -138,8 +139,7 @@ def code(name: str, fn, trial: Callable[[Callable], list[str]], *, why: str = ""
     if not callable(fn):
         return verdict(name, False, f"expected your function, got {type(fn).__name__}")
     try:
-        with warnings.catch_warnings():  # the trials' small grids are deliberate: no performance advice
-            _quiet_numba()
+        with gpu.deliberate_launch():  # the trials' small grids and host arrays are deliberate
             problems = trial(fn)
     except NotAnswered as exc:
         return verdict(name, None, todo=" — ".join(x for x in (str(exc), CODE_TODO) if x))
@@ -151,16 +151,6 @@ def code(name: str, fn, trial: Callable[[Callable], list[str]], *, why: str = ""
     if ok and why:
         print(f"  why: {why}")
     return ok
-
-
-def _quiet_numba() -> None:
-    """Inside a trial: ignore Numba's performance advice (the trials launch small grids and pass
-    host arrays on purpose); call within warnings.catch_warnings()."""
-    try:
-        from numba.core.errors import NumbaPerformanceWarning
-    except ImportError:  # pragma: no cover - numba is a course dependency
-        return
-    warnings.simplefilter("ignore", NumbaPerformanceWarning)
 
 
 #: names from Numba's CUDA simulator that mean nothing to a learner, and what they stand for

@@ -41,3 +41,19 @@ def test_quiet_output_passes():
             stream("✔ 2.1 ns per 4-byte load: correct\n"), result("Table(…)"), result("0.5"),
             {"output_type": "display_data", "data": {"text/plain": "<Figure>"}}]
     assert quiet.noise(outs) == []
+
+
+def test_deliberate_launch_silences_only_numbas_performance_advice():
+    import warnings
+
+    from numba.core.errors import NumbaPerformanceWarning
+
+    from helpers.core import gpu
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with gpu.deliberate_launch():
+            warnings.warn("Grid size 1 will likely result in GPU under-utilization", NumbaPerformanceWarning)
+            warnings.warn("something else", RuntimeWarning)
+        warnings.warn("Host array used in CUDA kernel", NumbaPerformanceWarning)  # outside: still warns
+    assert [type(w.message) for w in seen] == [RuntimeWarning, NumbaPerformanceWarning]
