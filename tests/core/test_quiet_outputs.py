@@ -53,7 +53,7 @@ def test_deliberate_launch_silences_only_numbas_performance_advice():
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         with gpu.deliberate_launch():
-            warnings.warn("Grid size 1 will likely result in GPU under-utilization", NumbaPerformanceWarning)
-            warnings.warn("something else", RuntimeWarning)
-        warnings.warn("Host array used in CUDA kernel", NumbaPerformanceWarning)  # outside: still warns
+            warnings.warn("Grid size 1 will likely result in GPU under-utilization", NumbaPerformanceWarning, stacklevel=1)
+            warnings.warn("something else", RuntimeWarning, stacklevel=1)
+        warnings.warn("Host array used in CUDA kernel", NumbaPerformanceWarning, stacklevel=1)  # outside: still warns
     assert [type(w.message) for w in seen] == [RuntimeWarning, NumbaPerformanceWarning]
