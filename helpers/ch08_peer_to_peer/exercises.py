@@ -32,6 +32,8 @@ def speedup(answer, mats: Evidence) -> bool | None:
 
 def capture_bytes(bounce, peer, frame_bytes: int = 1920 * 1080 * 4) -> bool | None:
     """8.2 — payload bytes through the root complex for one frame below a shared PCIe switch."""
+    if bounce is None and peer is None:  # one exercise, one "not answered yet"
+        return checks.verdict("8.2 bytes through the root complex", None)
     r = {x["route"]: x for x in view.capture_rows(frame_bytes, placements=("same_switch",))}
     a = checks.equal("8.2 bounce: bytes through the root complex", bounce, r["bounce"]["root_complex_bytes"],
                      hint="the card writes the frame to DRAM, then the GPU reads it back: how many times does "

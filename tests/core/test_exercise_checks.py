@@ -58,3 +58,25 @@ def test_code_runs_the_learners_function_and_reports_a_crash_without_raising(cap
     assert checks.code("4.1", crashes, trial) is False
     out = capsys.readouterr().out
     assert "ZeroDivisionError" in out and "in crashes" in out
+
+
+def test_an_unanswered_exercise_says_so_once_and_nothing_else(capsys):
+    """Issue 38: no ✘, no stray value, no 'replace the None above' where there is no None."""
+    from helpers.ch08_peer_to_peer import exercises as ex8
+
+    def stub(*args):
+        raise NotImplementedError
+
+    def starter_like(fn):
+        raise checks.NotAnswered("your kernel wrote nothing yet")
+
+    cases = [lambda: checks.close("a", None, 1.0), lambda: checks.equal("b", None, 1),
+             lambda: checks.choice("c", None, {"a": "x", "b": "y"}, "a", {"a": "", "b": ""}),
+             lambda: checks.explain("d", "", "MODEL", []), lambda: checks.code("e", stub, lambda f: f(1)),
+             lambda: checks.code("f", stub, starter_like), lambda: ex8.capture_bytes(None, None)]
+    for case in cases:
+        assert case() is None
+        out = capsys.readouterr().out
+        assert out.count("not answered yet") == 1 and "✘" not in out and "✔" not in out, out
+    checks.code("e", stub, lambda f: f(1))
+    assert "replace the None" not in capsys.readouterr().out
