@@ -20,6 +20,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from helpers.core.errors import InputError
+
 H2D, D2H = 1, 2
 
 
@@ -77,10 +79,10 @@ class DeviceArray:
 def _runtime(log: Log) -> SimpleNamespace:
     def memcpy(dst: int, src: int, nbytes: int, kind: int) -> None:
         if kind not in (H2D, D2H):
-            raise ValueError(f"the stand-in copies host->device ({H2D}) or device->host ({D2H}), got kind {kind}")
+            raise InputError(f"the stand-in copies host->device ({H2D}) or device->host ({D2H}), got kind {kind}")
         host, dev = (src, dst) if kind == H2D else (dst, src)
         if not log.inside(log.device, dev, nbytes):
-            raise ValueError(f"a {'host->device' if kind == H2D else 'device->host'} copy whose device side is "
+            raise InputError(f"a {'host->device' if kind == H2D else 'device->host'} copy whose device side is "
                              "not a device array's .data.ptr range")
         log.copies.append(Copy(kind, int(nbytes), log.inside(log.pinned, host, nbytes)))
         ctypes.memmove(dst, src, nbytes)

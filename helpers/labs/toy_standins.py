@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from helpers.core.errors import InputTypeError
 from helpers.labs import toy_driver
 from helpers.models.toygpu import commands as cmd
 from helpers.models.toygpu import regs
@@ -33,7 +34,7 @@ PAGE = regs.PAGE_SIZE
 
 def _backdoor(dev) -> ToyGPU:
     if not isinstance(dev, ToyGPU):
-        raise TypeError("the course's stand-in parts run only on a local simulated device (the visible checks), "
+        raise InputTypeError("the course's stand-in parts run only on a local simulated device (the visible checks), "
                         "never in grading")
     return dev
 
