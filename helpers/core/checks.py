@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from helpers.core import gpu
+from helpers.core.errors import CourseError
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def factor_hint(factor: float, text: str, rel_tol: float = 0.05) -> Hint:
     return Hint(lambda a, e: e != 0 and math.isclose(a / e, factor, rel_tol=rel_tol), text)
 
 
-class NotAnswered(NotImplementedError):
+class NotAnswered(CourseError, NotImplementedError):
     """Raised by a trial when the learner's code still behaves exactly like the starter code
     (it wrote nothing, or only what the starter writes): the exercise is not answered yet."""
 
