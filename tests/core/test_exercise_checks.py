@@ -80,3 +80,18 @@ def test_an_unanswered_exercise_says_so_once_and_nothing_else(capsys):
         assert out.count("not answered yet") == 1 and "✘" not in out and "✔" not in out, out
     checks.code("e", stub, lambda f: f(1))
     assert "replace the None" not in capsys.readouterr().out
+
+
+def test_a_crash_names_the_learners_line_never_the_simulators_internals(capsys):
+    """Issue 37: 'in `__getitem__`, line 159' and 'FakeCUDAArray' mean nothing to a learner."""
+    library = {}
+    exec(compile("def __getitem__(a, i):\n    raise IndexError(\"'FakeCUDAArray' index 9 is out of bounds\")\n",
+                 "/venv/lib/python3.11/site-packages/numba/cuda/simulator/cudadrv/devicearray.py", "exec"), library)
+
+    def mine(x):
+        return library["__getitem__"](x, 9)
+
+    assert checks.code("2.5", mine, lambda f: f([1])) is False
+    out = capsys.readouterr().out
+    assert "in mine, line" in out and "__getitem__" not in out
+    assert "FakeCUDAArray" not in out and "device array" in out
