@@ -1,13 +1,22 @@
-"""The chapters under nbval (make test-notebooks): besides running, every cell's output is checked
-for wording against its mode with tools/wordcheck.py's rules (issue 38, item 2): no model's value
-called measured, no live value called recorded, and, in a notebook whose banner says LIVE, no
-recording wording that does not name its recording. A cell whose output breaks a rule fails with
-the lines that did. (On a GPU, `python tools/wordcheck.py --execute notebooks/*.ipynb` does the same
-outside pytest.)"""
+"""Two checks on every cell nbval executes in the chapters (make test-notebooks, tools/matrix.py),
+read from the outputs nbval collects, so they cost no extra execution:
+
+1. Wording against the mode (issue 38, item 2), with tools/wordcheck.py's rules: no model's value
+   called measured, no live value called recorded, and, in a notebook whose banner says LIVE, no
+   recording wording that does not name its recording. (On a GPU, `python tools/wordcheck.py
+   --execute notebooks/*.ipynb` does the same outside pytest.)
+2. A fresh run is quiet (issue 38, item 4). A fresh notebook has every exercise unanswered, so none
+   of these may appear in any output:
+   - a ✘ (an unanswered exercise says "not answered yet", it is not wrong);
+   - a bare `True` / `False` as a cell's value (a check's return value leaking onto the page);
+   - warning text (`SomethingWarning:`), which a deliberate design must suppress at its call;
+   - ANSI escape codes, which Jupyter shows raw in saved outputs and on the site.
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -34,3 +43,46 @@ def pytest_runtest_makereport(item, call):
     if found:
         report.outcome = "failed"
         report.longrepr = "wording against the mode (tools/wordcheck.py):\n" + "\n".join(f"  {f}" for f in found)
+
+ANSI = re.compile(r"\x1b\[")
+WARNING = re.compile(r"\b[A-Z]\w*Warning\b\s*[:(]|\bwarnings\.warn\(")
+
+
+def _text(output) -> str:
+    """The text an output shows: a stream's text or a result's text/plain."""
+    text = output.get("text")
+    if text is None:
+        text = (output.get("data") or {}).get("text/plain", "")
+    return "".join(text) if isinstance(text, list) else str(text)
+
+
+def noise(outputs) -> list[str]:
+    """What in a cell's outputs a fresh run must not show (empty: quiet)."""
+    found = []
+    for out in outputs or ():
+        if out.get("output_type") == "error":
+            continue  # an error fails the cell already
+        text = _text(out)
+        if "✘" in text:
+            found.append(f"a ✘ on a fresh run (an unanswered exercise says 'not answered yet'): {text.strip()[:200]!r}")
+        if out.get("output_type") == "execute_result" and text.strip() in ("True", "False"):
+            found.append(f"a stray {text.strip()} as the cell's value")
+        if WARNING.search(text):
+            found.append(f"warning text: {text.strip()[:200]!r}")
+        if ANSI.search(text):
+            found.append(f"ANSI escape codes: {text.strip()[:120]!r}")
+    return found
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """After nbval runs a cell, fail it if its outputs are noisy."""
+    result = yield
+    outputs = getattr(item, "test_outputs", None)
+    if outputs is None or not hasattr(item, "cell"):
+        return result
+    found = noise(outputs)
+    if found:
+        pytest.fail(f"cell {getattr(item, 'cell_num', '?')} of a fresh run is not quiet: " + "; ".join(found),
+                    pytrace=False)
+    return result

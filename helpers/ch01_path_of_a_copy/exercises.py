@@ -3,8 +3,8 @@ the page (helpers.core.checks explains the kinds)."""
 
 from __future__ import annotations
 
-from helpers.ch01_path_of_a_copy import cpu_time, driver_maps, syscalls
-from helpers.core import checks, gpu, shown
+from helpers.ch01_path_of_a_copy import copy_standin, cpu_time, driver_maps, syscalls
+from helpers.core import checks, gpu
 from helpers.core.checks import factor_hint
 
 
@@ -69,37 +69,58 @@ def map_memory_question(answer) -> bool | None:
     return checks.choice("1.4 which file gets the mapping", answer, MAP_OPTIONS, "b", MAP_WHY)
 
 
-PINNED_ALLOCATORS = ("empty_pinned", "zeros_pinned", "alloc_pinned_memory", "hostRegister", "empty_like_pinned")
 PINNED_TRIALS = ((0, 4096), (3, 4096), (2, 1 << 20))
 
 
-def _pinned_loop_problems(fn) -> list[str]:
-    text = shown.source_of(fn) or ""
-    problems = []
-    if not any(a in text for a in PINNED_ALLOCATORS):
-        problems.append("the host buffers are still pageable: allocate them with cupyx.empty_pinned (then fill the "
-                        "input with 7 so that 8 comes back).")
-    if text.count("memcpy") < 2:
-        problems.append("keep both copies (rt.memcpy in and out), so the loop is still a round trip.")
-    if problems:
-        return problems
-    if not gpu.probe().usable:
-        print("  (runs on a GPU only: without one the check read your loop's text, it did not run it)")
-        return []
+def _standin_problems(fn) -> list[str]:
+    """Run the loop on the stand-in CuPy (copy_standin) and judge what it did: every copy's
+    host side pinned, both copies and a kernel in every round, 8s back."""
+    for rounds, n in PINNED_TRIALS:
+        got, log = copy_standin.run(fn, rounds, n)
+        h2d = [c for c in log.copies if c.kind == copy_standin.H2D]
+        d2h = [c for c in log.copies if c.kind == copy_standin.D2H]
+        if rounds and (len(h2d) < rounds or len(d2h) < rounds):
+            return [f"with rounds={rounds} your loop made {len(h2d)} host->device and {len(d2h)} device->host "
+                    "copies: keep both copies (rt.memcpy in and out) in every round."]
+        unpinned = [c for c in log.copies if not c.host_pinned]
+        if unpinned:
+            which = "host->device" if unpinned[0].kind == copy_standin.H2D else "device->host"
+            return [f"{len(unpinned)} of {len(log.copies)} copies (the first a {which} copy) used pageable host "
+                    "memory: allocate both host buffers with cupyx.empty_pinned (then fill the input with 7)."]
+        if rounds and log.launches < rounds:
+            return [f"with rounds={rounds} the kernel ran {log.launches} times: keep dev += 1 in the loop."]
+        if got is not True:
+            return [f"copy_loop_pinned({rounds}, {n}) returned {got!r}, not True: did the input hold 7, and did "
+                    "the kernel run between the copies?"]
+    return []
+
+
+def _gpu_problems(fn) -> list[str]:
     try:
         for rounds, n in PINNED_TRIALS:
             got = fn(rounds, n)
             if got is not True:
-                problems.append(f"copy_loop_pinned({rounds}, {n}) returned {got!r}, not True: did the input hold 7, "
-                                "and did the kernel run between the copies?")
-                break
+                return [f"on the GPU, copy_loop_pinned({rounds}, {n}) returned {got!r}, not True: did the input "
+                        "hold 7, and did the kernel run between the copies?"]
     finally:
         gpu.release_pools()
-    return problems
+    return []
+
+
+def _pinned_loop_problems(fn) -> list[str]:
+    problems = _standin_problems(fn)
+    if problems:
+        return problems
+    if not gpu.probe().usable:
+        print("  (no GPU here: your loop ran on a stand-in CuPy that records each copy and whether its host "
+              "memory was pinned (SIMULATED); on a GPU the check also runs it for real)")
+        return []
+    return _gpu_problems(fn)
 
 
 def pinned_loop_exercise(fn) -> bool | None:
-    """1.5: the learner's copy loop from pinned memory (run on a GPU; read, not run, without one)."""
+    """1.5: the learner's copy loop from pinned memory, run on a stand-in CuPy that records what it
+    did (and, on a GPU, also for real)."""
     return checks.code("1.5 a pinned copy loop", fn, _pinned_loop_problems,
                        why="live, pass it to ctx.get('path.syscall_census', code=copy_loop_pinned) to count its "
                            "system calls: pinned or not, the copies make none.")

@@ -88,6 +88,8 @@ def chase_trial(fn) -> list[str]:
         chain, start = make_chain(256 * 24, seed=seed)
         want = _follow(chain, start, steps)
         got = fn(chain, start, steps)
+        if got is not None and int(got) == -1:
+            raise checks.NotAnswered("out[0] still holds the starter's -1: your kernel has not written it yet")
         if got is None or int(got) != want:
             problems.append(f"on a 24-slot chain from index {start}, {steps} steps should end at index {want}, "
                             f"your function returned {got!r}. Does each step read nxt[j] and make that the new j, "

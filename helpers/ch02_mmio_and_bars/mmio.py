@@ -228,6 +228,13 @@ def cost_rows(results: list[dict]) -> list[tuple[str, ...]]:
              f"{r['model_gbps']:.3f}") for r in results]
 
 
+def cost_line(r: dict) -> str:
+    """One access_cost result as a sentence, with units ('1 transaction', '16,384 transactions')."""
+    tx = r["transactions"]
+    return (f"{r['method']}: {r['nbytes']:,} B in {tx:,} transaction{'' if tx == 1 else 's'}, "
+            f"{r['model_ns'] / 1e3:,.1f} µs modelled -> {r['model_gbps']:.3f} GB/s (SIMULATED)")
+
+
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 

@@ -109,6 +109,17 @@ def ex_3_8_tlp_ceiling(answer, limits: Evidence) -> bool | None:
                             "the link that is data grows with MPS; DLLPs and SKP ordered sets take a few percent more.")
 
 
+def _starter_check(dst: np.ndarray, src: np.ndarray, threads: int) -> None:
+    """Raise NotAnswered when a kernel wrote nothing into `dst` (all zeros still), or exactly what
+    the starter's one element per thread copies (the first `threads` elements, and no others)."""
+    n = dst.size
+    if not dst.any():
+        raise checks.NotAnswered("your kernel wrote nothing yet")
+    if n > threads and np.array_equal(np.flatnonzero(dst == src), np.arange(threads)) and not dst[threads:].any():
+        raise checks.NotAnswered(f"the kernel still copies one element per thread, as the starter does "
+                                 f"({threads} of {n} elements: one per thread of the grid)")
+
+
 def copy_trial(fn, synchronize=None) -> list[str]:
     """Run the learner's Numba kernel `copy(dst, src)` on arrays larger than its grid, the way the
     check launches it (2 blocks of 32 threads): a kernel without a grid-stride loop misses elements.
@@ -124,6 +135,7 @@ def copy_trial(fn, synchronize=None) -> list[str]:
         fn[2, 32](dst, src)
         synchronize()
         bad = np.flatnonzero(dst != src)
+        _starter_check(dst, src, 2 * 32)
         if bad.size:
             problems.append(f"with {n} elements and 2 blocks of 32 threads, {bad.size} elements were not copied "
                             f"(first at index {bad[0]}). Each thread must go on in steps of cuda.gridsize(1) "

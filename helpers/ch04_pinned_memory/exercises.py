@@ -127,6 +127,12 @@ def gather_trial(kernel, *, n: int = 4096, m: int = 300) -> list[str]:
         kernel[blocks, threads](x, d_idx, out)
         cuda.synchronize()
         got = float(out.copy_to_host()[0])
+        if got == 0.0:
+            raise checks.NotAnswered("your kernel added nothing to out[0] yet")
+        first = float(values[idx[:blocks * threads]].astype(np.float64).sum())
+        if got != want and got == first:
+            raise checks.NotAnswered(f"the kernel still adds one element per thread, as the starter does (the "
+                                     f"first {blocks * threads} of {m} indices with {blocks}x{threads} threads)")
         if got != want:
             whole = float(values.astype(np.float64).sum())
             hint = (" It looks like you summed the whole array, not the gathered elements x[idx[i]]." if got == whole

@@ -630,6 +630,12 @@ def process_memlock() -> dict:
             "euid": os.geteuid(), "cap_ipc_lock": bool(cap >> 14 & 1)}
 
 
+def memlock_text(d: dict) -> str:
+    """process_memlock()'s answer as a sentence with units ('unlimited', not None)."""
+    return (f"RLIMIT_MEMLOCK soft {fmt_bytes(d['soft'])}, hard {fmt_bytes(d['hard'])}; effective uid {d['euid']}"
+            f"{' (root)' if d['euid'] == 0 else ''}; CAP_IPC_LOCK {'yes' if d['cap_ipc_lock'] else 'no'}")
+
+
 MEMLOCK_LIMIT, MEMLOCK_REQUEST = 64 << 20, 512 << 20
 
 

@@ -143,12 +143,26 @@ def verdict(data: dict) -> str:
         if h:
             lines.append(f"machine: CPU lists PAT: {_yn(h.get('cpu_pat'))}; runs under a hypervisor: "
                          f"{_yn(h.get('hypervisor'))}; NVIDIA UsePageAttributeTable: "
-                         f"{h.get('nvidia_UsePageAttributeTable') or 'unknown'}")
+                         f"{_pat_option(h.get('nvidia_UsePageAttributeTable'))}")
     return "\n".join(lines)
 
 
+def _pat_option(value) -> str:
+    """The NVIDIA module's UsePageAttributeTable as a reader can use it. 4294967295 is ~0, which
+    the option's description in NVIDIA/open-gpu-kernel-modules, kernel-open/nvidia/nv-reg.h
+    (UsePageAttributeTable), lists as "use the NVIDIA driver's default logic (default)"."""
+    if value in (None, ""):
+        return "unknown"
+    if str(value).strip() in ("4294967295", "0xffffffff", "-1"):
+        return "the driver's default logic (~0, not set)"
+    return f"set to {value}"
+
+
 def _slower(ratio: float) -> str:
-    """'100x slower' / '1.2x slower' / '1.1x faster' for a write-combined / ordinary ratio."""
+    """'100x slower' / '1.2x slower' / 'about the same speed' / '1.1x faster' for a
+    write-combined / ordinary ratio (within 5%: the same speed, not '1.0x slower')."""
+    if abs(ratio - 1) < 0.05:
+        return "about the same speed"
     x = 1 / ratio if ratio < 1 else ratio
     text = f"{x:.0f}x" if x >= 10 else f"{x:.1f}x"
     return f"{text} {'slower' if ratio < 1 else 'faster'}"

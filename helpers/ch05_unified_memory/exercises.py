@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from helpers.ch05_unified_memory import managed
-from helpers.core import checks, shown
+from helpers.core import checks
 from helpers.core.checks import factor_hint
 from helpers.core.evidence import Evidence
 from helpers.measure import sandbox
@@ -87,20 +87,76 @@ def which_si_code(answer, wrong: Evidence) -> bool | None:
     return checks.choice("5.3 which si_code", answer, SI_OPTIONS, correct, expl)
 
 
-def example2_trial(fn, *, n: int = 1000) -> list[str]:
-    """Run the learner's `example2_done_right(n)`: it must return an array the CPU filled with i % 256
-    and a GPU kernel then incremented, reached by both processors with no explicit copy."""
-    text = shown.source_of(fn)  # None when Python cannot read it back: then only the result is checked
-    problems = []
-    if text is not None and "managed_array" not in text and "mapped_array" not in text:
-        problems.append("allocate with cuda.managed_array or cuda.mapped_array: memory both the CPU and "
-                        "the GPU can dereference (on the simulator, mapped_array).")
-    for copy in ("to_device", "copy_to_host", "copy_to_device"):
-        if text is not None and copy in text:
-            problems.append(f"no explicit copy ({copy}): the point is that the GPU reads what the CPU wrote in place.")
+#: numba.cuda calls that make device-only memory, which the CPU can reach only by an explicit copy
+EXPLICIT = ("to_device", "device_array", "device_array_like")
+#: numba.cuda calls that make memory both processors can dereference
+SHARED = ("managed_array", "mapped_array")
+
+
+class _Recording:
+    """numba.cuda as the learner's function sees it during the trial: every call passes through,
+    and the allocations (and the arrays they gave) are recorded."""
+
+    def __init__(self, cuda):
+        self._cuda, self.calls, self.shared = cuda, [], []
+
+    def __getattr__(self, name: str):
+        real = getattr(self._cuda, name)
+        if name not in EXPLICIT + SHARED:
+            return real
+
+        def recorded(*args, **kwargs):
+            self.calls.append(name)
+            out = real(*args, **kwargs)
+            if name in SHARED:
+                self.shared.append(out)
+            return out
+        return recorded
+
+
+def _address(a) -> int | None:
+    try:
+        return int(np.asarray(a).__array_interface__["data"][0])
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+
+
+def _run_recorded(fn, n: int):
+    """fn(n) with `cuda` in its globals recording (the notebook's own name untouched): (result, recording)."""
+    import types
+
+    from helpers.core.gpu import cuda
+
+    rec = _Recording(cuda)
+    twin = types.FunctionType(fn.__code__, dict(fn.__globals__, cuda=rec), fn.__name__, fn.__defaults__,
+                              fn.__closure__)
     with warnings.catch_warnings(), np.errstate(over="ignore"):  # 255 + 1 wraps in uint8: that is intended
         warnings.simplefilter("ignore", RuntimeWarning)
-        got = np.asarray(fn(n))
+        return twin(n), rec
+
+
+def example2_trial(fn, *, n: int = 1000) -> list[str]:
+    """Run the learner's `example2_done_right(n)` and judge what it did: the array it returns must
+    hold (i % 256) + 1, be memory it allocated with managed_array or mapped_array (so the CPU's
+    fill and the GPU's kernel touched the same bytes), and no device-only array (to_device,
+    device_array) may have been made, so no explicit copy was possible."""
+    got, rec = _run_recorded(fn, n)
+    explicit = sorted({c for c in rec.calls if c in EXPLICIT})
+    if explicit and not rec.shared:
+        raise checks.NotAnswered(f"example2_done_right still makes device-only memory ({', '.join(explicit)}) "
+                                 "and copies, as the starter does")
+    problems = []
+    if explicit:
+        problems.append(f"your function called cuda.{explicit[0]}: that makes device-only memory, reached by an "
+                        "explicit copy. The point is that the GPU reads what the CPU wrote in place.")
+    shared_at = {_address(a) for a in rec.shared} - {None}
+    if not rec.shared:
+        problems.append("allocate with cuda.managed_array or cuda.mapped_array: memory both the CPU and the GPU "
+                        "can dereference (on the simulator, mapped_array).")
+    elif _address(got) not in shared_at:
+        problems.append("return the managed (or mapped) array itself, the memory the kernel incremented in place, "
+                        "not a copy of it.")
+    got = np.asarray(got)
     want = ((np.arange(n) + 1) % 256).astype(np.uint8)
     if got.shape != (n,):
         problems.append(f"return an array of {n} elements, got shape {got.shape}.")

@@ -302,7 +302,8 @@ def _numba_ways(n: int) -> list[dict]:
         try:
             a = getattr(ncuda, name)(n, dtype=np.uint8)
             a[:] = np.arange(n, dtype=np.uint64) % 256
-            inc[(n + 255) // 256, 256](a)
+            with gpu.deliberate_launch():  # a correctness probe on a few bytes: a small grid on purpose
+                inc[(n + 255) // 256, 256](a)
             ncuda.synchronize()
             ok = bool(np.array_equal(np.asarray(a), ((np.arange(n, dtype=np.uint64) + 1) % 256).astype(np.uint8)))
             out.append({"way": f"numba.cuda.{name}", "cpu_sees_gpu_writes": ok})

@@ -78,6 +78,8 @@ def _detect_trial(fn) -> list[str]:
         grid = (-(-shape[0] // block[0]), -(-shape[1] // block[1]))
         fn[grid, block](cuda.to_device(power), np.float32(thr), d_out[1:-1, 1:-1])
         got = d_out.copy_to_host()
+        if np.all(got == 7):
+            raise checks.NotAnswered("your kernel wrote nothing to out yet")
         want = (power > thr).astype(np.int8)
         if not np.array_equal(got[1:-1, 1:-1], want):
             wrong = np.argwhere(got[1:-1, 1:-1] != want)[0]

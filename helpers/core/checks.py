@@ -10,8 +10,14 @@ these checks. The kinds:
   answers (a unit slip, a factor of two) and say what to rethink;
 - `choice`: a multiple-choice question whose every option carries its explanation, so a
   wrong pick learns why it is wrong and a right one why it is right;
-- `explain`: a short written answer, set beside a model answer and the points it should make;
-- `code`: the learner's function, run on inputs the check chooses, with what went wrong.
+- `explain`: a short written answer, set beside a model answer and the points it should make, for
+  the learner to judge: the check never marks prose right or wrong (no keyword matching);
+- `code`: the learner's function, run on inputs the check chooses (on the GPU, or on Numba's CUDA
+  simulator and the course's stand-ins without one), judged by what it did, never by its text.
+
+An unanswered exercise says "not answered yet" once and returns None (nothing else is shown):
+a number or choice still None, a function that raises NotImplementedError or `NotAnswered`
+(a trial raises it when the learner's code still does exactly what the starter code does).
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ import math
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+from helpers.core import gpu
+from helpers.core.errors import CourseError
 
 
 @dataclass(frozen=True)
@@ -36,10 +45,19 @@ def factor_hint(factor: float, text: str, rel_tol: float = 0.05) -> Hint:
     return Hint(lambda a, e: e != 0 and math.isclose(a / e, factor, rel_tol=rel_tol), text)
 
 
-def verdict(name: str, ok: bool | None, hint: str = "") -> bool | None:
+class NotAnswered(CourseError, NotImplementedError):
+    """Raised by a trial when the learner's code still behaves exactly like the starter code
+    (it wrote nothing, or only what the starter writes): the exercise is not answered yet."""
+
+
+ANSWER_TODO = "put your answer in place of None, then run the cell"
+CODE_TODO = "write your code in the cell above, then run it"
+
+
+def verdict(name: str, ok: bool | None, hint: str = "", todo: str = ANSWER_TODO) -> bool | None:
     """Print ✔ / ✘ / '…not answered yet' for exercise `name`; return ok."""
     if ok is None:
-        print(f"… {name}: not answered yet — replace the None above with your answer")
+        print(f"… {name}: not answered yet — {todo}")
     elif ok:
         print(f"✔ {name}: correct")
     else:
@@ -93,23 +111,23 @@ def choice(name: str, answer, options: Mapping[str, str], correct: str, explanat
     return key == correct
 
 
-def explain(name: str, answer, model: str, points: Sequence[tuple[str, Sequence[str]]]) -> bool | None:
-    """A written answer: set it beside a model answer and the points a full answer makes.
+def explain(name: str, answer, model: str, points: Sequence[tuple[str, Sequence[str]]]) -> None:
+    """A written answer: set it beside a model answer and the points a full answer makes, for the
+    learner to judge. Prose cannot be graded by a program (a string of keywords is not an answer,
+    and a right-sounding answer can say the opposite), so this check gives no tick and no score:
+    it says so, shows the model answer and the points, and returns None.
 
-    `points` are (point, words that show it) pairs; the check says which points the answer
-    seems to make by looking for those words. It cannot grade prose, and says so: the model
-    answer is the feedback. Returns True when every point is touched."""
+    `points` are (point, words) pairs; only the point is shown (the words are kept for authors
+    who list what a full answer mentions)."""
     if answer is None or not str(answer).strip():
         print(f"… {name}: not answered yet — write your explanation in the string above, then run the cell")
         return None
-    text = str(answer).lower()
-    made = [(p, any(w.lower() in text for w in words)) for p, words in points]
-    print(f"{name}: compare your answer with this one, point by point.")
-    for p, ok in made:
-        print(f"  {'✔' if ok else '·'} {p}")
+    print(f"{name}: self-assessment — the course cannot mark a written answer, so compare yours with the "
+          "model answer, point by point.")
+    for p, _words in points:
+        print(f"  · {p}: does your answer make this point, and explain it?")
     print(f"  model answer: {model}")
-    print("  (✔ marks words found in your text, a rough guide; read the model answer for what they mean)")
-    return all(ok for _, ok in made)
+    return None
 
 
 def code(name: str, fn, trial: Callable[[Callable], list[str]], *, why: str = "") -> bool | None:
@@ -118,18 +136,43 @@ def code(name: str, fn, trial: Callable[[Callable], list[str]], *, why: str = ""
     The trial chooses its own inputs; an unfinished function (still None or raising
     NotImplementedError) is 'not answered', a crash is reported with its line, never raised."""
     if fn is None:
-        return verdict(name, None)
+        return verdict(name, None, todo=CODE_TODO)
     if not callable(fn):
         return verdict(name, False, f"expected your function, got {type(fn).__name__}")
     try:
-        problems = trial(fn)
+        with gpu.deliberate_launch():  # the trials' small grids and host arrays are deliberate
+            problems = trial(fn)
+    except NotAnswered as exc:
+        return verdict(name, None, todo=" — ".join(x for x in (str(exc), CODE_TODO) if x))
     except NotImplementedError:
-        return verdict(name, None)
+        return verdict(name, None, todo=CODE_TODO)
     except Exception as exc:  # the learner's code failed: say where, go on
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if "helpers" not in f.filename]
-        where = f" (in {frames[-1].name}, line {frames[-1].lineno})" if frames else ""
-        return verdict(name, False, f"your code raised {type(exc).__name__}: {exc}{where}")
+        return verdict(name, False, f"your code raised {type(exc).__name__}: {_plain(str(exc))}{_where(exc)}")
     ok = verdict(name, not problems, " ".join(problems))
     if ok and why:
         print(f"  why: {why}")
     return ok
+
+
+#: names from Numba's CUDA simulator that mean nothing to a learner, and what they stand for
+_SIMULATOR_WORDS = {"FakeCUDAArray": "device array", "FakeCUDAModule": "cuda module",
+                    "FakeCUDAKernel": "kernel", "FakeWithinKernelCUDAArray": "device array"}
+
+
+def _plain(message: str) -> str:
+    """An exception's message with the simulator's internal class names replaced by what they are."""
+    for internal, plain in _SIMULATOR_WORDS.items():
+        message = message.replace(internal, plain)
+    return message
+
+
+def _is_learner_frame(filename: str) -> bool:
+    """A frame of the learner's own code: not the course's package, a library or Python itself."""
+    f = filename.replace("\\", "/")
+    return not any(part in f for part in ("/helpers/", "site-packages", "dist-packages", "/lib/python"))
+
+
+def _where(exc: BaseException) -> str:
+    """' (in fn, line N)' for the learner's innermost frame, or '' when none is the learner's."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_learner_frame(f.filename)]
+    return f" (in {frames[-1].name}, line {frames[-1].lineno})" if frames else ""

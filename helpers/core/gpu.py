@@ -8,6 +8,9 @@ and `cupy()` gives the module to live code after checking the answer.
 from __future__ import annotations
 
 import functools
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -123,6 +126,23 @@ def _flush_numba() -> None:
     for q in queues:
         if q is not None:
             q.clear()
+
+
+@contextmanager
+def deliberate_launch() -> Iterator[None]:
+    """Silence Numba's performance advice (NumbaPerformanceWarning) for the launches inside: a
+    one-thread chase, a single-thread store loop, an exercise check's small grid or host arrays.
+    Their shape is the experiment's design, so the advice ("Grid size 1 will likely result in GPU
+    under-utilization", "Host array used in CUDA kernel") would only mislead the learner. Only
+    that warning class, only within the block: everything else still warns."""
+    with warnings.catch_warnings():
+        try:
+            from numba.core.errors import NumbaPerformanceWarning
+        except ImportError:  # pragma: no cover - numba is a course dependency
+            NumbaPerformanceWarning = None  # noqa: N806
+        if NumbaPerformanceWarning is not None:
+            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        yield
 
 
 class LazyModule:

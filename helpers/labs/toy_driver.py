@@ -8,11 +8,14 @@ Lab rules this module implements (course design, "Labs"):
   the device reserves for itself from the seed, and `ring_size(seed)` the ring the check asks
   for; a driver built on constants fails on the next seed. The visible checks use
   VISIBLE_SEEDS; autograding uses seeds the student never sees.
-- *Each part graded on its own.* A check runs through `Parts`: for the learner it calls their
-  functions; at autograde the hidden test hands it the instructor's reference, and then every
-  part except the one under test is the reference's (swapped into the notebook's namespace for
-  the duration of the check, so a learner's `bring_up` calling `map_bar1` gets the reference's).
-  One wrong `map_bar1` costs the map_bar1 points, not Parts 3-8.
+- *Each part graded on its own.* A check runs through `Parts`: it calls the learner's functions
+  for the part under test, and for every other part a stand-in (swapped into the notebook's
+  namespace for the duration of the check, so a learner's `bring_up` calling `map_bar1` gets the
+  stand-in's). In the visible checks the stand-ins are the course's (toy_standins, which reach
+  the parts' results through the simulator's back doors and give no solution away); at
+  autograde the hidden test hands `Parts` the instructor's reference instead. One wrong or
+  unfinished `map_bar1` costs the map_bar1 points, not Parts 3-8, and a learner stuck on
+  Part 3 still gets feedback on Parts 4-8.
 - *No points without new code.* Every part asks for a function; an unwritten one raises
   NotImplementedError and its check fails.
 
@@ -130,39 +133,56 @@ def layout(vram_bytes: int, bar1_bytes: int, reserved_bytes: int) -> dict[str, i
 
 # -- grading one part on its own ------------------------------------------------------------------
 class Parts:
-    """The functions a check calls: the learner's, or (at autograde, given `reference`) the
-    learner's for this check and the reference's for every other part."""
+    """The functions a check calls: the learner's for the parts this check grades, and for every
+    other part a stand-in, so one unfinished part never hides another part's feedback. In the
+    visible checks the stand-ins are the course's (helpers.labs.toy_standins: the parts' results
+    reached through the simulator's back doors, no solution); at autograde (given `reference`)
+    they are the instructor's reference, with its unseen seeds."""
 
     def __init__(self, namespace: dict, check: str, reference=None):
         if check not in CHECKS:
             raise KeyError(f"no graded check {check!r}; Lab 1 has {', '.join(CHECKS)}")
         self.ns, self.own, self.reference = namespace, CHECKS[check], reference
         self.seeds = tuple(reference.SEEDS[check]) if reference is not None else VISIBLE_SEEDS
+        if reference is None:
+            from helpers.labs import toy_standins
+
+            self.others = {n: getattr(toy_standins, n) for n in toy_standins.FUNCTIONS if n not in self.own}
+        else:
+            self.others = {n: getattr(reference, n) for n in FUNCTIONS if n not in self.own}
 
     def __getattr__(self, name: str):
         if name not in FUNCTIONS:
             raise AttributeError(name)
-        if self.reference is not None and name not in self.own:
-            return getattr(self.reference, name)
+        if name in self.others:
+            return self.others[name]
         if name not in self.ns:
             raise NameError(f"{name} is not defined: run its cell first")
         return self.ns[name]
 
     @contextmanager
     def active(self) -> Iterator[Parts]:
-        """While the check runs, the notebook's other parts are the reference's (if given)."""
-        if self.reference is None:
-            yield self
-            return
-        others = [n for n in FUNCTIONS if n not in self.own]
-        saved = {n: self.ns[n] for n in others if n in self.ns}
-        self.ns.update({n: getattr(self.reference, n) for n in others})
+        """While the check runs, the notebook's other parts are the stand-ins (or the reference)."""
+        saved = {n: self.ns[n] for n in self.others if n in self.ns}
+        self.ns.update(self.others)
         try:
             yield self
         finally:
-            for n in others:
+            for n in self.others:
                 self.ns.pop(n, None)
             self.ns.update(saved)
+
+
+def _differences(got: dict, want: dict, expected: str = "the device says") -> str:
+    """Name the keys that are wrong, missing or extra, with both values (not two whole dicts)."""
+    def show(v) -> str:
+        return f"{v:#x}" if isinstance(v, int) and not isinstance(v, bool) else repr(v)
+
+    parts = [f"'{k}' is {show(got[k])}, {expected} {show(want[k])}"
+             for k in want if k in got and got[k] != want[k]]
+    parts += [f"'{k}' is missing" for k in want if k not in got]
+    parts += [f"'{k}' is not asked for" for k in got if k not in want]
+    return "; ".join(parts)
 
 
 class FakeBus:
@@ -204,7 +224,7 @@ def check_identify(c, parts: Parts) -> None:
             p = params(seed)
             want = {"id": regs.DEVICE_ID, "vram_bytes": p.vram_bytes, "sysmem_bytes": 4 << 20,
                     "bar1_bytes": p.bar1_bytes, "reserved_bytes": p.reserved_bytes}
-            c.require(info == want, f"identify returned {info}, the device (seed {seed}) has {want}")
+            c.require(info == want, f"identify's answer differs from the device (seed {seed}): {_differences(info, want)}")
     for bad in (0, 0xFFFF_FFFF_FFFF_FFFF, regs.DEVICE_ID + 1):
         values = {"ID": bad, "VRAM_SIZE": 1 << 20, "SYSMEM_SIZE": 1 << 20, "BAR1_SIZE": 1 << 20, "VRAM_RESERVED": 0}
         try:
@@ -261,7 +281,7 @@ def check_bring_up(c, parts: Parts) -> None:
             c.require(_status(dev) & regs.Status.RING_ON, "the ring is not on: write RING_ENABLE last")
             want = layout(p.vram_bytes, p.bar1_bytes, p.reserved_bytes)
             got = {k: getattr(drv, k) for k in want}
-            c.require(got == want, f"the driver's layout is {got}; the rule gives {want} (seed {seed})")
+            c.require(got == want, f"the driver's layout differs from the rule (seed {seed}): {_differences(got, want, 'the rule gives')}")
             regs_want = {"RING_BASE": drv.ring.addr, "RING_SIZE": p.ring_entries, "RPTR_ADDR": drv.rptr.addr,
                          "PT_BASE": want["pt_base"], "PT_ENTRIES": want["pages"],
                          "BAR1_PT_BASE": want["bar1_table"] | regs.BAR1_PT_ENABLE}

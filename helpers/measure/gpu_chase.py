@@ -58,7 +58,7 @@ import functools
 
 import numpy as np
 
-from helpers.core import validate
+from helpers.core import gpu, validate
 from helpers.core.errors import InputError
 from helpers.core.gpu import cuda
 
@@ -283,7 +283,8 @@ def chase_trials(code, nbytes: int, steps: int, where: str, trials: int = TRIALS
     out = []
     for t, start in enumerate(starts):
         flush_l2(flush, t)
-        out.append(per_sm(code(buf, start, steps)))
+        with gpu.deliberate_launch():  # one single-thread block per SM, on purpose: a latency chase
+            out.append(per_sm(code(buf, start, steps)))
     del buf
     return out
 

@@ -184,8 +184,11 @@ def test_bar1_and_iommu_questions_explain(capsys):
     assert "page tables" in capsys.readouterr().out
     assert exercises.bar1_question("c") is False
     assert "cannot tell" in capsys.readouterr().out
-    assert exercises.iommu_question("It is a VM guest; the host's IOMMU translates it, so the numbers include it")
-    assert exercises.iommu_question("the DMA uses physical addresses") is False
+    # a written answer is never marked: it is set beside the model answer, for self-assessment
+    assert exercises.iommu_question("It is a VM guest; the host's IOMMU translates it, so the numbers include it") is None
+    out = capsys.readouterr().out
+    assert "self-assessment" in out and "model answer" in out and "✔" not in out and "✘" not in out
+    assert exercises.iommu_question("the DMA uses physical addresses") is None
 
 
 ROUND_TRIP = textwrap.dedent('''

@@ -153,3 +153,11 @@ def test_diagrams_describe_themselves():
         svg = d.svg()
         assert "<title" in svg and "<desc" in svg and d.description
     assert "page tables" in pictures.bars_diagram().description
+
+
+def test_cost_line_counts_transactions_in_words():
+    from helpers.ch02_mmio_and_bars import mmio
+
+    one = {"method": "DMA", "nbytes": 65536, "transactions": 1, "model_ns": 1000.0, "model_gbps": 65.5}
+    assert " 1 transaction, " in mmio.cost_line(one)
+    assert " 16,384 transactions, " in mmio.cost_line(dict(one, transactions=16384))

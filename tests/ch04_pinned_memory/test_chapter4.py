@@ -133,9 +133,11 @@ def test_wc_choice_follows_the_data():
     assert write_combined.ratios(slow)["cpu_read_gbps"] < 0.5
 
 
-def test_wc_explain_points(capsys):
-    assert exercises.wc_why(exercises.WC_MODEL) is True
-    assert exercises.wc_why("it is slow") is False
+def test_wc_explain_is_self_assessed(capsys):
+    assert exercises.wc_why(exercises.WC_MODEL) is None  # even the model answer is not "marked"
+    assert exercises.wc_why("it is slow") is None
+    out = capsys.readouterr().out
+    assert "self-assessment" in out and exercises.WC_MODEL in out and "✔" not in out
 
 
 def test_gather_kernel_trial_catches_a_planted_bug():
@@ -157,13 +159,25 @@ def test_gather_kernel_trial_catches_a_planted_bug():
                 acc += x[idx[i]]
             cuda.atomic.add(out, 0, acc)
 
+        @cuda.jit
+        def strided_twice(x, idx, out):
+            start, stride = cuda.grid(1), cuda.gridsize(1)
+            for i in range(start, idx.size, stride):
+                cuda.atomic.add(out, 0, 2 * x[idx[i]])
+
+        from helpers.core import checks
         print("GOOD", exercises.gather_trial(strided, n=1024, m=100))
-        print("BAD", exercises.gather_trial(one_per_thread, n=1024, m=100))
+        print("BAD", exercises.gather_trial(strided_twice, n=1024, m=100))
+        try:
+            exercises.gather_trial(one_per_thread, n=1024, m=100)
+        except checks.NotAnswered as exc:
+            print("STARTER", exc)
         print("PLAIN", exercises.gather_trial(lambda x, idx, out: None))
     """)
     assert "GOOD []" in out
     bad = next(line for line in out.splitlines() if line.startswith("BAD"))
-    assert "grid-stride" in bad
+    assert "expected" in bad and "[]" not in bad
+    assert "STARTER the kernel still adds one element per thread" in out
     assert "PLAIN ['decorate" in out
 
 

@@ -128,3 +128,21 @@ def test_write_combined_verdicts():
     assert "runs under a hypervisor: yes" in write_combined.verdict(hinted)
     fig = write_combined.figure(Evidence("pinning.write_combined", _wc(0.1, 50.0), Mode.REPLAY, "x", "test"))
     assert fig.fig.layout.yaxis.type == "log" and len(fig.fig.data) == 2
+
+
+def test_the_pat_option_and_ratios_are_named_not_raw():
+    """Issue 38: 'UsePageAttributeTable: 4294967295' and '1.0x slower' are raw values."""
+    hinted = dict(_wc(9.0, 50.0), hints={"cpu_pat": True, "hypervisor": True,
+                                          "nvidia_UsePageAttributeTable": "4294967295"})
+    text = write_combined.verdict(hinted)
+    assert "4294967295" not in text.replace("~0", "") and "default logic" in text
+    assert "set to 1" in write_combined._pat_option("1")
+    assert write_combined._slower(0.99) == "about the same speed" and write_combined._slower(0.5) == "2.0x slower"
+
+
+def test_memlock_is_shown_with_units():
+    from helpers.ch04_pinned_memory import pinning
+
+    text = pinning.memlock_text({"soft": 64 << 20, "hard": None, "euid": 1000, "cap_ipc_lock": False})
+    assert text == "RLIMIT_MEMLOCK soft 64 MiB, hard unlimited; effective uid 1000; CAP_IPC_LOCK no"
+    assert "None" not in pinning.memlock_text(pinning.process_memlock())

@@ -117,17 +117,31 @@ def test_example2_trial_catches_the_copying_version(tmp_path):
             add_one[(n + 255) // 256, 256](a)
             return a.copy_to_host()
 
+        def mapped_then_copied(n):
+            a = cuda.mapped_array(n, dtype=np.uint8)
+            a[:] = np.arange(n) % 256
+            d = cuda.to_device(a)
+            add_one[(n + 255) // 256, 256](d)
+            return d.copy_to_host()
+
+        from helpers.core import checks
         print("RIGHT", exercises.example2_trial(right, n=600))
-        print("COPYING", exercises.example2_trial(copying, n=600))
+        print("MIXED", exercises.example2_trial(mapped_then_copied, n=600))
+        try:
+            exercises.example2_trial(copying, n=600)
+        except checks.NotAnswered as exc:
+            print("COPYING (not answered)", exc)
     """)
-    script = tmp_path / "trial.py"  # a file, so the check can read the functions' text back
+    script = tmp_path / "trial.py"
     script.write_text(code)
     proc = subprocess.run([sys.executable, "-W", "ignore", str(script)], capture_output=True, text=True, env=env,
                           timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "RIGHT []" in proc.stdout
     copying = next(line for line in proc.stdout.splitlines() if line.startswith("COPYING"))
-    assert "no explicit copy" in copying and "mapped_array" in copying
+    assert "not answered" in copying and "device_array" in copying  # what the starter does
+    mixed = next(line for line in proc.stdout.splitlines() if line.startswith("MIXED"))
+    assert "explicit copy" in mixed and "to_device" in mixed
 
 
 def test_prefetch_choice_and_diagram():

@@ -78,8 +78,16 @@ def past_end(src, dst):
             dst[i] = src[i]
         i += s
 
+@cuda.jit
+def every_other(src, dst):
+    i, s = cuda.grid(1), cuda.gridsize(1)
+    while i < src.size:
+        dst[i] = src[i]
+        i += 2 * s
+
 assert exercises.copy_kernel(good) is True
-assert exercises.copy_kernel(one_each) is False
+assert exercises.copy_kernel(one_each) is None  # what the starter does: not answered yet, no ✘
+assert exercises.copy_kernel(every_other) is False
 assert exercises.copy_kernel(past_end) is True  # guarded write: the extra step writes nothing
 assert exercises.copy_kernel(None) is None
 ''')

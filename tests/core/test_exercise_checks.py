@@ -29,12 +29,15 @@ def test_choice_explains_the_option_picked(capsys):
     assert checks.choice("3.2", None, opts, "b", expl) is None
 
 
-def test_explain_marks_the_points_made_and_shows_the_model(capsys):
+def test_explain_never_marks_prose_and_shows_the_model_for_self_assessment(capsys):
     points = [("reads wait for a completion", ("completion", "non-posted")), ("writes do not", ("posted write", "fire and forget"))]
-    assert checks.explain("2.3", "A read is non-posted: it waits for its completion.", "MODEL", points) is False
-    out = capsys.readouterr().out
-    assert "✔ reads wait" in out and "· writes do not" in out and "MODEL" in out
+    for text in ("A read is non-posted: it waits for its completion.", "completion non-posted posted write"):
+        assert checks.explain("2.3", text, "MODEL", points) is None
+        out = capsys.readouterr().out
+        assert "MODEL" in out and "self-assessment" in out and "reads wait for a completion" in out
+        assert "✔" not in out and "✘" not in out
     assert checks.explain("2.3", "  ", "MODEL", points) is None
+    assert "not answered yet" in capsys.readouterr().out
 
 
 def test_code_runs_the_learners_function_and_reports_a_crash_without_raising(capsys):
@@ -55,3 +58,40 @@ def test_code_runs_the_learners_function_and_reports_a_crash_without_raising(cap
     assert checks.code("4.1", crashes, trial) is False
     out = capsys.readouterr().out
     assert "ZeroDivisionError" in out and "in crashes" in out
+
+
+def test_an_unanswered_exercise_says_so_once_and_nothing_else(capsys):
+    """Issue 38: no ✘, no stray value, no 'replace the None above' where there is no None."""
+    from helpers.ch08_peer_to_peer import exercises as ex8
+
+    def stub(*args):
+        raise NotImplementedError
+
+    def starter_like(fn):
+        raise checks.NotAnswered("your kernel wrote nothing yet")
+
+    cases = [lambda: checks.close("a", None, 1.0), lambda: checks.equal("b", None, 1),
+             lambda: checks.choice("c", None, {"a": "x", "b": "y"}, "a", {"a": "", "b": ""}),
+             lambda: checks.explain("d", "", "MODEL", []), lambda: checks.code("e", stub, lambda f: f(1)),
+             lambda: checks.code("f", stub, starter_like), lambda: ex8.capture_bytes(None, None)]
+    for case in cases:
+        assert case() is None
+        out = capsys.readouterr().out
+        assert out.count("not answered yet") == 1 and "✘" not in out and "✔" not in out, out
+    checks.code("e", stub, lambda f: f(1))
+    assert "replace the None" not in capsys.readouterr().out
+
+
+def test_a_crash_names_the_learners_line_never_the_simulators_internals(capsys):
+    """Issue 37: 'in `__getitem__`, line 159' and 'FakeCUDAArray' mean nothing to a learner."""
+    library = {}
+    exec(compile("def __getitem__(a, i):\n    raise IndexError(\"'FakeCUDAArray' index 9 is out of bounds\")\n",
+                 "/venv/lib/python3.11/site-packages/numba/cuda/simulator/cudadrv/devicearray.py", "exec"), library)
+
+    def mine(x):
+        return library["__getitem__"](x, 9)
+
+    assert checks.code("2.5", mine, lambda f: f([1])) is False
+    out = capsys.readouterr().out
+    assert "in mine, line" in out and "__getitem__" not in out
+    assert "FakeCUDAArray" not in out and "device array" in out

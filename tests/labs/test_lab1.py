@@ -135,12 +135,15 @@ def test_constants_pass_the_visible_device_only():
             lab1.check_identify(c, lab1.Parts(ns, "identify_device", reference=ref))
 
 
-def test_without_the_reference_one_bug_cascades():
-    """What grading on its own prevents: with the learner's own map_bar1, bring-up fails too."""
+def test_visible_checks_use_stand_ins_so_one_bug_does_not_cascade():
+    """Without the reference (the visible checks), the other parts are the course's stand-ins:
+    a wrong map_bar1 fails map_bar1's check, not bring_up's."""
     ns = notebook(map_bar1=map_bar1_off_by_one_page)
+    with grading.check("bring_up") as c, (parts := lab1.Parts(ns, "bring_up")).active():
+        lab1.check_bring_up(c, parts)
     with pytest.raises(grading.CheckFailed):
-        with grading.check("bring_up") as c:
-            lab1.check_bring_up(c, lab1.Parts(ns, "bring_up"))
+        with grading.check("map_bar1") as c, (parts := lab1.Parts(ns, "map_bar1")).active():
+            lab1.check_map_bar1(c, parts)
 
 
 def test_devices_differ_from_seed_to_seed():
