@@ -1,5 +1,6 @@
 # The course's runner. Two commands matter (see README.md):
-#   make lab    create .venv if missing, install what a learner needs, open JupyterLab on it
+#   make lab    create .venv if missing, install what a learner needs, write the labs' student
+#               versions into my_labs/ (tools/studentlabs.py; never over your own), open JupyterLab
 #   make test   create .venv if missing (or add the test and book tools to the learner's), then
 #               run every check CI runs
 #   make student                  student versions of the labs into build/student (nbgrader)
@@ -11,7 +12,8 @@
 # Variables:
 #   PYTHON=python3        interpreter that creates the environment
 #   VENV=.venv            where the environment lives
-#   CUDA_EXTRA=auto       CuPy wheel to install: auto (cuda12 where an NVIDIA driver is found:
+#   CUDA_EXTRA=auto       CuPy wheel, and numba-cuda's, with the CUDA libraries both load at run time
+#                         (from PyPI: no CUDA toolkit needed, only the driver): auto (cuda12 where an NVIDIA driver is found:
 #                         nvidia-smi on PATH, /proc/driver/nvidia/version or WSL's libcuda; none
 #                         elsewhere),
 #                         cuda12, cuda13, none, or empty when the Python given by PYTHON already
@@ -94,7 +96,11 @@ venv-lab: $(LAB_STAMP)
 
 venv: $(STAMP)
 
+# the labs' student versions (solutions removed) for the learner, in my_labs/; labs/ keeps the
+# instructor versions. An existing my_labs/labN_*.ipynb is the learner's work and is kept.
+MY_LABS ?= my_labs
 lab: $(LAB_STAMP)
+	$(BIN)/python tools/studentlabs.py --out "$(MY_LABS)"
 	$(BIN)/jupyter lab --notebook-dir="$(CURDIR)" --port=$(PORT) $(ROOT_FLAG) $(LAB_FLAGS) notebooks/00_your_machine.ipynb
 
 # Everything CI runs. Each step prints its own summary; the first failure stops the run.
