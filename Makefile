@@ -131,6 +131,7 @@ kernel-lab-tests-left-out:
 test-lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book instructor)
 	$(BIN)/python tools/nbhygiene.py $(NOTEBOOKS)
+	$(BIN)/python tools/labroles.py --check
 
 # Every notebook top to bottom on a fresh kernel (nbval-lax: errors fail, outputs are not
 # compared). Without a GPU the notebooks choose replay and numba's CUDA simulator themselves.
@@ -184,11 +185,15 @@ test-lab: $(STAMP)
 
 # In headless Chromium (Debian's chromium, or CHROMIUM=path), network blocked: the checks' own
 # tests, then every page of the built site (tools/sitecheck.py), then Chapter 0 run in `make lab`
-# (tools/labbrowser.py). Screenshots go to book/_build/screenshots/. Needs `make book` first.
+# (tools/labbrowser.py), then every chapter and student lab rendered (not run) in `make lab`'s
+# JupyterLab: no raw MyST markup, no dead link, a term opens the glossary (tools/labrender.py).
+# Screenshots go to book/_build/screenshots/. Needs `make book` first.
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m browser tests/site/test_browser.py
 	$(BIN)/python tools/sitecheck.py book/_build/html
 	$(BIN)/python tools/labbrowser.py --notebook notebooks/00_your_machine.ipynb -- \
+		$(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
+	$(BIN)/python tools/labrender.py -- \
 		$(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
 
 # A class on a real JupyterHub (tools/hubclass.py): the hub and its proxy (configurable-http-proxy,
