@@ -165,8 +165,14 @@ def lab_server(cmd: list[str], start_timeout: float = 120):
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="course-lab-") as tmp:
         lab_settings(Path(tmp) / "settings")
+        # checkpoints (JupyterLab makes one when it opens a notebook) go to the throw-away folder,
+        # not into .ipynb_checkpoints/ beside the course's notebooks
+        config = Path(tmp) / "config"
+        config.mkdir()
+        (config / "jupyter_server_config.json").write_text(json.dumps(
+            {"FileCheckpoints": {"checkpoint_dir": str(Path(tmp) / "checkpoints")}}))
         env = dict(os.environ, JUPYTER_TOKEN=token, JUPYTERLAB_SETTINGS_DIR=str(Path(tmp) / "settings"),
-                   JUPYTERLAB_WORKSPACES_DIR=str(Path(tmp) / "workspaces"))
+                   JUPYTERLAB_WORKSPACES_DIR=str(Path(tmp) / "workspaces"), JUPYTER_CONFIG_DIR=str(config))
         with open(Path(tmp) / "lab.log", "w+") as log:
             proc = subprocess.Popen(cmd + [f"PORT={port}"], env=env, start_new_session=True,
                                     stdout=log, stderr=subprocess.STDOUT, text=True)

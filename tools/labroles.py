@@ -89,8 +89,8 @@ def short_reference(key: str, fields: dict[str, str]) -> str:
         who = "Linux"
     if len(authors) > 1 and "," in authors[0]:
         who += " et al."
-    if fields.get("year"):
-        who += f" {fields['year']}"
+    if fields.get("year") and who:
+        return f"{who} {fields['year']}"  # a paper: author and year
     title = fields.get("title", key)
     title = title.split(": ", 1)[0]
     if "/" in title and " " not in title:
