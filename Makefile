@@ -65,7 +65,7 @@ INHERIT := $(if $(CUDA_EXTRA),,--inherit)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
-.PHONY: lab test venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser test-hub hub student \
+.PHONY: lab test test-colab venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser test-hub hub student \
 	student-repo grade book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table \
 	kernel-lab test-kernel-lab kernel-lab-tests-left-out
 
@@ -111,7 +111,7 @@ test: $(STAMP)
 		$(if $(filter 1,$(BROWSER_TESTS)),test-browser test-hub,browser-tests-left-out)
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm and not hub" tests
+	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm and not hub and not colab" tests
 
 # The kernel lab (helpers/measure/kernel_vm): build its bundle from Debian's packages into
 # build/kernel_lab/ (kernel + initramfs with the DRM modules and tools/kernel_lab/probe.c; needs
@@ -201,6 +201,11 @@ test-browser: $(STAMP)
 # end, one student in headless Chromium. `make hub` starts the same hub for trying it by hand.
 test-hub: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m hub tests/site/test_hub.py
+
+# Colab, simulated (tests/site/test_colab.py): Colab's preinstalled packages in a fresh venv (from the
+# package index), Chapter 0's Colab block (tools/colabcell.py) cloning this repository, run to the end.
+test-colab: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m colab tests/site/test_colab.py
 
 hub: $(STAMP)
 	$(BIN)/python tools/hubclass.py serve --port $(PORT)
