@@ -1,5 +1,6 @@
 # The course's runner. Two commands matter (see README.md):
-#   make lab    create .venv if missing, install what a learner needs, open JupyterLab on it
+#   make lab    create .venv if missing, install what a learner needs, write the labs' student
+#               versions into my_labs/ (tools/studentlabs.py; never over your own), open JupyterLab
 #   make test   create .venv if missing (or add the test and book tools to the learner's), then
 #               run every check CI runs
 #   make student                  student versions of the labs into build/student (nbgrader)
@@ -11,7 +12,8 @@
 # Variables:
 #   PYTHON=python3        interpreter that creates the environment
 #   VENV=.venv            where the environment lives
-#   CUDA_EXTRA=auto       CuPy wheel to install: auto (cuda12 where an NVIDIA driver is found:
+#   CUDA_EXTRA=auto       CuPy wheel, and numba-cuda's, with the CUDA libraries both load at run time
+#                         (from PyPI: no CUDA toolkit needed, only the driver): auto (cuda12 where an NVIDIA driver is found:
 #                         nvidia-smi on PATH, /proc/driver/nvidia/version or WSL's libcuda; none
 #                         elsewhere),
 #                         cuda12, cuda13, none, or empty when the Python given by PYTHON already
@@ -63,7 +65,7 @@ INHERIT := $(if $(CUDA_EXTRA),,--inherit)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
-.PHONY: lab test venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser test-hub hub student \
+.PHONY: lab test test-colab venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser test-hub hub student \
 	student-repo grade book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table \
 	kernel-lab test-kernel-lab kernel-lab-tests-left-out
 
@@ -94,7 +96,11 @@ venv-lab: $(LAB_STAMP)
 
 venv: $(STAMP)
 
+# the labs' student versions (solutions removed) for the learner, in my_labs/; labs/ keeps the
+# instructor versions. An existing my_labs/labN_*.ipynb is the learner's work and is kept.
+MY_LABS ?= my_labs
 lab: $(LAB_STAMP)
+	$(BIN)/python tools/studentlabs.py --out "$(MY_LABS)"
 	$(BIN)/jupyter lab --notebook-dir="$(CURDIR)" --port=$(PORT) $(ROOT_FLAG) $(LAB_FLAGS) notebooks/00_your_machine.ipynb
 
 # Everything CI runs. Each step prints its own summary; the first failure stops the run.
@@ -105,7 +111,7 @@ test: $(STAMP)
 		$(if $(filter 1,$(BROWSER_TESTS)),test-browser test-hub,browser-tests-left-out)
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm and not hub" tests
+	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm and not hub and not colab" tests
 
 # The kernel lab (helpers/measure/kernel_vm): build its bundle from Debian's packages into
 # build/kernel_lab/ (kernel + initramfs with the DRM modules and tools/kernel_lab/probe.c; needs
@@ -125,6 +131,7 @@ kernel-lab-tests-left-out:
 test-lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book instructor)
 	$(BIN)/python tools/nbhygiene.py $(NOTEBOOKS)
+	$(BIN)/python tools/labroles.py --check
 
 # Every notebook top to bottom on a fresh kernel (nbval-lax: errors fail, outputs are not
 # compared). Without a GPU the notebooks choose replay and numba's CUDA simulator themselves.
@@ -178,11 +185,15 @@ test-lab: $(STAMP)
 
 # In headless Chromium (Debian's chromium, or CHROMIUM=path), network blocked: the checks' own
 # tests, then every page of the built site (tools/sitecheck.py), then Chapter 0 run in `make lab`
-# (tools/labbrowser.py). Screenshots go to book/_build/screenshots/. Needs `make book` first.
+# (tools/labbrowser.py), then every chapter and student lab rendered (not run) in `make lab`'s
+# JupyterLab: no raw MyST markup, no dead link, a term opens the glossary (tools/labrender.py).
+# Screenshots go to book/_build/screenshots/. Needs `make book` first.
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m browser tests/site/test_browser.py
 	$(BIN)/python tools/sitecheck.py book/_build/html
 	$(BIN)/python tools/labbrowser.py --notebook notebooks/00_your_machine.ipynb -- \
+		$(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
+	$(BIN)/python tools/labrender.py -- \
 		$(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
 
 # A class on a real JupyterHub (tools/hubclass.py): the hub and its proxy (configurable-http-proxy,
@@ -190,6 +201,11 @@ test-browser: $(STAMP)
 # end, one student in headless Chromium. `make hub` starts the same hub for trying it by hand.
 test-hub: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m hub tests/site/test_hub.py
+
+# Colab, simulated (tests/site/test_colab.py): Colab's preinstalled packages in a fresh venv (from the
+# package index), Chapter 0's Colab block (tools/colabcell.py) cloning this repository, run to the end.
+test-colab: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m colab tests/site/test_colab.py
 
 hub: $(STAMP)
 	$(BIN)/python tools/hubclass.py serve --port $(PORT)

@@ -12,7 +12,10 @@ the notebooks, and that address differs for every copy of the course, so no URL 
 * COURSE_REPO_PROVIDER github, gitlab or bitbucket: the kind of host, for a self-hosted one
                        (default: from the host name; any other host counts as gitlab).
 * COURSE_JUPYTERHUB_URL the class's JupyterHub (https://hub.example.edu); adds a JupyterHub button
-                       (it needs nbgitpuller on the hub; see book/teaching.md).
+                       (it needs nbgitpuller on the hub, which environment.yml has; see book/teaching.md).
+
+The Colab button is offered only for a GitHub repository whose notebooks carry the Colab block
+naming it (tools/colabcell.py): without it, a notebook opened in Colab cannot import the course.
 
 Relative paths of local Sphinx extensions are made absolute, since the written file lives
 elsewhere than the source config.
@@ -29,6 +32,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 
 def https_url(remote: str) -> str | None:
@@ -62,8 +67,13 @@ def origin_url(root: Path = ROOT) -> str | None:
     return https_url(out.stdout) if out.returncode == 0 and out.stdout.strip() else None
 
 
-def derive(config: dict, env: dict[str, str], origin: str | None, config_dir: Path) -> tuple[dict, str]:
-    """The build config and a one-line note on where its launch buttons point."""
+def derive(config: dict, env: dict[str, str], origin: str | None, config_dir: Path,
+           colab_repo: str | None = None) -> tuple[dict, str]:
+    """The build config and a one-line note on where its launch buttons point.
+
+    `colab_repo` is the repository the notebooks' Colab block clones (tools/colabcell.py): the Colab
+    button is offered only when it is this site's repository, since without the block a notebook
+    opened in Colab cannot import the course."""
     cfg = dict(config)
     repo = dict(cfg.get("repository") or {})
     url = env.get("COURSE_REPO_URL") or origin
@@ -79,6 +89,9 @@ def derive(config: dict, env: dict[str, str], origin: str | None, config_dir: Pa
         skipped = ""
         if not repo["url"].startswith("https://github.com/") and launch.pop("colab_url", None):
             skipped = "; no Colab button (Colab opens notebooks from GitHub only)"
+        elif colab_repo != repo["url"] and launch.pop("colab_url", None):
+            skipped = (f"; no Colab button (the notebooks' Colab block clones {colab_repo or 'nothing'}: "
+                       f"run `python tools/colabcell.py --repo {repo['url']}` and commit)")
         cfg["launch_buttons"] = launch
         sphinx_cfg = dict((cfg.get("sphinx") or {}).get("config") or {})
         theme = dict(sphinx_cfg.get("html_theme_options") or {})
@@ -108,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     src, dst = Path(argv[0]), Path(argv[1])
     config = yaml.safe_load(src.read_text())
-    cfg, note = derive(config, dict(os.environ), origin_url(), src.parent)
+    from tools import colabcell
+
+    cfg, note = derive(config, dict(os.environ), origin_url(), src.parent, colabcell.colab_repo())
     dst.parent.mkdir(parents=True, exist_ok=True)
     header = f"# Written by tools/bookconfig.py from {src}; edit that file, not this one.\n"
     text = header + yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True)

@@ -23,6 +23,7 @@ A screenshot of the drawn figure is written (default book/_build/screenshots/lab
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -151,6 +152,56 @@ def check_outputs_layout(page: Page, widths: tuple[int, ...] = (1280, 1920)) -> 
     return list(found)
 
 
+class LabStartError(RuntimeError):
+    """The JupyterLab command exited or did not answer."""
+
+
+@contextlib.contextmanager
+def lab_server(cmd: list[str], start_timeout: float = 120):
+    """Run `cmd` (the course's `make lab`) with a token and throw-away settings; yield (base URL, token).
+
+    The server gets PORT=<free port> appended; it is stopped (its whole process group) on exit."""
+    port, token = free_port(), secrets.token_hex(16)
+    base = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory(prefix="course-lab-") as tmp:
+        lab_settings(Path(tmp) / "settings")
+        # checkpoints (JupyterLab makes one when it opens a notebook) go to the throw-away folder,
+        # not into .ipynb_checkpoints/ beside the course's notebooks
+        config = Path(tmp) / "config"
+        config.mkdir()
+        (config / "jupyter_server_config.json").write_text(json.dumps(
+            {"FileCheckpoints": {"checkpoint_dir": str(Path(tmp) / "checkpoints")}}))
+        env = dict(os.environ, JUPYTER_TOKEN=token, JUPYTERLAB_SETTINGS_DIR=str(Path(tmp) / "settings"),
+                   JUPYTERLAB_WORKSPACES_DIR=str(Path(tmp) / "workspaces"), JUPYTER_CONFIG_DIR=str(config))
+        with open(Path(tmp) / "lab.log", "w+") as log:
+            proc = subprocess.Popen(cmd + [f"PORT={port}"], env=env, start_new_session=True,
+                                    stdout=log, stderr=subprocess.STDOUT, text=True)
+            try:
+                deadline = time.monotonic() + start_timeout
+                while True:
+                    if proc.poll() is not None:
+                        log.seek(0)
+                        raise LabStartError(f"{log.read()[-3000:]}\n`{' '.join(cmd)}` exited "
+                                            f"{proc.returncode} before serving")
+                    try:
+                        get(f"{base}/api/status?token={token}")
+                        break
+                    except OSError:
+                        if time.monotonic() > deadline:
+                            raise LabStartError(f"no answer from {base} within {start_timeout:.0f} s") from None
+                        time.sleep(1)
+                yield base, token
+            finally:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=30)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--notebook", default="notebooks/00_your_machine.ipynb")
@@ -163,48 +214,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give the command that starts JupyterLab after --")
     shot = args.screenshot or Path("book/_build/screenshots") / f"lab-{Path(args.notebook).stem}.png"
     before = hashlib.sha256(Path(args.notebook).read_bytes()).hexdigest()
-    port, token = free_port(), secrets.token_hex(16)
-    base = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory(prefix="course-lab-") as tmp:
-        lab_settings(Path(tmp) / "settings")
-        env = dict(os.environ, JUPYTER_TOKEN=token, JUPYTERLAB_SETTINGS_DIR=str(Path(tmp) / "settings"),
-                   JUPYTERLAB_WORKSPACES_DIR=str(Path(tmp) / "workspaces"))
-        log = open(Path(tmp) / "lab.log", "w+")
-        proc = subprocess.Popen(cmd + [f"PORT={port}"], env=env, start_new_session=True,
-                                stdout=log, stderr=subprocess.STDOUT, text=True)
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                if proc.poll() is not None:
-                    log.seek(0)
-                    print(log.read()[-3000:])
-                    print(f"labbrowser: `{' '.join(cmd)}` exited {proc.returncode} before serving")
-                    return 1
-                try:
-                    get(f"{base}/api/status?token={token}")
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        print(f"labbrowser: no answer from {base} within 120 s")
-                        return 1
-                    time.sleep(1)
+    try:
+        with lab_server(cmd) as (base, token):
             with Chromium() as browser:
                 print(f"labbrowser: {browser.version()} on {base}; every other host blocked")
                 page = browser.new_page(allow=[base, base.replace("http", "ws")])
                 probs = run_notebook(page, base, token, args.notebook, shot, args.timeout)
                 page.close()
-        except BrowserError as exc:
-            probs = [str(exc)]
-        finally:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=30)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            log.close()
+    except (BrowserError, LabStartError) as exc:
+        probs = [str(exc)]
     if hashlib.sha256(Path(args.notebook).read_bytes()).hexdigest() != before:
         probs.append(f"{args.notebook} was modified by the test's JupyterLab")
     for p in probs:

@@ -40,7 +40,8 @@ def test_no_repository_means_no_launch_buttons():
 def test_repository_and_hub_from_environment():
     env = {"COURSE_REPO_URL": "git@github.com:uni/gpu-course.git", "COURSE_JUPYTERHUB_URL": "https://hub.uni.edu/",
            "COURSE_REPO_BRANCH": "fall"}
-    cfg, note = bookconfig.derive(_config(), env, "https://github.com/other/origin", ROOT / "book")
+    cfg, note = bookconfig.derive(_config(), env, "https://github.com/other/origin", ROOT / "book",
+                                  colab_repo="https://github.com/uni/gpu-course")
     assert cfg["repository"] == {"branch": "fall", "url": "https://github.com/uni/gpu-course"}
     lb = cfg["launch_buttons"]
     assert lb["jupyterhub_url"] == "https://hub.uni.edu" and lb["binderhub_url"] and lb["colab_url"]
@@ -48,6 +49,14 @@ def test_repository_and_hub_from_environment():
     assert "jupyterhub" in note and "https://github.com/uni/gpu-course" in note
     # local extensions are made absolute: the written config lives in book/_build
     assert all(Path(p).is_absolute() for p in cfg["sphinx"]["local_extensions"].values())
+
+
+@pytest.mark.parametrize("colab_repo", [None, "https://github.com/someone/else"])
+def test_no_colab_button_unless_the_notebooks_install_from_this_repository(colab_repo):
+    cfg, note = bookconfig.derive(_config(), {"COURSE_REPO_URL": "https://github.com/uni/gpu-course"}, None,
+                                  ROOT / "book", colab_repo=colab_repo)
+    assert "colab_url" not in cfg["launch_buttons"] and cfg["launch_buttons"]["binderhub_url"]
+    assert "no Colab button" in note and "tools/colabcell.py --repo https://github.com/uni/gpu-course" in note
 
 
 def test_colab_only_for_github():

@@ -13,12 +13,12 @@ def _name(s: str) -> str:
     return re.sub(r"[-_.]+", "-", s).lower()
 
 
-def pyproject_pins(extras=("lab", "test", "book", "cuda12")) -> dict[str, str]:
+def pyproject_pins(extras=("lab", "test", "book", "cuda12", "hub")) -> dict[str, str]:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(meta["dependencies"]) + [r for e in extras for r in meta["optional-dependencies"][e]]
     pins = {}
     for r in reqs:
-        m = re.fullmatch(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.]+)", r.strip())
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[[a-z0-9,]+\])?==([A-Za-z0-9_.]+)", r.strip())
         assert m, f"pyproject requirement {r!r} is not an exact pin"
         pins[_name(m.group(1))] = m.group(2)
     return pins
