@@ -85,7 +85,7 @@ def encode(value, depth: int = 0):
             return encode(value.tolist(), depth + 1)
         if value.dtype.name not in DTYPES:
             raise WireError(f"an array of dtype {value.dtype} cannot be sent (numbers only)")
-        a = np.ascontiguousarray(value)
+        a = np.array(value, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
         return {"__nd__": [a.dtype.name, list(a.shape), base64.b64encode(a.tobytes()).decode()]}
     if t is Remote:
         return {"__remote__": value.kind, **{k: encode(v, depth + 1) for k, v in value.fields.items()}}

@@ -213,6 +213,12 @@ def grade_class(root: Path, folder: Path, sources: dict[str, Path], *, seed: int
             continue
         for nb in notebooks:
             m = LAB_NAME.match(nb.name)
+            if nb.data is None:  # refused as read (a link, a FIFO, a device, a hard link, too large)
+                lab = m.group(1) if m and m.group(1) in sources else None
+                results += [CheckResult(lab, p.grade_id, 0, p.points, "ERROR", printable(f"submission refused: {nb.refused}"))
+                            for p in lab_parts(lab)] if lab else [
+                    CheckResult("-", "(notebook)", 0, 0, "ERROR", printable(f"submission refused: {nb.refused}"))]
+                continue
             if not m or m.group(1) not in sources:
                 results.append(CheckResult(Path(nb.name).stem[:20], "(notebook)", 0, 0, "ERROR",
                                            f"{nb.name} is not a lab of this course ({', '.join(sorted(sources))})"))
@@ -220,10 +226,6 @@ def grade_class(root: Path, folder: Path, sources: dict[str, Path], *, seed: int
             if nb.name != sources[m.group(1)].name:
                 results.append(CheckResult(m.group(1), "(notebook)", 0, 0, "ERROR",
                                            f"{nb.name}: {m.group(1)} is submitted as {sources[m.group(1)].name}"))
-                continue
-            if nb.data is None:
-                results += [CheckResult(m.group(1), p.grade_id, 0, p.points, "ERROR",
-                                        printable(f"submission refused: {nb.refused}")) for p in lab_parts(m.group(1))]
                 continue
             progress(f"grading {student} {m.group(1)} (sandboxed worker{'' if sandboxed else ': NO SANDBOX'})...")
             try:
