@@ -126,7 +126,8 @@ class Student:
           (kind, fn) uses stand-in `kind` of helpers.labs.remote (Lab 1: "driver_callback").
         keep: leave the result in the worker and return a `Remote` to it.
         pick: the result is one of argument `pick`'s items; return its index (or None).
-        forbid: {module: names} the call must not use (integrity.own_work in the worker).
+        forbid: {module: names} the call must not use: integrity.own_work in the worker, for its message
+          only (the learner's process can patch it); the rule rests on the Part's `own_work` (ownwork.py).
         callbacks: grader-side answers for stand-ins passed as arguments (wire.remote).
         sync: also return argument `sync` as the call left it: (result, that argument), as data.
         keep_arrays: arrays in the result stay arrays (else every array and tuple reads as a list:
