@@ -280,3 +280,23 @@ def test_cloning_the_courses_implementation_earns_nothing(tricked_class, trick):
 def test_a_correct_answer_in_another_type_gets_full_marks(tricked_class, trick):
     results = tricked_class[trick]
     assert all(r.score == r.max_score for r in results), [(r.grade_id, r.feedback) for r in results if r.score < r.max_score]
+
+
+def test_a_cgroup_v2_caps_the_worker_where_one_is_delegated(tmp_path, monkeypatch):
+    """The cgroup path, on a stand-in hierarchy (this machine may have none): memory.max is the
+    cap, and the cgroup's OOM kill is what `over` reports."""
+    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
+    (tmp_path / "cgroup.subtree_control").write_text("")
+    monkeypatch.setattr(memcap, "CGROUP", tmp_path)
+    monkeypatch.setattr(memcap, "_own_cgroup", lambda: tmp_path)
+    cap = memcap.MemoryCap(300 << 20)
+    assert cap.cgroup is not None and (cap.cgroup / "memory.max").read_text() == str(300 << 20)
+    assert (tmp_path / "cgroup.subtree_control").read_text() == "+memory"
+    (cap.cgroup / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 0\n")
+    assert not cap.over(os.getpid())
+    (cap.cgroup / "memory.events").write_text("low 0\nhigh 0\nmax 9\noom 2\noom_kill 1\n")
+    assert cap.over(os.getpid())
+    (cap.cgroup / "memory.events").unlink()
+    (cap.cgroup / "memory.max").unlink()
+    cap.close()
+    assert not cap.cgroup.exists()
