@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = []
     for student, trick in sorted(plan.items()):
         got, full = sum(r.score for r in report[student]), sum(r.max_score for r in report[student])
-        ok = got == full if trick == "correct" else got < full
+        ok = got == full if trick == "correct" else (got < full or (full == 0 and got == 0))
         print(f"{student} {trick:24s} {got:g}/{full:g} {'ok' if ok else 'UNEXPECTED'}")
         if not ok:
             bad.append(student)
