@@ -29,7 +29,7 @@ from tools.grader.api import Student, StudentRaised  # noqa: E402
 from tools.grader.classrun import lab_parts, part_seed  # noqa: E402
 from tools.grader.submission import lab_source, solution_cells  # noqa: E402
 
-EXAMPLES = 4  # hypothesis examples per lab (each grades every part of the lab)
+EXAMPLES = 8  # hypothesis examples per lab (each grades every part of the lab)
 LABS = tuple(redteam.FUNCTIONS)
 
 
