@@ -66,7 +66,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
 .PHONY: lab test test-colab venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser test-hub hub student \
-	student-repo grade book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table \
+	student-repo grade class-time book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table \
 	kernel-lab test-kernel-lab kernel-lab-tests-left-out
 
 # $(call install,extras): create the environment if missing, install the course with those extras
@@ -178,6 +178,10 @@ student-repo: $(STAMP)
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADEBOOK=grades.csv]"; exit 2; }
 	$(BIN)/python tools/labgrade.py grade "$(SUBMISSIONS)" $(if $(GRADEBOOK),--gradebook "$(GRADEBOOK)")
+
+# Time the grading of a class of 30 (correct and one hostile student per trick; minutes, not in `make test`).
+class-time: $(STAMP)
+	$(BIN)/python tools/classtime.py --out build/classtime-$$(date +%s)
 
 # `make lab`'s own command, headless: its REST API must answer on localhost.
 test-lab: $(STAMP)

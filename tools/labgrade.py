@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tools.grader import classrun, sandbox  # noqa: E402
+from tools.grader import classrun, memcap, sandbox  # noqa: E402
 
 LAB_NAME = re.compile(r"^(lab\d+)_[a-z0-9_]+\.ipynb$")
 FAIL_LINE = "✘ {gid}: FAIL"
@@ -189,6 +189,7 @@ def grade(folder: Path, labs: list[Path] | None = None, *, seed: int | None = No
                          "without a sandbox it could read and change this checkout (instructor/ included). "
                          "Grade on Linux with bubblewrap, or pass --no-sandbox to run unconfined (labs/README.md).")
     sources = {lab_id(p): p for p in source_labs([str(x) for x in labs] if labs else None)}
+    print(f"memory: {memcap.describe(limits.memory_bytes)}", flush=True)
     return classrun.grade_class(ROOT, folder, sources, seed=seed, sandboxed=sandboxed, limits=limits,
                                 progress=lambda m: print(m, flush=True))
 

@@ -14,7 +14,10 @@ Three tools for the labs' graded cells (none of them holds an answer):
 - `own_work(fn, forbidden)` runs one learner function with the course's own implementation of
   the same quantity switched off (`helpers.models.copy_cost.fit` for Lab 2's fit, say): a
   function that refers to one of them, directly or through a default argument, a closure or an
-  alias, fails the check, and a call through any other route meets a tripwire.
+  alias, fails the check, and a call through the module's attribute meets a tripwire. It runs in
+  the learner's process, so it explains, it does not enforce: learner code can patch it or clone
+  a function's code before it runs. The grader enforces the rule outside that process, by giving
+  the part's worker modules with those functions redacted (tools/grader/ownwork.py).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ import base64
 import dataclasses
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -68,18 +68,24 @@ def encode(value, depth: int = 0):
         return encode(plain, depth + 1)
     if isinstance(value, np.generic) and type(value).__module__ == "numpy":
         return encode(value.item(), depth + 1)
-    if t is list:
-        return [encode(v, depth + 1) for v in value]
-    if t is tuple:
-        return {"__tuple__": [encode(v, depth + 1) for v in value]}
-    if t is dict:
-        if all(type(k) is str and not k.startswith("__") for k in value):
-            return {k: encode(v, depth + 1) for k, v in value.items()}
-        return {"__items__": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
-    if t is np.ndarray:
+    # a list, tuple or mapping of any class (a namedtuple, a defaultdict, an OrderedDict) crosses as
+    # its plain value: what it holds, read through the base type (the grader compares values, not types)
+    if isinstance(value, list):
+        return [encode(v, depth + 1) for v in list.__iter__(value)]
+    if isinstance(value, tuple):
+        return {"__tuple__": [encode(v, depth + 1) for v in tuple.__iter__(value)]}
+    if isinstance(value, dict) or (isinstance(value, Mapping) and not isinstance(value, np.ndarray)):
+        items = list(dict.items(value) if isinstance(value, dict) else value.items())
+        if all(type(k) is str and not k.startswith("__") for k, _ in items):
+            return {k: encode(v, depth + 1) for k, v in items}
+        return {"__items__": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in items]}
+    if isinstance(value, np.ndarray):
+        value = np.asarray(value)  # a subclass (a matrix, a masked array) as its plain array
+        if value.dtype == object:
+            return encode(value.tolist(), depth + 1)
         if value.dtype.name not in DTYPES:
             raise WireError(f"an array of dtype {value.dtype} cannot be sent (numbers only)")
-        a = np.ascontiguousarray(value)
+        a = np.array(value, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
         return {"__nd__": [a.dtype.name, list(a.shape), base64.b64encode(a.tobytes()).decode()]}
     if t is Remote:
         return {"__remote__": value.kind, **{k: encode(v, depth + 1) for k, v in value.fields.items()}}
@@ -153,6 +159,32 @@ def _array(spec) -> np.ndarray:
     if a.size != math.prod(shape):
         raise WireError(f"an array of shape {shape} with {a.size} elements")
     return a.reshape(shape).copy()
+
+
+def plain(value, keep_arrays: bool = False, depth: int = 0):
+    """A decoded result in one canonical form, so that a check compares values, never types:
+    every array and tuple becomes a list (an array of 0 dimensions, its number), a mapping a
+    dict with plain keys (a tuple key stays a tuple, of plain values). A correct answer returned
+    as a NumPy array, a tuple, a namedtuple, a defaultdict or a NumPy scalar reads as the list,
+    dict or number it stands for. `keep_arrays`: an array of 1 or more dimensions stays an array
+    (a check of a dtype the lab asks for: Lab 3's float32 map)."""
+    if depth > MAX_DEPTH:
+        raise WireError("value nested too deeply")
+    if isinstance(value, np.ndarray):
+        return value if keep_arrays and value.ndim else value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [plain(v, keep_arrays, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {_plain_key(k, depth + 1): plain(v, keep_arrays, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _plain_key(k, depth: int):
+    if isinstance(k, tuple):
+        return tuple(_plain_key(x, depth + 1) for x in k)
+    return plain(k, False, depth)
 
 
 def dumps(message: dict) -> bytes:

@@ -13,7 +13,7 @@ import numpy as np
 from helpers.labs import bwlab, wire
 from instructor.labs import lab2 as ref
 from instructor.labs.common import recorded
-from tools.grader.api import Part
+from tools.grader.api import Part, own
 
 FIT_FORBIDDEN = {"helpers.models.copy_cost": ("fit", "fit_series", "fit_all")}
 
@@ -163,7 +163,7 @@ GRADED = (
     Part("timed_copy_events", 4, ("timed_copy",), timed_copy),
     Part("benchmark_warmup", 4, ("benchmark",), benchmark_warmup),
     Part("benchmark_agrees", 5, ("benchmark",), benchmark_agrees),
-    Part("fit_synthetic", 5, ("fit_line",), fit_synthetic),
+    Part("fit_synthetic", 5, ("fit_line",), fit_synthetic, own(FIT_FORBIDDEN)),
     Part("predict_reference", 4, ("predict_time",), predict_reference),
     Part("batch_slowdown", 3, ("batch_slowdown",), batch_slowdown),
 )

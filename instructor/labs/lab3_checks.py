@@ -12,7 +12,7 @@ import numpy as np
 from helpers.ch09_radar_pipeline import radar
 from helpers.labs import lab3, wire
 from instructor.labs import lab3 as ref
-from tools.grader.api import Part
+from tools.grader.api import Part, own
 
 NUMPY = wire.remote("module", name="numpy")
 OWN_PROCESSING = {m.__name__: names for m, names in lab3.OWN_PROCESSING.items()}
@@ -20,9 +20,15 @@ OWN_REPORT = {m.__name__: names for m, names in lab3.OWN_REPORT.items()}
 
 
 def _map(c, student, frame: np.ndarray) -> np.ndarray:
-    got = student.call("range_doppler", NUMPY, frame, radar.matched_filter(np), forbid=OWN_PROCESSING)
-    c.require(isinstance(got, np.ndarray), f"range_doppler should return a NumPy array, got {type(got).__name__}")
-    return got
+    got = student.call("range_doppler", NUMPY, frame, radar.matched_filter(np), forbid=OWN_PROCESSING,
+                       keep_arrays=True)
+    try:  # values, not types: the map may come back as any array-like of numbers (helpers.labs.wire.plain)
+        arr = np.asarray(got)
+    except (ValueError, TypeError):
+        arr = None
+    c.require(arr is not None and arr.dtype.kind in "biufc",
+              f"range_doppler should return a NumPy array of numbers, got {type(got).__name__}")
+    return arr
 
 
 def rd_matches_reference(c, student, seed: int) -> None:
@@ -124,9 +130,9 @@ def choose_design_cheapest(c, student, seed: int) -> None:
 
 
 GRADED = (
-    Part("rd_matches_reference", 5, ("range_doppler",), rd_matches_reference),
-    Part("rd_finds_target", 3, ("range_doppler",), rd_finds_target),
-    Part("deadline_report", 4, ("deadline_report",), deadline_report),
+    Part("rd_matches_reference", 5, ("range_doppler",), rd_matches_reference, own(OWN_PROCESSING)),
+    Part("rd_finds_target", 3, ("range_doppler",), rd_finds_target, own(OWN_PROCESSING)),
+    Part("deadline_report", 4, ("deadline_report",), deadline_report, own(OWN_REPORT)),
     Part("choose_design", 6, ("choose_design",), choose_design),
     Part("choose_design_cheapest", 4, ("choose_design",), choose_design_cheapest),
 )

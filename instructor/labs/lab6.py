@@ -135,12 +135,12 @@ def cases(part: str, seed: int | None = None) -> dict:
 
 
 # ----------------------------------------------------------------------------- grading
-def grade(learner: dict, seed: int | None = None) -> dict:
+def grade(learner: dict, seed: int | None = None, *, timeout_s: float = published.TIMEOUT_S) -> dict:
     """Every part of Lab 6 on `learner` (helpers.labs.lab6.code_of's data) in one boot, each
     part's hidden inputs drawn from `seed`, each part with the reference's functions for the
     other parts (the harness swaps them in). {"parts": {part: {"ok", "feedback", ...}}, "vm", "seed"}."""
     seed = draw_seed("lab6", seed)
-    out = published.run({p: cases(p, seed) for p in published.PARTS}, learner, reference_code())
+    out = published.run({p: cases(p, seed) for p in published.PARTS}, learner, reference_code(), timeout_s=timeout_s)
     return {**out, "seed": seed}
 
 

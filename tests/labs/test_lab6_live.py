@@ -1,8 +1,10 @@
 """Lab 6 graded for real: planted drivers run in the booted kernel (`make test-kernel-lab`).
 
-Four boots of the edu machine, about 25-40 s each under TCG: the reference scores every part;
+Six boots of the edu machine, about 25-40 s each under TCG: the reference scores every part;
 one bug costs only its own part; a driver with every part wrong fails every part; a driver
-hard-coded to the published examples, never touching the device, scores nothing on its parts.
+hard-coded to the published examples, never touching the device, scores nothing on its parts;
+an empty driver scores nothing; a driver that reaches for the harness's plan (frames, gc, the
+plan file) finds nothing to run.
 """
 
 from __future__ import annotations
@@ -114,3 +116,35 @@ def test_a_hard_coded_driver_scores_nothing_on_its_parts():
     hard = {p for p, fns in lab6.PART_FUNCTIONS.items() if set(fns) & set(HARD_CODED)}
     assert hard == set(lab6.PARTS) - {"open"}
     assert not any(ok for p, ok in _passed(res).items() if p in hard), res["parts"]
+
+
+FRAMES = '''
+def factorial(dev, n):
+    import gc, sys
+    plan = None
+    f = sys._getframe(1)
+    while f is not None and plan is None:
+        plan = next((v for v in f.f_locals.values() if isinstance(v, dict) and "reference" in v), None)
+        f = f.f_back
+    if plan is None:
+        plan = next((o for o in gc.get_objects() if isinstance(o, dict) and "reference" in o), None)
+    if plan is None:
+        try:
+            import json
+            plan = json.load(open("/work/plan.json"))
+        except OSError:
+            return -1
+    exec(plan["reference"]["factorial"]["source"], globals())
+    return globals()["factorial"](dev, n)
+'''
+
+
+def test_an_empty_driver_scores_nothing_in_the_vm():
+    res = ref.grade({}, seed=SEED)
+    assert not any(_passed(res).values()), res["parts"]
+    assert "not defined" in res["parts"]["factorial"]["feedback"]
+
+
+def test_the_harness_frames_and_plan_are_out_of_reach():
+    res = ref.grade(_with(factorial=FRAMES), seed=SEED)
+    assert _passed(res) == {p: p != "factorial" for p in lab6.PARTS}, res["parts"]

@@ -29,13 +29,22 @@ from tools.grader.session import Session
 
 @dataclass(frozen=True)
 class Part:
-    """One graded check: its notebook grade_id, points, the learner functions it grades, and
-    `run(c, student, seed)`, which raises CheckFailed (through `c`) when the part is wrong."""
+    """One graded check: its notebook grade_id, points, the learner functions it grades,
+    `run(c, student, seed)`, which raises CheckFailed (through `c`) when the part is wrong, and
+    the course functions its worker must not hold (`own_work`)."""
 
     grade_id: str
     points: float
     functions: tuple[str, ...]
     run: Callable
+    #: ((module, (function, ...)), ...): the course's own implementation of what this part must
+    #: compute; the part runs in a worker whose copy of those modules has them redacted (tools/grader/ownwork.py)
+    own_work: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+def own(forbid: dict[str, tuple[str, ...]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """A `forbid` mapping ({module: names}) as a Part's `own_work`."""
+    return tuple(sorted((m, tuple(names)) for m, names in forbid.items()))
 
 
 class StudentRaised(Exception):  # noqa: N818 - the learner's code raised
@@ -85,8 +94,20 @@ class Remote:
 class Student:
     """The learner's functions in the worker; each call returns data or raises StudentRaised."""
 
-    def __init__(self, session: Session, call_s: float, deadline: float | None = None) -> None:
+    def __init__(self, session: Session, call_s: float, deadline: float | None = None, *,
+                 lab_seed: int | None = None, lab_deadline: float | None = None) -> None:
+        """`deadline`: the part's (monotonic clock); `lab_deadline`: the whole lab's, which no call
+        outlives; `lab_seed`: the submission's seed (a lab that checks every part in one run, Lab 6)."""
         self.session, self.call_s, self.deadline = session, call_s, deadline
+        self.lab_seed, self.lab_deadline = lab_seed, lab_deadline
+
+    def time_left(self, timeout: float) -> float:
+        """`timeout`, cut to what is left of the part's and the lab's time; PartTimeout when none is."""
+        now = time.monotonic()
+        left = min([timeout] + [d - now for d in (self.deadline, self.lab_deadline) if d is not None])
+        if left <= 0:
+            raise PartTimeout("this part's calls of your code took too long altogether (very slow code?)")
+        return left
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -96,7 +117,7 @@ class Student:
     def call(self, target, *args, attr: str | None = None, bind: dict[str, Callable] | None = None,
              keep: bool = False, pick: int | None = None, forbid: dict[str, tuple[str, ...]] | None = None,
              callbacks: dict[str, Callable] | None = None, timeout: float | None = None, sync: int | None = None,
-             kwargs: dict | None = None):
+             keep_arrays: bool = False, kwargs: dict | None = None):
         """Call learner function `target` (or a kept object's method `attr`) in the worker, with
         positional `args` and keyword arguments `kwargs` (a dict: the options below are the grader's).
 
@@ -105,12 +126,14 @@ class Student:
           (kind, fn) uses stand-in `kind` of helpers.labs.remote (Lab 1: "driver_callback").
         keep: leave the result in the worker and return a `Remote` to it.
         pick: the result is one of argument `pick`'s items; return its index (or None).
-        forbid: {module: names} the call must not use (integrity.own_work in the worker).
+        forbid: {module: names} the call must not use: integrity.own_work in the worker, for its message
+          only (the learner's process can patch it); the rule rests on the Part's `own_work` (ownwork.py).
         callbacks: grader-side answers for stand-ins passed as arguments (wire.remote).
         sync: also return argument `sync` as the call left it: (result, that argument), as data.
+        keep_arrays: arrays in the result stay arrays (else every array and tuple reads as a list:
+          helpers.labs.wire.plain; a check compares values, not types).
         """
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise PartTimeout("this part's calls of your code took too long altogether (very slow code?)")
+        left = self.time_left(timeout or self.call_s)
         cbs = dict(callbacks or {})
         names = {}
         for name, fn in (bind or {}).items():  # fn, or (stand-in kind, fn): helpers.labs.remote
@@ -121,7 +144,7 @@ class Student:
             {"op": "call", "target": target, "attr": attr, "args": wire.encode(list(args)),
              "kwargs": wire.encode(dict(kwargs or {})), "bind": names, "keep": keep, "pick": pick,
              "forbid": forbid, "what": target if isinstance(target, str) else attr, "sync": sync},
-            timeout or self.call_s, cbs)
+            left, cbs)
         op = reply.get("op")
         if op == "raised":
             raise StudentRaised(reply)
@@ -136,7 +159,7 @@ class Student:
             i = reply.get("index")
             return i if type(i) is int else None
         try:
-            value = wire.decode(reply.get("value"))
+            value = wire.plain(wire.decode(reply.get("value")), keep_arrays)  # values, not types: helpers.labs.wire.plain
             return value if sync is None else (value, wire.decode(reply.get("synced")))
         except Exception as exc:  # noqa: BLE001 - whatever the worker sent, it is not a result
             raise wire.WireError(f"your function's result could not be read as data ({exc})") from None

@@ -24,10 +24,19 @@ from pathlib import Path
 from helpers.core import grading
 from helpers.core.grading import CheckFailed
 from helpers.labs import wire
-from tools.grader import sandbox
+from tools.grader import ownwork, sandbox
 from tools.grader.api import Part, PartTimeout, Student, StudentRaised
 from tools.grader.session import Session, WorkerGone
-from tools.grader.submission import LAB_NAME, LabSource, SubmissionError, lab_source, solution_cells
+from tools.grader.submission import (
+    LAB_NAME,
+    LabSource,
+    SubmissionError,
+    Submitted,
+    lab_source,
+    read_class,
+    read_one,
+    solution_cells,
+)
 
 MAX_WORKERS = 3  # workers one lab of one student may use (a new one after each that died)
 
@@ -65,53 +74,74 @@ def part_seed(base: int, grade_id: str) -> int:
 class LabRun:
     """One lab of one student: a worker (restarted after it dies) and the parts, in order."""
 
-    def __init__(self, root: Path, source: LabSource, cells: dict[str, str], notebook: Path, *,
-                 sandboxed: bool, limits: sandbox.Limits) -> None:
+    def __init__(self, root: Path, source: LabSource, cells: dict[str, str], notebook: bytes, *,
+                 sandboxed: bool, limits: sandbox.Limits, seed: int | None = None,
+                 deadline: float | None = None) -> None:
         self.root, self.source, self.cells, self.notebook = root, source, cells, notebook
+        self.seed = seed
+        self.deadline = time.monotonic() + limits.submission_s if deadline is None else deadline
         self.sandboxed, self.limits = sandboxed, limits
-        self.session: Session | None = None
-        self.started = 0
+        self.sessions: dict[tuple, Session] = {}  # one worker per kind: plain, or with modules redacted
+        self.session: Session | None = None       # the one the current part uses
+        self.started = self.restarts = 0
         self.load_errors: dict[str, str] = {}
         self.tmp = Path(tempfile.mkdtemp(prefix=f"grade-{source.lab}-"))
 
-    def worker(self) -> Session:
-        """The live worker, started (and the learner's cells loaded) when needed."""
-        if self.session is not None and self.session.alive:
-            return self.session
-        if self.started >= MAX_WORKERS:
+    def worker(self, own_work: tuple = ()) -> Session:
+        """The live worker for a part (own_work: the modules redacted in it, tools/grader/ownwork.py),
+        started (and the learner's cells loaded) when needed."""
+        old = self.sessions.get(own_work)
+        if old is not None and old.alive:
+            self.session = old
+            return old
+        if old is not None:
+            self.restarts += 1
+        if self.restarts >= MAX_WORKERS:
             raise WorkerGone(f"{MAX_WORKERS} workers died on this submission; its remaining parts are not run")
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise WorkerGone(f"this lab took more than {self.limits.submission_s:.0f} s")
         self.started += 1
         scratch = self.tmp / f"scratch{self.started}"
         scratch.mkdir()
-        shutil.copy(self.notebook, scratch / self.source.name)  # the learner's scratch copy
-        self.session = Session(self.root, scratch, sandboxed=self.sandboxed, limits=self.limits)
-        reply = self.session.request({"op": "load", "setup": list(self.source.setup), "cells": self.cells},
-                                     self.limits.load_s)
+        (scratch / self.source.name).write_bytes(self.notebook)  # the learner's scratch copy, from the bytes read once
+        redacted = None
+        if own_work:
+            folder = self.tmp / f"redacted{self.started}"
+            folder.mkdir()
+            folder.chmod(0o755)
+            redacted = ownwork.overlay(self.root, dict(own_work), folder)
+        self.session = session = Session(self.root, scratch, sandboxed=self.sandboxed, limits=self.limits,
+                                         redacted=redacted)
+        self.sessions[own_work] = session
+        reply = session.request({"op": "load", "setup": list(self.source.setup), "cells": self.cells},
+                                min(self.limits.load_s, left))
         errors = reply.get("errors") if reply.get("op") == "loaded" else None
         if not isinstance(errors, dict):
-            self.session.close()
+            session.close()
             raise WorkerGone("the worker did not load the cells (protocol broken)")
         setup = {k: v for k, v in errors.items() if str(k).startswith("setup")}
         if setup:
-            self.session.close()
+            session.close()
             raise WorkerGone(f"the lab's own setup cell failed in the sandbox: {setup}")
         self.load_errors = {str(k): v for k, v in errors.items()}
-        return self.session
+        return session
 
     def close(self) -> None:
-        if self.session is not None:
-            self.session.close()
+        for session in self.sessions.values():
+            session.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def grade(self, part: Part, seed: int, deadline: float) -> CheckResult:
+    def grade(self, part: Part, seed: int, deadline: float | None = None) -> CheckResult:
         """Run one part; its result, whatever the learner's code did."""
         def result(score: float, status: str, feedback: str = "") -> CheckResult:
             return CheckResult(self.source.lab, part.grade_id, score, part.points, status, printable(feedback), seed)
 
-        if time.monotonic() > deadline:
+        if time.monotonic() > self.deadline:
             return result(0, "ERROR", f"not run: this lab took more than {self.limits.submission_s:.0f} s")
         try:
-            student = Student(self.worker(), self.limits.call_s, time.monotonic() + self.limits.part_s)
+            student = Student(self.worker(part.own_work), self.limits.call_s, time.monotonic() + self.limits.part_s,
+                              lab_seed=self.seed, lab_deadline=self.deadline)
             part.run(grading.check(part.grade_id), student, seed)
             return result(part.points, "OK")
         except CheckFailed as exc:
@@ -140,48 +170,57 @@ class LabRun:
         return f" (note: your cell {gid} did not run: {e.get('name')}: {e.get('message')})"
 
 
-def grade_lab(root: Path, notebook: Path, source_path: Path, *, seed: int | None = None, sandboxed: bool = True,
-              limits: sandbox.Limits = sandbox.DEFAULT_LIMITS) -> list[CheckResult]:
-    """The results of every graded part of one submitted lab notebook."""
+def grade_lab(root: Path, notebook: bytes | Path, source_path: Path, *, seed: int | None = None,
+              sandboxed: bool = True, limits: sandbox.Limits = sandbox.DEFAULT_LIMITS) -> list[CheckResult]:
+    """The results of every graded part of one submitted lab notebook (its bytes, read once by
+    `read_class`; a Path is read through the same no-follow reader). The whole lab, every part
+    and every worker together, ends by `limits.submission_s` after it starts."""
     source = lab_source(source_path)
     parts = lab_parts(source.lab)
     base = secrets.randbelow(2**31) if seed is None else int(seed)
+    deadline = time.monotonic() + limits.submission_s
     try:
-        cells = solution_cells(notebook, source)
+        data = read_one(notebook) if isinstance(notebook, Path) else notebook
+        cells = solution_cells(data, source)
     except (SubmissionError, OSError) as exc:
         return [CheckResult(source.lab, p.grade_id, 0, p.points, "ERROR", f"submission refused: {exc}", base)
                 for p in parts]
-    run = LabRun(root, source, cells, notebook, sandboxed=sandboxed, limits=limits)
-    deadline = time.monotonic() + limits.submission_s
+    run = LabRun(root, source, cells, data, sandboxed=sandboxed, limits=limits, seed=base, deadline=deadline)
     try:
-        return [run.grade(p, part_seed(base, p.grade_id), deadline) for p in parts]
+        return [run.grade(p, part_seed(base, p.grade_id)) for p in parts]
     finally:
         run.close()
 
 
-def submissions(folder: Path) -> dict[str, list[Path]]:
-    """{student: [notebooks]} from a folder of notebooks (one student) or of per-student folders
+def submissions(folder: Path) -> dict[str, list[Submitted] | str]:
+    """{student: their notebooks, read once without following links (submission.read_class), or
+    why their folder is refused} from a folder of notebooks (one student) or of per-student folders
     (their notebooks directly inside, or one folder deeper, as nbgrader's submitted/<student>/<lab>/)."""
-    flat = sorted(p for p in folder.glob("lab*.ipynb") if p.is_file())
-    if flat:
-        return {"submission": flat}
-    return {d.name: sorted(p for p in [*d.glob("*.ipynb"), *d.glob("*/*.ipynb")]  # nbgrader: <student>/<lab>/
-                           if p.is_file() and ".ipynb_checkpoints" not in p.parts)
-            for d in sorted(folder.iterdir()) if d.is_dir() and not d.name.startswith(".")}
+    return read_class(folder)
 
 
 def grade_class(root: Path, folder: Path, sources: dict[str, Path], *, seed: int | None = None,
                 sandboxed: bool = True, limits: sandbox.Limits = sandbox.DEFAULT_LIMITS,
                 progress=print) -> dict[str, list[CheckResult]]:
     """{student: results} for every student in `folder`; a student without a gradable lab is
-    listed with a line saying why."""
+    listed with a line saying why. Each student's labs take at most `limits.submission_s` each:
+    a class takes at most students x labs x submission_s (plus seconds per worker to stop it)."""
     report: dict[str, list[CheckResult]] = {}
     for student, notebooks in submissions(folder).items():
         results: list[CheckResult] = []
+        if isinstance(notebooks, str):
+            report[student] = [CheckResult("-", "(submission)", 0, 0, "ERROR", printable(notebooks))]
+            continue
         for nb in notebooks:
             m = LAB_NAME.match(nb.name)
+            if nb.data is None:  # refused as read (a link, a FIFO, a device, a hard link, too large)
+                lab = m.group(1) if m and m.group(1) in sources else None
+                results += [CheckResult(lab, p.grade_id, 0, p.points, "ERROR", printable(f"submission refused: {nb.refused}"))
+                            for p in lab_parts(lab)] if lab else [
+                    CheckResult("-", "(notebook)", 0, 0, "ERROR", printable(f"submission refused: {nb.refused}"))]
+                continue
             if not m or m.group(1) not in sources:
-                results.append(CheckResult(nb.stem[:20], "(notebook)", 0, 0, "ERROR",
+                results.append(CheckResult(Path(nb.name).stem[:20], "(notebook)", 0, 0, "ERROR",
                                            f"{nb.name} is not a lab of this course ({', '.join(sorted(sources))})"))
                 continue
             if nb.name != sources[m.group(1)].name:
@@ -190,7 +229,7 @@ def grade_class(root: Path, folder: Path, sources: dict[str, Path], *, seed: int
                 continue
             progress(f"grading {student} {m.group(1)} (sandboxed worker{'' if sandboxed else ': NO SANDBOX'})...")
             try:
-                results += grade_lab(root, nb, sources[m.group(1)], seed=seed, sandboxed=sandboxed, limits=limits)
+                results += grade_lab(root, nb.data, sources[m.group(1)], seed=seed, sandboxed=sandboxed, limits=limits)
             except Exception as exc:  # noqa: BLE001 - never the end of the class's run
                 results.append(CheckResult(m.group(1), "(notebook)", 0, 0, "CRASH", printable(
                     f"the grader could not grade this notebook ({type(exc).__name__}: {exc}); tell the course "

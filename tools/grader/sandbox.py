@@ -77,9 +77,12 @@ def _parents(path: Path) -> list[str]:
     return out
 
 
-def bwrap_argv(root: Path, scratch: Path, limits: Limits | None = None) -> list[str]:
+def bwrap_argv(root: Path, scratch: Path, limits: Limits | None = None,
+               redacted: list[tuple[Path, str]] | None = None) -> list[str]:
     """The bubblewrap command line (up to the program) for a worker over `scratch`: its home is
-    a size-limited tmpfs holding the submission (read-only) from `scratch`."""
+    a size-limited tmpfs holding the submission (read-only) from `scratch`; `redacted` files
+    (tools/grader/ownwork.py: (file, path in the checkout)) replace the course's own, and their
+    folder's compiled cache is hidden."""
     size = str((limits or DEFAULT_LIMITS).scratch_bytes)
     root_grader = os.geteuid() == 0
     # as root: no user namespace (the uid change below must be real); otherwise bwrap's own
@@ -103,6 +106,10 @@ def bwrap_argv(root: Path, scratch: Path, limits: Limits | None = None) -> list[
     argv += _parents(Path(COURSE) / "x")
     for d in ("helpers", "data"):
         argv += ["--ro-bind", str(root / d), f"{COURSE}/{d}"]
+    for src, rel in redacted or ():
+        argv += ["--ro-bind", str(src), f"{COURSE}/{rel}"]
+        if (root / rel).parent.joinpath("__pycache__").is_dir():
+            argv += ["--tmpfs", f"{COURSE}/{Path(rel).parent}/__pycache__"]
     argv += [*_parents(Path(SCRATCH)), "--size", size, "--perms", "01777", "--tmpfs", SCRATCH]
     for f in sorted(p for p in scratch.iterdir() if p.is_file()):  # the submission, read-only
         argv += ["--ro-bind", str(f), f"{SCRATCH}/{f.name}"]
@@ -123,12 +130,13 @@ def environment(course_path: str) -> dict[str, str]:
             "NUMBA_NUM_THREADS": "1", "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "COURSE_MODE": "replay"}
 
 
-def worker_command(root: Path, scratch: Path, sandboxed: bool,
-                   limits: Limits | None = None) -> tuple[list[str], dict[str, str]]:
-    """(argv, env) that start the worker for a submission copied into `scratch`."""
+def worker_command(root: Path, scratch: Path, sandboxed: bool, limits: Limits | None = None,
+                   redacted: list[tuple[Path, str]] | None = None) -> tuple[list[str], dict[str, str]]:
+    """(argv, env) that start the worker for a submission copied into `scratch` (with `redacted`
+    modules in place of the course's: sandboxed only; unsandboxed, the rule is not enforced)."""
     program = [python(), "-s", "-m", "helpers.labs.worker"]
     if sandboxed:
-        return bwrap_argv(root, scratch, limits) + program, environment(COURSE)
+        return bwrap_argv(root, scratch, limits, redacted) + program, environment(COURSE)
     return program, environment(str(root))
 
 

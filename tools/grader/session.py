@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from helpers.labs import wire
-from tools.grader import sandbox
+from tools.grader import memcap, sandbox
 
 MAX_MESSAGE = 64 << 20  # bytes in one reply line
 OUTPUT = "output.log"   # the learner's stdout and stderr, beside the scratch folder (capped by RLIMIT_FSIZE)
@@ -40,19 +40,23 @@ class Session:
     """A running worker. Use as a context manager; `close()` kills it."""
 
     def __init__(self, root: Path, scratch: Path, *, sandboxed: bool = True,
-                 limits: sandbox.Limits = sandbox.DEFAULT_LIMITS) -> None:
+                 limits: sandbox.Limits = sandbox.DEFAULT_LIMITS,
+                 redacted: list[tuple[Path, str]] | None = None) -> None:
         self.scratch, self.limits = scratch, limits
         sandbox.prepare_scratch(scratch)
         req_r, req_w = (_high_fd(fd) for fd in os.pipe())
         rep_r, rep_w = (_high_fd(fd) for fd in os.pipe())
         out_path = scratch.parent / f"{scratch.name}.{OUTPUT}"  # beside the scratch copy: not in the sandbox
         out = open(out_path, "wb")  # noqa: SIM115 - the child's stdout/stderr
-        argv, env = sandbox.worker_command(root, scratch, sandboxed, limits)
+        argv, env = sandbox.worker_command(root, scratch, sandboxed, limits, redacted)
         self.output_path = out_path
+
+        self.cap = memcap.MemoryCap(limits.memory_bytes)  # the whole worker's memory (cgroup v2, else watched)
 
         def child_setup() -> None:
             os.dup2(req_r, 3, inheritable=True)
             os.dup2(rep_w, 4, inheritable=True)
+            self.cap.join()
             sandbox.set_limits(limits)
 
         try:
@@ -67,6 +71,7 @@ class Session:
         os.set_blocking(self._out, False)
         os.set_blocking(self._in, False)
         self._buf = b""
+        self._checked = 0.0  # when the memory cap was last read
         self.alive = True
 
     # -- lifetime -------------------------------------------------------------------------
@@ -98,6 +103,7 @@ class Session:
             except OSError:
                 pass
         self._out = self._in = -1
+        self.cap.close()
 
     def output(self, limit: int = 2000) -> str:
         """The end of what the learner's code printed."""
@@ -147,8 +153,17 @@ class Session:
         try:
             while b"\n" not in self._buf:
                 left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
+                if left <= 0:
                     raise self._gone("it did not answer in time (an endless loop, or too slow)")
+                ready = sel.select(min(left, memcap.POLL_S))
+                now = time.monotonic()
+                if now - self._checked >= memcap.POLL_S:  # at most every POLL_S: a callback-heavy call stays fast
+                    self._checked = now
+                    if self.cap.over(self.proc.pid):
+                        raise self._gone(f"it used more than {self.limits.memory_bytes >> 20} MiB of memory "
+                                         "(all its processes together)")
+                if not ready:
+                    continue
                 chunk = os.read(self._in, 1 << 20)
                 if not chunk:
                     raise self._gone("the worker exited")

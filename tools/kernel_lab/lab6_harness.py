@@ -9,8 +9,11 @@ Runs INSIDE the kernel lab's VM as root (/work/main.py imports it). Reads /work/
 and prints one JSON line per part, as soon as it is judged: {"part", "ok", "feedback", ...}.
 
 Each part runs the driver in a fresh child process as uid 1000 (no root: it cannot touch the
-result port, the other parts or this process), with that part's functions taken from the
-learner and every other driver function from the reference — one bug costs one part. The
+result port, the other parts or this process), exec'd anew so that nothing of this process's
+memory (the plan: every part's inputs and the reference) comes with it; it is sent only that
+part's functions from the learner and the reference of every OTHER part (`child_functions`:
+one bug costs one part; a function the learner did not write is "not defined", never the
+reference), and each call's arguments. The plan file is deleted once read. The
 child owns the device through VFIO; this process judges from outside what the device and
 the kernel did, never from what the learner's functions claim alone: the registers read
 through sysfs ``resource0``, the child's memory through /proc/<pid>/mem, its locked memory
@@ -42,6 +45,7 @@ import types
 import edu
 
 UID = 1000
+PLAN = "/work/plan.json"
 CALL_S = 20.0
 MEMLOCK = 4 << 20
 PART_FUNCTIONS = {
@@ -70,40 +74,34 @@ def load_functions(entries: dict, ns: dict) -> None:
             ns[name] = types.FunctionType(code, ns, name, tuple(e.get("defaults") or ()) or None)
 
 
-def child_main(rfd: int, wfd: int, plan: dict, part: str, group_dev: str) -> None:
-    """Drop to uid 1000, build the namespace, then answer calls until the pipe closes.
+def child_functions(plan: dict, part: str) -> dict:
+    """The functions the child of `part` gets, and nothing else of the plan: graded (a reference
+    given), the learner's functions of this part and their own helpers, and the reference of the
+    OTHER parts only (never this part's: a function the learner did not write is "not defined");
+    the learner's own try (no reference), every function of theirs. No inputs, no expected value."""
+    if not plan["reference"]:
+        return dict(plan["learner"])
+    driver = set().union(*PART_FUNCTIONS.values())
+    mine = set(PART_FUNCTIONS[part])
+    out = {n: e for n, e in plan["reference"].items() if n not in mine}
+    out.update({n: e for n, e in plan["learner"].items() if n in mine or n not in driver})
+    return out
 
-    Before the learner's code runs, the child lets go of everything it inherited: the result
-    port (stdout; its own output goes to the console log), the kernel log, and this process's
-    view of BAR0 (unmapped), so what it reports and what the observer sees stay apart."""
-    console = os.open("/dev/console", os.O_WRONLY)
-    for fd in (0, 1, 2):
-        os.dup2(console, fd)
-    for m in OBSERVER_MAPS:
-        m.close()
-    keep = sorted((rfd, wfd))
-    os.closerange(3, keep[0])
-    os.closerange(keep[0] + 1, keep[1])
-    os.closerange(keep[1] + 1, 4096)
-    resource.setrlimit(resource.RLIMIT_MEMLOCK, (MEMLOCK, MEMLOCK))
-    resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
-    os.setgroups([])
-    os.setgid(UID)
-    os.setuid(UID)
-    ns: dict = {"__builtins__": builtins, "__name__": "driver", **MODULES}
-    load_functions(plan["reference"], ns)
-    if plan["reference"]:  # graded: this part's functions and the learner's helpers; the rest is the reference
-        driver = set().union(*PART_FUNCTIONS.values())
-        mine = set(PART_FUNCTIONS[part])
-        load_functions({n: e for n, e in plan["learner"].items() if n in mine or n not in driver}, ns)
-    else:  # the learner's own try: every function of theirs
-        load_functions(plan["learner"], ns)
-    held: dict = {}
+
+def child_main(rfd: int, wfd: int) -> None:
+    """The child after exec (a fresh interpreter: nothing of the observer's memory, plan or inputs):
+    read the functions it may hold from the first line, then answer calls until the pipe closes."""
     inp, out = os.fdopen(rfd, "r"), os.fdopen(wfd, "w")
+    ns: dict = {"__builtins__": builtins, "__name__": "driver", **MODULES}
+    load_functions(json.loads(inp.readline()), ns)
+    held: dict = {}
     for line in inp:
         req = json.loads(line)
         args = [held.get("dev") if a == {"$dev": True} else a for a in req["args"]]
+        value = None
         try:
+            if req["fn"] not in ns:
+                raise NameError(f"name {req['fn']!r} is not defined: your notebook does not define it")
             value = ns[req["fn"]](*args)
             if isinstance(value, edu.VfioDevice):
                 held["dev"] = value
@@ -122,11 +120,35 @@ def child_main(rfd: int, wfd: int, plan: dict, part: str, group_dev: str) -> Non
     os._exit(0)
 
 
+def exec_child(rfd: int, wfd: int) -> None:
+    """In the forked child, before any learner code: let go of everything inherited (the result
+    port, the kernel log, the observer's view of BAR0, every other descriptor), drop to uid 1000,
+    and exec a fresh interpreter (the fork's copy of this process's memory, where the plan with
+    every part's reference and hidden inputs lives, is gone with the exec)."""
+    console = os.open("/dev/console", os.O_WRONLY)
+    for fd in (0, 1, 2):
+        os.dup2(console, fd)
+    for m in OBSERVER_MAPS:
+        m.close()
+    keep = sorted((rfd, wfd))
+    os.closerange(3, keep[0])
+    os.closerange(keep[0] + 1, keep[1])
+    os.closerange(keep[1] + 1, 4096)
+    os.set_inheritable(rfd, True)
+    os.set_inheritable(wfd, True)
+    resource.setrlimit(resource.RLIMIT_MEMLOCK, (MEMLOCK, MEMLOCK))
+    resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
+    os.setgroups([])
+    os.setgid(UID)
+    os.setuid(UID)
+    os.execv(sys.executable, [sys.executable, "-S", "-u", os.path.abspath(__file__), "--child", str(rfd), str(wfd)])
+
+
 # ------------------------------------------------------------------------ this process (root)
 class Child:
     """The learner's driver in its child process, called by name with a deadline per call."""
 
-    def __init__(self, plan: dict, part: str, group_dev: str):
+    def __init__(self, functions: dict):
         a_r, a_w = os.pipe()
         b_r, b_w = os.pipe()
         self.pid = os.fork()
@@ -134,13 +156,15 @@ class Child:
             os.close(a_w)
             os.close(b_r)
             try:
-                child_main(a_r, b_w, plan, part, group_dev)
+                exec_child(a_r, b_w)
             finally:
                 os._exit(1)
         os.close(a_r)
         os.close(b_w)
         self.to, self.frm = os.fdopen(a_w, "w"), b_r
         self.buf = b""
+        self.to.write(json.dumps(functions) + "\n")  # the only thing of the plan the child gets
+        self.to.flush()
 
     def call(self, fn: str, *args, timeout: float = CALL_S):
         self.to.write(json.dumps({"fn": fn, "args": list(args)}) + "\n")
@@ -402,8 +426,9 @@ def emit(obj: dict) -> None:
 
 
 def main() -> int:
-    with open("/work/plan.json") as f:
+    with open(PLAN) as f:
         plan = json.load(f)
+    os.unlink(PLAN)  # every part's inputs and the reference: not for the learner's processes to read
     bdf = edu.find_edu()
     edu.bind_vfio(bdf)
     group_dev = f"/dev/vfio/{edu.iommu_group(bdf)}"
@@ -417,7 +442,7 @@ def main() -> int:
         t0 = time.monotonic()
         ch = None
         try:
-            ch = Child(plan, p["part"], group_dev)
+            ch = Child(child_functions(plan, p["part"]))
             details = PARTS[p["part"]](ch, obs, p["inputs"], env)
             res = {"part": p["part"], "ok": True, "feedback": "", **details}
         except Fail as exc:
@@ -439,4 +464,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--child"]:
+        child_main(int(sys.argv[2]), int(sys.argv[3]))
     sys.exit(main())
