@@ -8,6 +8,7 @@ and `cupy()` gives the module to live code after checking the answer.
 from __future__ import annotations
 
 import functools
+import importlib
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -128,6 +129,18 @@ def _flush_numba() -> None:
             q.clear()
 
 
+def _performance_warnings() -> list[type[Warning]]:
+    """Numba's performance-advice classes: numba's own and numba-cuda's, which is a separate class
+    (numba.cuda.core.errors, not a subclass), and the one a real GPU's launches raise."""
+    found = []
+    for module in ("numba.core.errors", "numba.cuda.core.errors"):
+        try:
+            found.append(getattr(importlib.import_module(module), "NumbaPerformanceWarning"))
+        except (ImportError, AttributeError):  # pragma: no cover - older or newer Numba layouts
+            continue
+    return found
+
+
 @contextmanager
 def deliberate_launch() -> Iterator[None]:
     """Silence Numba's performance advice (NumbaPerformanceWarning) for the launches inside: a
@@ -136,12 +149,8 @@ def deliberate_launch() -> Iterator[None]:
     under-utilization", "Host array used in CUDA kernel") would only mislead the learner. Only
     that warning class, only within the block: everything else still warns."""
     with warnings.catch_warnings():
-        try:
-            from numba.core.errors import NumbaPerformanceWarning
-        except ImportError:  # pragma: no cover - numba is a course dependency
-            NumbaPerformanceWarning = None  # noqa: N806
-        if NumbaPerformanceWarning is not None:
-            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        for category in _performance_warnings():
+            warnings.simplefilter("ignore", category)
         yield
 
 
@@ -164,8 +173,6 @@ class LazyModule:
         """The real module; the first call imports it and swaps it in (later calls, from a
         stand-in kept where _rebind cannot reach, such as a namespace outside sys.modules, only
         look it up: a sweep of every module costs ~10 ms, once per name is enough)."""
-        import importlib
-
         if self._module is None:
             if self._needs_gpu:
                 cupy()  # NoGPUError with the reason when CUDA is not usable here

@@ -57,3 +57,23 @@ def test_deliberate_launch_silences_only_numbas_performance_advice():
             warnings.warn("something else", RuntimeWarning, stacklevel=1)
         warnings.warn("Host array used in CUDA kernel", NumbaPerformanceWarning, stacklevel=1)  # outside: still warns
     assert [type(w.message) for w in seen] == [RuntimeWarning, NumbaPerformanceWarning]
+
+
+def test_deliberate_launch_silences_numba_cudas_own_warning_class():
+    """On a real GPU the launch advice comes from numba-cuda's dispatcher as
+    numba.cuda.core.errors.NumbaPerformanceWarning, a class of its own (not numba.core's, nor a
+    subclass of it): the H100 runs of 2026-11-28 printed it in seven exercise cells."""
+    import warnings
+
+    from numba.core.errors import NumbaPerformanceWarning as CoreWarning
+    from numba.cuda.core.errors import NumbaPerformanceWarning as CudaWarning
+
+    from helpers.core import gpu
+
+    assert not issubclass(CudaWarning, CoreWarning)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with gpu.deliberate_launch():
+            warnings.warn("Grid size 2 will likely result in GPU under-utilization", CudaWarning, stacklevel=1)
+        warnings.warn("Grid size 2 will likely result in GPU under-utilization", CudaWarning, stacklevel=1)
+    assert [type(w.message) for w in seen] == [CudaWarning]
