@@ -30,6 +30,8 @@ _RECORDED = re.compile(r"\brecorded\b|\breference machine\b", re.I)
 _NAMED = re.compile(r"REPLAY|recorded on |reference (machine )?\(|recorded=True", re.I)
 _LIVE_LINE = re.compile(r"\bLIVE\b|measured now", re.I)
 _MEASURED = re.compile(r"\bmeasured\b", re.I)
+# a figure or line that sets a replayed series beside the live one names it: "REPLAY · recorded on X"
+_BESIDE = re.compile(r"REPLAY\s*[·:]\s*recorded on ", re.I)
 
 
 def problems(text: str, live_notebook: bool) -> list[str]:
@@ -38,7 +40,7 @@ def problems(text: str, live_notebook: bool) -> list[str]:
     for line in text.splitlines():
         if "SIMULATED" in line and _MEASURED.search(line):
             out.append(f"a model's value called measured: {line.strip()[:200]}")
-        elif _LIVE_LINE.search(line) and _RECORDED.search(line) and not re.search(r"reference \(", line):
+        elif _LIVE_LINE.search(line) and _RECORDED.search(_BESIDE.sub("", line)) and not re.search(r"reference \(", line):
             out.append(f"live data called recorded: {line.strip()[:200]}")
         elif live_notebook and _RECORDED.search(line) and not _NAMED.search(line):
             out.append(f"recording wording in a live run: {line.strip()[:200]}")

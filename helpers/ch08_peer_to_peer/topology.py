@@ -158,7 +158,8 @@ def _is_header(toks: list[str]) -> bool:
 
 
 def nvidia_smi_topo(timeout_s: float = 15.0) -> str | None:
-    """The text of `nvidia-smi topo -m` on this machine, or None without nvidia-smi."""
+    """The text of `nvidia-smi topo -m` on this machine, or None without nvidia-smi; the header's
+    underline escape codes are taken out (a page shows them raw)."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
@@ -168,4 +169,4 @@ def nvidia_smi_topo(timeout_s: float = 15.0) -> str | None:
         raise TopologyError(f"`nvidia-smi topo -m` did not answer within {timeout_s:g} s") from None
     if out.returncode != 0:
         raise TopologyError(f"`nvidia-smi topo -m` failed (exit {out.returncode}): {out.stderr.strip()[:200]}")
-    return out.stdout
+    return _ANSI.sub("", out.stdout)

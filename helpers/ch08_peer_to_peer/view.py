@@ -126,14 +126,15 @@ def link_kind(topo: dict | None) -> str | None:
 
 def source_verdict(d: dict, link: str | None, verb: str = "recorded") -> str:
     """Source question 002 saw its "peer to peer" copy about twice as fast as the copy through the
-    host, over PCIe. Say what these data (`verb`: their Evidence's, 'measured now' or 'recorded') show and what
+    host, over PCIe. Say what these data (`verb`: their Evidence's `said`, 'measured now on <GPU>' or
+    'recorded on <machine>') show and what
     they can and cannot judge: data from
     one kind of link never judges a claim about another."""
     r = peer_vs_staged(d)
     n = d["sizes"]["large"]
     peer = float(np.mean([x for row in gbps_matrix(d, "peer") for x in row if x is not None]))
     legs = float(np.mean([n / t / 1e9 for t in d["host"]["d2h"]["large"] + d["host"]["h2d"]["large"]]))
-    measured = (f"{verb.capitalize()}: direct peer copies of {n >> 20} MiB are {r:.1f}x faster than staging through "
+    measured = (f"{verb[:1].upper()}{verb[1:]}: direct peer copies of {n >> 20} MiB are {r:.1f}x faster than staging through "
                 f"pinned host memory (the direct path {peer:.0f} GB/s, one host leg {legs:.0f} GB/s, and "
                 "staging needs two legs).")
     if link is None:

@@ -745,7 +745,7 @@ class MachineParams:
         k4, k16 = self.kernel_s(4 << 20), self.kernel_s(16 << 20)
         if self.kernel_s_per_byte == 0:
             kern = (f"GPU processing (copy end to kernels end) {k4 * 1e6:.0f} µs per frame, the same for 4 MiB and "
-                    "16 MiB frames: the recorded times do not grow with the frame at these sizes, so something other "
+                    "16 MiB frames: those times do not grow with the frame at these sizes, so something other "
                     "than arithmetic sets them (most likely the CPU issuing the FFTs' launches) and the model uses "
                     "one constant")
         else:

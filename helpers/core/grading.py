@@ -31,7 +31,7 @@ import warnings
 from dataclasses import dataclass
 
 from helpers.core import config, validate
-from helpers.core.errors import CourseError
+from helpers.core.errors import CourseError, SkipExperiment
 
 PASS_MARK, FAIL_MARK = "✔", "✘"
 
@@ -127,6 +127,13 @@ class check:  # noqa: N801 - used as a context manager, reads like a statement
             return False
         if not issubclass(etype, Exception):
             return False  # KeyboardInterrupt, SystemExit: not the learner's answer
+        if isinstance(exc, SkipExperiment):  # this machine cannot run the check (no QEMU, no GPU): not the learner's fault
+            feedback = f"not checked on this machine: {exc}"
+            results[self.grade_id] = Outcome(self.grade_id, False, feedback)
+            print(f"… {self.grade_id}: {feedback}", flush=True)
+            if autograding():
+                raise CheckFailed(f"{self.grade_id}: {feedback}") from None
+            return True
         feedback = explain(exc)
         results[self.grade_id] = Outcome(self.grade_id, False, feedback)
         print(f"{FAIL_MARK} {self.grade_id}: FAIL — {feedback}", flush=True)

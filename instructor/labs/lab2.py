@@ -102,7 +102,7 @@ def cases(part: str, evidence: Evidence | None = None, seed: int | None = None) 
     out = []
     for i in range(2):
         pn, pt = perturb_sweep(n, t, rng)
-        out.append((f"a perturbed copy of the recorded sweep (case {i + 1})", pn, pt))
+        out.append((f"a perturbed copy of the reference sweep (case {i + 1})", pn, pt))
     if part == "batch":  # count x bytes each, both sizes within the sweep (4 B ... 256 MiB)
         return [(name, pn, pt, [(int(2 ** rng.integers(2, 9)), int(2 ** rng.integers(10, 20))) for _ in range(3)])
                 for name, pn, pt in out]

@@ -494,3 +494,14 @@ def test_nccl_runs_in_a_child_and_each_ending_is_named(monkeypatch, case, expect
         if len(case) > 2:
             assert "cudaErrorLaunchFailure" in str(info.value)
     assert "p2p.nccl_allreduce(True)" in seen["code"] and seen["timeout"] == 42
+
+
+def test_this_machines_topology_text_has_no_escape_codes(monkeypatch, tmp_path):
+    """nvidia-smi underlines topo -m's header with escape codes (seen live on the H100,
+    2026-11-28): the text the page prints must not carry them."""
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\nprintf '\\t\\033[4mGPU0\\tCPU Affinity\\033[0m\\nGPU0\\t X \\t0-15\\n'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    text = topo.nvidia_smi_topo()
+    assert "\x1b" not in text and "GPU0\tCPU Affinity" in text

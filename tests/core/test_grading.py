@@ -127,3 +127,21 @@ def test_summary_counts(capsys):
         c.require(False, "x")
     assert grading.summary() == {"a": True, "b": False}
     assert "1/2 checks pass" in capsys.readouterr().out
+
+
+def test_a_check_this_machine_cannot_run_is_not_the_learners_failure(capsys, monkeypatch):
+    """Lab 6 on a machine without QEMU (the GPU machine, 2026-11-28) printed '✘ check_open: FAIL —
+    your code raised SkipExperiment': the learner's code was never run. It says so, with no ✘,
+    and still does not pass (nor score under nbgrader)."""
+    from helpers.core.errors import SkipExperiment
+
+    with grading.check("check_open"):
+        raise SkipExperiment("QEMU is not installed")
+    out = capsys.readouterr().out
+    assert "✘" not in out and "your code raised" not in out
+    assert "… check_open: not checked on this machine: QEMU is not installed" in out
+    assert not grading.results["check_open"].passed
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(grading.CheckFailed, match="not checked on this machine"):
+        with grading.check("check_open"):
+            raise SkipExperiment("QEMU is not installed")

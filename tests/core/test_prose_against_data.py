@@ -271,8 +271,8 @@ def test_ch5_ratio_note_names_its_experiment_and_mode(name, data, ref):
 def test_ch8_source_verdict_words_its_mode(name, data, ref):
     for ev in _evs("p2p.matrices", data, ref)[:2]:
         for link in (None, "NV18", "PIX"):
-            text = p2p_view.source_verdict(data, link, verb=ev.verb)
-            assert text.startswith(ev.verb.capitalize())
+            text = p2p_view.source_verdict(data, link, verb=ev.said)
+            assert text.startswith(ev.said[:1].upper() + ev.said[1:] + ":")  # names the machine, not a bare verb
             _worded(text, ev)
 
 

@@ -96,6 +96,10 @@ def test_facts_line_names_what_differs_and_admits_what_neither_holds():
     ("256 MiB regions (REPLAY: recorded on H100)", True, False),
     ("What the reference machine reports:", True, True),
     ("<Diagram: The reference machine (NVIDIA H100 80GB HBM3)>", True, False),  # names the machine it means
+    # a figure with a live and a replayed series names both (live on the H100, 2026-11-28)
+    ("<Figure: BARs. LIVE · measured now on NVIDIA H100; REPLAY · recorded on NVIDIA H100 (ref)>", True, False),
+    ("this machine (LIVE: measured now on H100), beside the reference (REPLAY: recorded on H100)", True, False),
+    ("<Figure: LIVE · measured now on NVIDIA H100; the recorded series>", True, True),
 ])
 def test_wordcheck_flags_wording_against_the_mode(line, live, bad):
     assert bool(_wordcheck().problems(line, live)) is bad
