@@ -135,7 +135,7 @@ def _performance_warnings() -> list[type[Warning]]:
     found = []
     for module in ("numba.core.errors", "numba.cuda.core.errors"):
         try:
-            found.append(getattr(importlib.import_module(module), "NumbaPerformanceWarning"))
+            found.append(importlib.import_module(module).NumbaPerformanceWarning)
         except (ImportError, AttributeError):  # pragma: no cover - older or newer Numba layouts
             continue
     return found
