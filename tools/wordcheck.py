@@ -6,7 +6,8 @@
 A value's wording comes from its Evidence (helpers.core.evidence: "measured now on …", "recorded
 on …", "the model gives …"). This tool reads what a run printed, line by line, and reports:
 
-1. a model's value called measured: a line that says SIMULATED and "measured";
+1. a model's value called measured: a line (or one of its `;`-separated parts, as a figure that
+   shows a live and a modelled series names each) that says SIMULATED and "measured";
 2. live data called recorded: a line that carries a LIVE caption or "measured now" and also says
    "recorded" or "the reference machine" — unless it is a beside line ("reference (<machine>)"),
    which sets the reference's value next to the live one on purpose;
@@ -38,7 +39,7 @@ def problems(text: str, live_notebook: bool) -> list[str]:
     """The lines of one cell's output whose wording contradicts their mode (see the module docstring)."""
     out = []
     for line in text.splitlines():
-        if "SIMULATED" in line and _MEASURED.search(line):
+        if any("SIMULATED" in part and _MEASURED.search(part) for part in line.split(";")):
             out.append(f"a model's value called measured: {line.strip()[:200]}")
         elif _LIVE_LINE.search(line) and _RECORDED.search(_BESIDE.sub("", line)) and not re.search(r"reference \(", line):
             out.append(f"live data called recorded: {line.strip()[:200]}")

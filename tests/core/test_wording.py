@@ -100,6 +100,9 @@ def test_facts_line_names_what_differs_and_admits_what_neither_holds():
     ("<Figure: BARs. LIVE · measured now on NVIDIA H100; REPLAY · recorded on NVIDIA H100 (ref)>", True, False),
     ("this machine (LIVE: measured now on H100), beside the reference (REPLAY: recorded on H100)", True, False),
     ("<Figure: LIVE · measured now on NVIDIA H100; the recorded series>", True, True),
+    # a real kernel's series beside the model's (Chapter 6b under QEMU in CI, 2026-11-28)
+    ("<Figure: VRAM. LIVE · measured now on QEMU bochs; SIMULATED · the course's TTM model>", True, False),
+    ("<Figure: VRAM. LIVE · measured now on QEMU bochs; SIMULATED · the model, measured>", True, True),
 ])
 def test_wordcheck_flags_wording_against_the_mode(line, live, bad):
     assert bool(_wordcheck().problems(line, live)) is bad
