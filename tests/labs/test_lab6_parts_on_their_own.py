@@ -73,3 +73,19 @@ def test_graded_the_stand_ins_answer_nothing():
     leaning = {"open", "map", "dma"}
     assert {p: r["ok"] for p, r in res.items()} == {p: p not in leaning for p in lab6.PARTS}, res
     assert "stand-in" in res["open"]["feedback"] and "PermissionError" in res["dma"]["feedback"], res
+
+
+NO_COUNT_CHECK = '''
+def safe_dma(dev, iova, count, to_ram):
+    if not any(start <= iova and iova + count <= start + size for start, (_, size) in dev.mappings.items()):
+        raise ValueError("not inside a mapping")
+    (dma_from_device if to_ram else dma_to_device)(dev, iova, count)   # lets 0 and 4096 bytes through
+'''
+
+
+def test_a_stand_in_dma_never_refuses_for_the_learner():
+    """The stand-in DMA refuses what edu must never see with an error that is not a ValueError, so
+    a safe_dma that passes a 4096-byte or empty transfer on does not pass Part 6's check."""
+    lab6._CACHE.clear()
+    res = lab6.run({"refuse": lab6.examples("refuse")}, {"safe_dma": {"source": NO_COUNT_CHECK}})["parts"]["refuse"]
+    assert not res["ok"] and "StandInRefused" in res["feedback"] and "instead of refusing" in res["feedback"], res
