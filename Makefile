@@ -123,7 +123,7 @@ kernel-lab: $(STAMP)
 
 test-kernel-lab: kernel-lab
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m kernel_vm --durations=0 tests/measure/test_kernel_vm_live.py \
-		tests/measure/test_edu_live.py tests/labs/test_lab6_live.py
+		tests/measure/test_edu_live.py tests/labs/test_lab6_live.py tests/labs/test_lab6_parts_on_their_own.py
 
 kernel-lab-tests-left-out:
 	@echo "make test: KERNEL LAB VM TESTS NOT RUN (KERNEL_LAB_TESTS=$(KERNEL_LAB_TESTS)); install qemu-system-x86 and run 'make test-kernel-lab'"

@@ -44,7 +44,7 @@ _CACHE: dict[str, dict] = {}
 def inputs(part: str, rng: random.Random) -> dict:
     """One part's inputs drawn from `rng` (what the harness gives the driver and checks against)."""
     if part == "open":
-        return {"alive": rng.getrandbits(32)}
+        return {"alive": rng.getrandbits(32), "sentinel": rng.getrandbits(32)}
     if part == "identify":
         return {"values": [rng.getrandbits(32) for _ in range(3)], "sentinels": [rng.getrandbits(32) for _ in range(3)]}
     if part == "factorial":
@@ -130,7 +130,8 @@ def parse_stream(text: str) -> dict:
 def run(parts: dict[str, dict], learner: dict, reference: dict | None = None, *,
         timeout_s: float = TIMEOUT_S) -> dict:
     """Boot the edu machine once and check `parts` ({part: inputs}) on the learner's code (the
-    other parts' functions from `reference`, or the learner's own when None).
+    other parts' functions from `reference`; without one, the course's stand-ins in the guest,
+    tools/kernel_lab/lab6_standins.py, which work only with what the root harness lends them).
 
     Returns {"parts": {part: {"ok", "feedback", ...}}, "vm": how it ran}; a part the VM did not
     finish is a failure saying why. SkipExperiment when the VM cannot run here."""
@@ -138,7 +139,7 @@ def run(parts: dict[str, dict], learner: dict, reference: dict | None = None, *,
     if unknown:
         raise InputError(f"Lab 6 has no part {unknown}; parts: {', '.join(PARTS)}")
     plan = {"parts": [{"part": p, "inputs": parts[p]} for p in PARTS if p in parts], "learner": learner,
-            "reference": reference or {}}
+            "reference": reference or {}, "stand_ins": not reference}
     blob = json.dumps(plan, sort_keys=True).encode()
     key = hashlib.sha256(blob).hexdigest()
     if key not in _CACHE:
@@ -155,8 +156,10 @@ def run(parts: dict[str, dict], learner: dict, reference: dict | None = None, *,
 
 
 def try_parts(ns: dict, *parts: str) -> dict:
-    """The notebook's checks on the published examples, with the learner's own functions: every
-    part in one boot (kept while the code is unchanged), the results of `parts` returned."""
+    """The notebook's checks on the published examples: each part with the learner's functions for
+    that part and the course's stand-ins for the parts its check builds on (a learner stuck on
+    open_device still gets feedback on the others); every part in one boot (kept while the code
+    is unchanged), the results of `parts` returned."""
     res = run({p: examples(p) for p in PARTS}, code_of(ns))["parts"]
     return {p: res[p] for p in (parts or PARTS)}
 

@@ -4,7 +4,8 @@ Runs INSIDE the kernel lab's VM as root (/work/main.py imports it). Reads /work/
 
     {"parts": [{"part": "factorial", "inputs": {...}}, ...],
      "learner": {name: {"source": text} | {"marshal": base64}},   # the learner's functions
-     "reference": {name: {"source": text}}}                        # the other parts' answers
+     "reference": {name: {"source": text}},                        # graded: the other parts' answers
+     "stand_ins": true}                                            # the notebook's checks (no reference)
 
 and prints one JSON line per part, as soon as it is judged: {"part", "ok", "feedback", ...}.
 
@@ -13,7 +14,10 @@ result port, the other parts or this process), exec'd anew so that nothing of th
 memory (the plan: every part's inputs and the reference) comes with it; it is sent only that
 part's functions from the learner and the reference of every OTHER part (`child_functions`:
 one bug costs one part; a function the learner did not write is "not defined", never the
-reference), and each call's arguments. The plan file is deleted once read. The
+reference), and each call's arguments. The plan file is deleted once read. In the notebook's
+checks (no reference: "stand_ins") the other parts are the course's stand-ins instead
+(lab6_standins.py), which work only with what this process opens for them as root and lends the
+child as file descriptors (`Lent`); a graded child is lent nothing. The
 child owns the device through VFIO; this process judges from outside what the device and
 the kernel did, never from what the learner's functions claim alone: the registers read
 through sysfs ``resource0``, the child's memory through /proc/<pid>/mem, its locked memory
@@ -43,6 +47,7 @@ import traceback
 import types
 
 import edu
+import edu_probe
 
 UID = 1000
 PLAN = "/work/plan.json"
@@ -88,21 +93,44 @@ def child_functions(plan: dict, part: str) -> dict:
     return out
 
 
-def child_main(rfd: int, wfd: int) -> None:
+def look_through_bar(dev, value: int) -> list[int]:
+    """The check's own look through the BAR0 mapping open_device made (the harness's code in the
+    child, not a learner function): edu's registers 0x00 and 0x04 as read there, then `value`
+    written to 0x04 there. The observer judges both against what it sees through resource0."""
+    m = getattr(getattr(dev, "bar", None), "map", None)
+    if not isinstance(m, mmap.mmap) or len(m) < 8:
+        raise TypeError("dev.bar is not an edu.Bar over a mapping of BAR0 (edu.Bar(mmap.mmap(...)))")
+    seen = [ctypes.c_uint32.from_buffer(m, off).value for off in (edu.REG_ID, edu.REG_LIVENESS)]
+    ctypes.c_uint32.from_buffer(m, edu.REG_LIVENESS).value = value & 0xFFFFFFFF
+    return seen
+
+
+def child_main(rfd: int, wfd: int, lent: str = "") -> None:
     """The child after exec (a fresh interpreter: nothing of the observer's memory, plan or inputs):
-    read the functions it may hold from the first line, then answer calls until the pipe closes."""
+    read the functions it may hold from the first line (and, in the notebook's checks, put the
+    stand-ins of the other parts over them with what `lent` names), then answer calls until the
+    pipe closes."""
     inp, out = os.fdopen(rfd, "r"), os.fdopen(wfd, "w")
     ns: dict = {"__builtins__": builtins, "__name__": "driver", **MODULES}
     load_functions(json.loads(inp.readline()), ns)
+    if lent:
+        import lab6_standins
+
+        given = json.loads(lent)
+        lab6_standins.lend(given["handles"])
+        ns.update(lab6_standins.for_part(given["part"]))
     held: dict = {}
     for line in inp:
         req = json.loads(line)
         args = [held.get("dev") if a == {"$dev": True} else a for a in req["args"]]
         value = None
         try:
-            if req["fn"] not in ns:
+            if req["fn"] == "$bar":
+                value = look_through_bar(*args)
+            elif req["fn"] not in ns:
                 raise NameError(f"name {req['fn']!r} is not defined: your notebook does not define it")
-            value = ns[req["fn"]](*args)
+            else:
+                value = ns[req["fn"]](*args)
             if isinstance(value, edu.VfioDevice):
                 held["dev"] = value
                 value = {"$dev": True}
@@ -120,35 +148,88 @@ def child_main(rfd: int, wfd: int) -> None:
     os._exit(0)
 
 
-def exec_child(rfd: int, wfd: int) -> None:
+def exec_child(rfd: int, wfd: int, lent: Lent | None = None) -> None:
     """In the forked child, before any learner code: let go of everything inherited (the result
-    port, the kernel log, the observer's view of BAR0, every other descriptor), drop to uid 1000,
-    and exec a fresh interpreter (the fork's copy of this process's memory, where the plan with
-    every part's reference and hidden inputs lives, is gone with the exec)."""
+    port, the kernel log, the observer's view of BAR0, every other descriptor but the pipes and,
+    in the notebook's checks, what `lent` lends the stand-ins), drop to uid 1000, and exec a
+    fresh interpreter (the fork's copy of this process's memory, where the plan with every
+    part's reference and hidden inputs lives, is gone with the exec)."""
     console = os.open("/dev/console", os.O_WRONLY)
     for fd in (0, 1, 2):
         os.dup2(console, fd)
     for m in OBSERVER_MAPS:
         m.close()
-    keep = sorted((rfd, wfd))
-    os.closerange(3, keep[0])
-    os.closerange(keep[0] + 1, keep[1])
-    os.closerange(keep[1] + 1, 4096)
-    os.set_inheritable(rfd, True)
-    os.set_inheritable(wfd, True)
+    keep = sorted({rfd, wfd, *(lent.fds if lent else ())})
+    for lo, hi in zip([2, *keep], [*keep, 4096], strict=True):
+        os.closerange(lo + 1, hi)
+    for fd in keep:
+        os.set_inheritable(fd, True)
     resource.setrlimit(resource.RLIMIT_MEMLOCK, (MEMLOCK, MEMLOCK))
     resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
     os.setgroups([])
     os.setgid(UID)
     os.setuid(UID)
-    os.execv(sys.executable, [sys.executable, "-S", "-u", os.path.abspath(__file__), "--child", str(rfd), str(wfd)])
+    os.execv(sys.executable, [sys.executable, "-S", "-u", os.path.abspath(__file__), "--child", str(rfd), str(wfd),
+                              *([lent.argument()] if lent else [])])
+
+
+class Lent:
+    """What this process (root) opens for one part's stand-ins in the notebook's checks, and lends
+    the child as file descriptors: for a part that builds on Part 1, the VFIO triple opened with
+    the chapters' probe (edu_probe.Vfio), bus mastering on, and sysfs resource0 (root only); on
+    Part 4, a memfd mapped for the device at the check's IOVA from this process (MAP_DMA, the
+    same probe). Never made for a graded part. This process lets go of its copies once the
+    child holds them (`release`), so the child's exit frees the group for the next part."""
+
+    def __init__(self, part: str, inp: dict, bdf: str):
+        import lab6_standins
+
+        self.part, self.fds, self.handles, self._held = part, [], {}, []
+        needs = lab6_standins.BUILDS_ON[part]
+        if "open" in needs:
+            self.handles["resource0"] = self._fd(os.open(f"/sys/bus/pci/devices/{bdf}/resource0", os.O_RDWR | os.O_SYNC))
+            v = edu_probe.Vfio(bdf)
+            self._held.append(v)
+            v.bus_master()
+            self.handles.update(container=v.container, group=v.group, device=v.device,
+                                config_offset=v.cfg_info["offset"])
+            self.fds += [v.container, v.group, v.device]
+        if "map" in needs:
+            iova, size = inp["iova"], inp["size"]
+            memfd = self._fd(os.memfd_create("lab6-stand-in", 0))
+            os.ftruncate(memfd, size)
+            buf = mmap.mmap(memfd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            self._held.append(buf)
+            v.map_dma(ctypes.addressof(ctypes.c_char.from_buffer(buf)), iova, size)
+            self.handles["buffers"] = [[iova, size, memfd]]
+
+    def _fd(self, fd: int) -> int:
+        self.fds.append(fd)
+        return fd
+
+    def argument(self) -> str:
+        return json.dumps({"part": self.part, "handles": self.handles})
+
+    def release(self) -> None:
+        """This process's copies go (the BAR mapping, the buffer's view, every descriptor)."""
+        for h in self._held:
+            if isinstance(h, edu_probe.Vfio):
+                h.bar.close()
+            else:
+                h.close()
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._held, self.fds = [], []
 
 
 # ------------------------------------------------------------------------ this process (root)
 class Child:
     """The learner's driver in its child process, called by name with a deadline per call."""
 
-    def __init__(self, functions: dict):
+    def __init__(self, functions: dict, lent: Lent | None = None):
         a_r, a_w = os.pipe()
         b_r, b_w = os.pipe()
         self.pid = os.fork()
@@ -156,11 +237,13 @@ class Child:
             os.close(a_w)
             os.close(b_r)
             try:
-                exec_child(a_r, b_w)
+                exec_child(a_r, b_w, lent)
             finally:
                 os._exit(1)
         os.close(a_r)
         os.close(b_w)
+        if lent is not None:
+            lent.release()
         self.to, self.frm = os.fdopen(a_w, "w"), b_r
         self.buf = b""
         self.to.write(json.dumps(functions) + "\n")  # the only thing of the plan the child gets
@@ -294,10 +377,17 @@ def part_open(ch: Child, obs: Observer, inp: dict, env: dict) -> dict:
     need("/dev/vfio/vfio" in fds, "your process holds no open /dev/vfio/vfio (the container)")
     need(env["group_dev"] in fds, f"your process holds no open {env['group_dev']} (edu's IOMMU group)")
     need(any("vfio-device" in t for t in fds), "your process holds no VFIO device fd (GROUP_GET_DEVICE_FD)")
-    need(ch.call("identify", {"$dev": True}) == 0x010000ED, "reading register 0x00 through your dev.bar did not give "
-                                                            "edu's identification: is BAR0 mapped through the device fd?")
-    v = inp["alive"]
-    need(ch.call("check_alive", {"$dev": True}, v) == (~v & 0xFFFFFFFF), "a liveness check through your dev.bar failed")
+    v, s = inp["alive"], inp["sentinel"]
+    obs.bar.write32(edu.REG_LIVENESS, s)  # edu now holds ~s, which only a mapping of BAR0 can read
+    try:
+        ident, live = ch.call("$bar", {"$dev": True}, v)
+    except Raised as exc:
+        raise Fail(f"the check could not read through your dev.bar: {exc.message}") from None
+    need(ident == 0x010000ED, f"register 0x00 read through your dev.bar gave {ident:#x}, not edu's identification: "
+                              "is BAR0 mapped through the device fd, at BAR0's region offset?")
+    need(live == (~s & 0xFFFFFFFF) and obs.bar.read32(edu.REG_LIVENESS) == (~v & 0xFFFFFFFF),
+         "a value written to register 0x04 through your dev.bar did not reach edu (or the device's answer did not "
+         "come back through it)")
     return {"fds": sorted(set(fds))[:8]}
 
 
@@ -437,12 +527,14 @@ def main() -> int:
         f.write("0")
     obs = Observer(bdf)
     env = {"bdf": bdf, "group_dev": group_dev}
+    stand_ins = bool(plan.get("stand_ins")) and not plan["reference"]  # never beside a reference (graded)
     emit({"start": True, "parts": [p["part"] for p in plan["parts"]]})
     for p in plan["parts"]:
         t0 = time.monotonic()
-        ch = None
+        ch = lent = None
         try:
-            ch = Child(child_functions(plan, p["part"]))
+            lent = Lent(p["part"], p["inputs"], bdf) if stand_ins else None
+            ch = Child(child_functions(plan, p["part"]), lent)
             details = PARTS[p["part"]](ch, obs, p["inputs"], env)
             res = {"part": p["part"], "ok": True, "feedback": "", **details}
         except Fail as exc:
@@ -455,6 +547,8 @@ def main() -> int:
             res = {"part": p["part"], "ok": False, "error": True,
                    "feedback": f"the check failed ({type(exc).__name__}: {exc})"[:400]}
         finally:
+            if lent is not None:
+                lent.release()  # already let go when the child started; here if it never did
             if ch is not None:
                 ch.close()
         res["seconds"] = round(time.monotonic() - t0, 3)
@@ -465,5 +559,5 @@ def main() -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
-        child_main(int(sys.argv[2]), int(sys.argv[3]))
+        child_main(int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:5])
     sys.exit(main())
