@@ -49,11 +49,8 @@ WARNING = re.compile(r"\b[A-Z]\w*Warning\b\s*[:(]|\bwarnings\.warn\(")
 
 
 def _text(output) -> str:
-    """The text an output shows: a stream's text or a result's text/plain."""
-    text = output.get("text")
-    if text is None:
-        text = (output.get("data") or {}).get("text/plain", "")
-    return "".join(text) if isinstance(text, list) else str(text)
+    """The text one output shows (a stream's text or a result's text/plain), as wordcheck reads it."""
+    return wordcheck.output_text([output])
 
 
 def noise(outputs) -> list[str]:
