@@ -67,7 +67,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 
 .PHONY: lab test test-colab venv venv-lab test-unit test-lint test-notebooks test-labs test-lab test-browser test-hub hub student \
 	student-repo grade class-time book book-static bwcheck browser-tests-left-out wheelhouse clean matrix matrix-table \
-	kernel-lab test-kernel-lab kernel-lab-tests-left-out
+	kernel-lab test-kernel-lab kernel-lab-tests-left-out shown
 
 # $(call install,extras): create the environment if missing, install the course with those extras
 # (pip adds only what is missing, so `make test` after `make lab` installs just the test and book tools).
@@ -132,6 +132,12 @@ test-lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book instructor)
 	$(BIN)/python tools/nbhygiene.py $(NOTEBOOKS)
 	$(BIN)/python tools/labroles.py --check
+	$(BIN)/python -m tools.shown --check
+
+# The notebook cells that show package code (marked #@shown), written from the package's text:
+# edit the function in helpers/, then run this (tools/shown; `make test-lint` runs its --check).
+shown: $(STAMP)
+	$(BIN)/python -m tools.shown
 
 # Every notebook top to bottom on a fresh kernel (nbval-lax: errors fail, outputs are not
 # compared). Without a GPU the notebooks choose replay and numba's CUDA simulator themselves.

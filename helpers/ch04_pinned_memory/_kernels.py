@@ -4,8 +4,8 @@ A kernel must name the real `numba.cuda` module (Numba types it at compile time,
 simulator swaps that module for a per-thread one while a kernel runs), so this module imports
 numba.cuda at the top. It is imported only when a kernel is launched, after course.start has
 chosen the GPU or the simulator; the leading underscore keeps experiments.discover() from
-importing it earlier. The chapter page defines the same kernel, verbatim, in a cell
-(tests/ch04_pinned_memory check the two texts agree).
+importing it earlier. The chapter page shows this kernel in a cell
+(tools.shown writes that cell from this file).
 """
 
 from __future__ import annotations

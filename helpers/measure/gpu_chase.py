@@ -55,6 +55,7 @@ signed index costs Numba a negative-index test on every dependent step.
 from __future__ import annotations
 
 import functools
+import importlib
 
 import numpy as np
 
@@ -216,24 +217,12 @@ def chase_ns_per_read(chain, start: int, steps: int) -> list[float]:
     return ns
 
 
-@functools.lru_cache(maxsize=1)
-def _chase_kernel():
-    """The chase's kernel (Chapter 2 shows it), compiled once per process: only block `sm` reads."""
-    @cuda.jit
-    def chase(nxt, j, n, out, sm):
-        if cuda.blockIdx.x == sm:  # one block per SM; only block `sm` reads
-            for _ in range(n):
-                j = nxt[j]  # the next address is the value just read: nothing can overlap
-            out[0] = j
-
-    return chase
-
-
 class _LazyKernel:
-    """`chase[grid, block](...)` as the page writes it, with Numba loaded only at the first launch."""
+    """`chase[grid, block](...)` as the page writes it, with Numba loaded only at the first launch
+    (the kernel is in _chase_kernel, which imports numba.cuda itself)."""
 
     def __getitem__(self, config):
-        return _chase_kernel()[config]
+        return importlib.import_module("helpers.measure._chase_kernel").chase[config]
 
 
 chase = _LazyKernel()

@@ -37,13 +37,6 @@ def test_the_shown_functions_are_the_experiments_code():
     assert "hostRegister" in shown.source_of(pinning.time_register)
 
 
-def test_the_page_kernel_is_the_package_kernel():
-    page = shown.page_functions(ROOT / "notebooks/04_pinned_memory.ipynb")
-    text = (ROOT / "helpers/ch04_pinned_memory/_kernels.py").read_text()
-    kernel = "@cuda.jit\n" + text.split("@cuda.jit\n", 1)[1]
-    assert page["sum_into"] == shown.normal_form(kernel)
-
-
 def test_recorded_cost_rows_still_replay():
     data = REF["pinning.cost_vs_size"]["data"]
     assert pinning.row_at(data, 1 << 30)["register"] > 0

@@ -75,13 +75,6 @@ def test_registration_refuses_a_code_parameter_that_is_not_a_function():
         experiments.experiment("demo.badcode", chapter=0, title="x")(lambda quick, code=3: {})
 
 
-def test_functions_in_a_cell_are_found_in_normal_form():
-    cell = "import x\n\n@deco\ndef f(a):\n    return a   \n\n\ny = f(1)\ndef g():\n    pass\n"
-    found = shown.functions_in(cell)
-    assert found == {"f": "@deco\ndef f(a):\n    return a", "g": "def g():\n    pass"}
-    assert shown.functions_in("def broken(:") == {}
-
-
 def test_changed_compares_text_not_identity():
     ns: dict = {}
     exec("def time_copies(n: int) -> list[int]:\n    return [n]\n", ns)

@@ -1,6 +1,6 @@
 """Every chapter meets the chapter standard as far as it can be checked without running it
 (tools/chapter_standard.py: head, key points, predictions folded, the measuring code shown
-verbatim, exercises of each kind in the chapter's package, a diagram)."""
+in cells tools.shown writes, exercises of each kind in the chapter's package, a diagram)."""
 
 from __future__ import annotations
 
@@ -22,13 +22,14 @@ def test_the_chapter_meets_the_standard(chapter):
     assert chapter_standard.chapter_problems(chapter) == []
 
 
-def test_every_measuring_function_a_page_shows_is_shown_somewhere():
-    """An experiment that declares page code must have that code on some page, verbatim."""
-    from helpers.core import experiments, shown
+def test_every_experiment_s_measuring_function_is_shown_on_a_page():
+    """An experiment that takes page code (a `code` parameter) has a marked cell showing that very
+    function, named by its module: tools.shown then writes the cell from it."""
+    from helpers.core import experiments
+    from tools.shown.generate import marked_cells
 
-    pages = {}
-    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        pages.update(shown.page_functions(nb))
+    shown = {(m.module, n) for nb in sorted((ROOT / "notebooks").glob("*.ipynb"))
+             for cell in marked_cells(nb, ROOT) for m in cell.marks for n in m.names}
     missing = [e.id for e in experiments.discover().values()
-               if e.shown is not None and pages.get(e.shown.__name__) != shown.source_of(e.shown)]
+               if e.shown is not None and (e.shown.__module__, e.shown.__name__) not in shown]
     assert missing == []
