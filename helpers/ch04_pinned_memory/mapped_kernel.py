@@ -1,10 +1,10 @@
 """Zero-copy in one Numba kernel: sum float32 ones that stay in mapped pinned host memory, or
 copy them to the GPU first and sum there (the measurement Chapter 4 shows on its page).
 
-`time_mapped_sum` is the experiment's `code`: the page shows it verbatim and a learner may
-change it. The kernel it launches, `sum_into`, lives in `_kernels` (it must be compiled
-against numba.cuda itself; see that module) and is reached here through `sum_into`, a
-stand-in that imports it on first launch.
+`time_mapped_sum` is the experiment's `code`: the page shows it (tools.shown writes that cell
+from this file) and a learner may change it. The kernel it launches, `sum_into`, lives in
+`_kernels` (it must be compiled against numba.cuda itself; see that module) and is reached here
+through `sum_into`, a stand-in that imports it on first launch.
 """
 
 from __future__ import annotations

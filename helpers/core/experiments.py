@@ -15,15 +15,16 @@ ask the context, `ctx.get("pinning.cost_vs_size", frames=200)`, and the evidence
 An experiment whose measuring code the notebook shows takes that code as a parameter named
 `code`, whose default is the function on the page:
 
-    def time_copies(nbytes: int, repeats: int) -> list[float]: ...   # shown, verbatim, on the page
+    def time_copies(nbytes: int, repeats: int) -> list[float]: ...   # the page shows this text
 
     @experiment("copy.events", chapter=3, title="...")
     def events(quick: bool, nbytes: int = 4096, code=time_copies) -> dict:
         return {"times_s": code(nbytes, 20 if quick else 200)}
 
-The recorder runs the default, so the page's code is the recorder's code (tests/site checks
-the two texts are the same); a learner who edits the function on the page passes it with
-`ctx.get("copy.events", code=time_copies)` and runs their version live (core.evidence).
+The recorder runs the default, so the page's code is the recorder's code: the page's cell is
+written from this function's text by `python -m tools.shown` (one source, the package; `make
+test` fails when a cell is not what it would write). A learner who edits the function on the
+page passes it with `ctx.get("copy.events", code=time_copies)` and runs their version live (core.evidence).
 
 A chapter can also register a check the recorder runs on what it recorded (the course-vs-C
 cross-check does): `@recording_check` on `fn(data_by_id) -> list[str]`, one line per

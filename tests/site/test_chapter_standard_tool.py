@@ -65,15 +65,18 @@ def test_random_seed_is_allowed_but_seed_alone_is_not(tmp_path):
     assert chapter_standard.SEED.search("the seeds asked")
 
 
-def test_a_drifted_page_function_is_caught(tmp_path, monkeypatch):
+def test_only_cells_marked_as_showing_the_experiment_s_function_count(tmp_path):
+    """A cell counts when its #@shown marker names the experiment's measuring function (its
+    module and name; tools.shown writes the text); a hand-typed copy of the function does not."""
     from helpers.core import experiments
 
     def time_it(n):
         return n
 
     exp = experiments.Experiment("demo.x", 3, "demo", lambda quick, code=time_it: {})
-    p = _write(tmp_path, [new_code_cell("def time_it(n):\n    return n\n"), new_code_cell("def time_it(n):\n    return 2 * n")])
-    count, drift = chapter_standard.shown_on([p], {"demo.x": exp})
-    assert count == 0 and drift and "time_it differs" in drift[0]
-    p2 = _write(tmp_path, [new_code_cell("def time_it(n):\n    return n\n")])
-    assert chapter_standard.shown_on([p2], {"demo.x": exp}) == (1, [])
+    mark = f"#@shown {time_it.__module__}: time_it\n"
+    p = _write(tmp_path, [new_code_cell("def time_it(n):\n    return n\n"),
+                          new_code_cell("#@shown elsewhere.mod: time_it\ndef time_it(n):\n    return n")])
+    assert chapter_standard.shown_on([p], {"demo.x": exp}) == 0
+    p2 = _write(tmp_path, [new_code_cell(mark + "def time_it(n):\n    return n")])
+    assert chapter_standard.shown_on([p2], {"demo.x": exp}) == 1
