@@ -83,36 +83,47 @@ def test_an_edited_cell_fails_the_check_and_a_rewrite_restores_it(tmp_path, caps
 
 
 def test_the_package_is_the_source_a_changed_function_changes_the_cell(tmp_path):
-    _module(tmp_path, "pkg.timing", "import time\n\n\n@staticmethod\ndef f(n):\n    return n  # one\n\n\n"
+    _module(tmp_path, "helpers.timing", "import time\n\n\n@staticmethod\ndef f(n):\n    return n  # one\n\n\n"
                                     "def g():\n    pass\n")
-    page = _notebook(tmp_path / "p.ipynb", "x = 1", "#@shown pkg.timing: g, f\nstale text")
+    page = _notebook(tmp_path / "p.ipynb", "x = 1", "#@shown helpers.timing: g, f\nstale text")
     assert main(["--check", str(page)], root=tmp_path) == 1
     assert main([str(page)], root=tmp_path) == 0
-    assert _sources(page)[1] == ("#@shown pkg.timing: g, f\ndef g():\n    pass\n\n\n@staticmethod\n"
+    assert _sources(page)[1] == ("#@shown helpers.timing: g, f\ndef g():\n    pass\n\n\n@staticmethod\n"
                                  "def f(n):\n    return n  # one")
-    _module(tmp_path, "pkg.timing", "def f(n):\n    return 2 * n\n\n\ndef g():\n    pass\n")
+    _module(tmp_path, "helpers.timing", "def f(n):\n    return 2 * n\n\n\ndef g():\n    pass\n")
     assert main(["--check", str(page)], root=tmp_path) == 1
     main([str(page)], root=tmp_path)
-    assert _sources(page) == ["x = 1", "#@shown pkg.timing: g, f\ndef g():\n    pass\n\n\ndef f(n):\n    return 2 * n"]
+    assert _sources(page) == ["x = 1", "#@shown helpers.timing: g, f\ndef g():\n    pass\n\n\ndef f(n):\n    return 2 * n"]
 
 
 @pytest.mark.parametrize(("cells", "module_text", "message"), [
-    (["#@shown pkg.timing g"], "def g():\n    pass\n", r"p\.ipynb cell 1 \(id .*\): marker '#@shown pkg\.timing g'"),
-    (["#@shown pkg.timing: g, 2x"], "def g():\n    pass\n", r"p\.ipynb cell 1 .*must read"),
-    (["#@shown pkg.nothere: g"], "def g():\n    pass\n", r"p\.ipynb cell 1 .*pkg\.nothere is not a module"),
-    (["#@shown pkg.timing: g"], "def g(:\n    pass\n", r"p\.ipynb cell 1 .*pkg/timing\.py does not parse \(line 1"),
-    (["#@shown pkg.timing: h"], "def g():\n    pass\n", r"p\.ipynb cell 1 .*cannot show h: .*does not define it"),
-    (["#@shown pkg.timing: g"], "def g():\n    pass\n\n\ndef g():\n    return 1\n",
+    (["#@shown helpers.timing g"], "def g():\n    pass\n", r"p\.ipynb cell 1 \(id .*\): marker '#@shown helpers\.timing g'"),
+    (["#@shown helpers.timing: g, 2x"], "def g():\n    pass\n", r"p\.ipynb cell 1 .*must read"),
+    (["#@shown helpers.nothere: g"], "def g():\n    pass\n", r"p\.ipynb cell 1 .*helpers\.nothere is not a module"),
+    (["x = 1\n#@shown helpers.timing: g"], "def g():\n    pass\n", r"p\.ipynb cell 1 .*markers open the cell"),
+    (["#@shown instructor.labs.lab1: g"], "def g():\n    pass\n", r"p\.ipynb cell 1 .*not in the helpers package"),
+    (["#@shown helpers.timing: g"], "def g(:\n    pass\n", r"p\.ipynb cell 1 .*helpers/timing\.py does not parse \(line 1"),
+    (["#@shown helpers.timing: h"], "def g():\n    pass\n", r"p\.ipynb cell 1 .*cannot show h: .*does not define it"),
+    (["#@shown helpers.timing: g"], "def g():\n    pass\n\n\ndef g():\n    return 1\n",
      r"cannot show g: .*defines it 2 times"),
-    (["#@shown pkg.timing: g", "y = 2", "#@shown pkg.timing: g"], "def g():\n    pass\n",
+    (["#@shown helpers.timing: g", "y = 2", "#@shown helpers.timing: g"], "def g():\n    pass\n",
      r"p\.ipynb cell 3 .*: g is already shown by .*p\.ipynb cell 1"),
 ])
 def test_bad_marks_and_sources_are_refused_naming_the_notebook_and_cell(tmp_path, capsys, cells, module_text,
                                                                           message):
-    _module(tmp_path, "pkg.timing", module_text)
+    _module(tmp_path, "helpers.timing", module_text)
     page = _notebook(tmp_path / "p.ipynb", *cells)
     before = page.read_text()
     with pytest.raises(ShownError, match=message):
         stale_cells(page, tmp_path)
     assert main([str(page)], root=tmp_path) == 2
     assert "shown: " in capsys.readouterr().err and page.read_text() == before  # nothing written
+
+
+def test_a_module_that_leads_outside_the_package_is_refused(tmp_path):
+    (tmp_path / "outside.py").write_text("def g():\n    return 'secret'\n")
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "link.py").symlink_to(tmp_path / "outside.py")
+    page = _notebook(tmp_path / "p.ipynb", "#@shown helpers.link: g")
+    with pytest.raises(ShownError, match=r"p\.ipynb cell 1 .*helpers/link\.py leads outside helpers/"):
+        stale_cells(page, tmp_path)

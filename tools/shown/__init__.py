@@ -17,7 +17,8 @@ The module is read as text (ast), never imported, so generation needs no GPU, Cu
     python -m tools.shown --check    # exit 1, naming each cell, if rewriting would change anything
 
 Errors name the notebook and the cell (its index and id): a malformed marker, a module that is
-not in the repository or does not parse, a name it does not define at top level, or two marked
+not in the course's `helpers` package (a page is public: never tools/ or instructor/) or does
+not parse, a name it does not define at top level, or two marked
 cells of one notebook showing the same name (the second would silently replace the first in the
 page's namespace). A learner's edits to a cell in their own copy are theirs to run
 (helpers.core.evidence says "your changed ..."); an edit committed to the course's notebook is

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from helpers.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "#@shown"
+PACKAGE = "helpers"  # the only package a page may show code from
 MARK = re.compile(r"#@shown\s+(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*:\s*(?P<names>.+?)\s*$")
 NAME = re.compile(r"[A-Za-z_]\w*")
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -43,10 +45,12 @@ class Cell:
 def parse_marks(source: str, where: str) -> tuple[Mark, ...]:
     """The marker lines that open a cell (none: not a shown cell). A line that starts with the
     prefix but does not read `#@shown package.module: name, name` is refused, naming the cell."""
+    lines = source.splitlines()
+    head = len(lines) - len(list(itertools.dropwhile(lambda line: line.startswith(PREFIX), lines)))
+    if any(line.lstrip().startswith(PREFIX) for line in lines[head:]):
+        raise ShownError(f"{where}: a '{PREFIX}' line below the cell's first lines; markers open the cell")
     marks = []
-    for line in source.splitlines():
-        if not line.startswith(PREFIX):
-            break
+    for line in lines[:head]:
         m = MARK.fullmatch(line)
         names = tuple(n.strip() for n in m.group("names").split(",")) if m else ()
         if m is None or not all(NAME.fullmatch(n) for n in names):
@@ -71,10 +75,16 @@ def marked_cells(notebook: Path, root: Path = ROOT) -> list[Cell]:
 
 
 def module_file(module: str, root: Path, where: str) -> Path:
-    """The file that holds `module` in the repository at `root` (a module or a package's __init__)."""
+    """The file that holds `module` in the repository at `root` (a module or a package's __init__).
+    Only the course's package is shown: a page is public, and tools/ or instructor/ (the labs'
+    solutions) must never be copied into one, nor a file a symlink leads outside helpers/ to."""
+    if module.split(".")[0] != PACKAGE:
+        raise ShownError(f"{where}: {module} is not in the {PACKAGE} package; a page shows only the course's package")
     base = root.joinpath(*module.split("."))
     for path in (base.with_suffix(".py"), base / "__init__.py"):
         if path.is_file():
+            if not path.resolve().is_relative_to((root / PACKAGE).resolve()):
+                raise ShownError(f"{where}: {path.relative_to(root)} leads outside {PACKAGE}/ (a symlink)")
             return path
     raise ShownError(f"{where}: {module} is not a module of this repository (no {base.relative_to(root)}.py)")
 
