@@ -124,3 +124,16 @@ def test_collect_reports_the_gsp_firmware_row(fake_sysfs, tmp_path, no_gpu):
     old = r.as_dict()
     del old["gpus"][0]["gsp_firmware"]  # a report recorded before the field existed
     assert sysinfo.from_dict(old).gpus[0].gsp_firmware is None
+
+
+# Captured on the course's H200 machine (a VM, open module 580.159.04) on 2026-11-28 with
+# `cat /proc/driver/nvidia/gpus/*/information`; `nvidia-smi -q` there said "GSP Firmware Version : 580.159.04".
+H200_INFORMATION = (
+    "Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nGPU UUID: \t GPU-8e40d347-45de-ab6d-d89d-4c535cafe1e4\n"
+    "Video BIOS: \t 96.00.a5.00.1a\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\n"
+    "Bus Location: \t 0000:00:06.0\nDevice Minor: \t 0\nGPU Firmware: \t 580.159.04\nGPU Excluded:\t No\n")
+
+
+def test_gsp_firmware_of_the_course_s_h200_capture():
+    assert sysinfo.gsp_firmware(H200_INFORMATION) == "580.159.04"
+    assert sysinfo.gsp_firmware_text(sysinfo.gsp_firmware(H200_INFORMATION)) == "580.159.04"
