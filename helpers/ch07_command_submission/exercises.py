@@ -70,7 +70,8 @@ RPTR_OPTIONS = {
 }
 RPTR_WHY = {
     "a": "Right. In the toy's batching table, wherever its driver reads RING_HEAD, those round trips are most of the "
-         "bus cost left once doorbells are amortised. amdgpu reads ring->rptr_cpu_addr, NVIDIA's user-space driver "
+         "bus cost left once doorbells are amortised. amdgpu reads ring->rptr_cpu_addr; NVIDIA's own code reads a "
+         "semaphore the GPU releases into memory as it consumes the ring (nvidia-push's GpFifoReadGpGet), not "
          "USERD's GPGet.",
     "b": "No: engines do have read-pointer registers (amdgpu reads some for debugging and hang detection); they are "
          "just expensive to read from the CPU.",

@@ -7,6 +7,9 @@ point them at a fake tree.
 Kernel sources behind the files read here (linux repository):
 - drivers/pci/pci-sysfs.c: `resource` (resource_show), `resourceN_wc`, `current_link_speed`
 - include/linux/ioport.h: the IORESOURCE_* flag bits in the third column of `resource`
+NVIDIA/open-gpu-kernel-modules: kernel-open/nvidia/nv-procfs.c (nv_procfs_read_gpu_info) writes
+/proc/driver/nvidia/gpus/<address>/information, whose `GPU Firmware` line is the GSP firmware's
+version, or `N/A` when the driver has none to report.
 """
 
 from __future__ import annotations
@@ -99,6 +102,7 @@ class PCIDevice:
     link_max: str | None
     bars: list[Bar] = field(default_factory=list)
     iommu_group: str | None = None
+    gsp_firmware: str | None = None  # the driver's `GPU Firmware` line as printed; None: not reported
 
     @property
     def pci_id(self) -> str:
@@ -152,6 +156,26 @@ def read_pci_device(dev: Path) -> PCIDevice:
     )
 
 
+def gsp_firmware(information: str | None) -> str | None:
+    """The value of the `GPU Firmware` line of NVIDIA's /proc/driver/nvidia/gpus/<address>/information
+    (the GSP firmware version, or the driver's `N/A`), exactly as the driver printed it; None when
+    there is no such file or line. Never guessed from the driver's own version, which can differ."""
+    for line in (information or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "GPU Firmware":
+            return value.strip() or None
+    return None
+
+
+def gsp_firmware_text(value: str | None) -> str:
+    """The system report's wording for a GPU's GSP firmware entry."""
+    if value is None:
+        return "not reported (no NVIDIA information file, or a report recorded before this row existed)"
+    if value == "N/A":
+        return "N/A: the driver reports no GSP firmware (the resource manager runs in the kernel module)"
+    return value
+
+
 def display_devices(sysfs: Path | str = "/sys") -> list[PCIDevice]:
     """Every display-class PCI function (GPUs, 3D controllers) found in sysfs."""
     root = Path(sysfs) / "bus" / "pci" / "devices"
@@ -203,6 +227,9 @@ def collect(sysfs: Path | str = "/sys", dev: Path | str = "/dev", proc: Path | s
     sysfs, dev, proc = Path(sysfs), Path(dev), Path(proc)
     absent = []
     gpus = display_devices(sysfs)
+    for g in gpus:
+        if g.is_nvidia:
+            g.gsp_firmware = gsp_firmware(_read(proc / "driver" / "nvidia" / "gpus" / g.address / "information"))
     if not gpus:
         absent.append("no display-class PCI device in sysfs (no GPU, or a container without /sys)")
     module = _read(sysfs / "module" / "nvidia" / "version")
@@ -336,6 +363,10 @@ def rows(report: SystemReport, vm: bool | None = None) -> list[tuple[str, str, s
                     "a display device that is not an NVIDIA GPU (CUDA does not use it)"))
         out.append(("  PCIe link", f"now {g.link_current or 'n/a'}, max {g.link_max or 'n/a'}",
                     "generation (GT/s) and lanes bound every DMA transfer"))
+        if g.is_nvidia:
+            out.append(("  GSP firmware", gsp_firmware_text(g.gsp_firmware),
+                        "on Turing and newer with the open modules most of the driver's resource manager "
+                        "runs as this firmware on the GPU (Chapter 1)"))
         for b in g.bars:
             attrs = ", ".join(a for a, on in (("64-bit", b.is_64bit), ("prefetchable", b.prefetchable),
                                               ("has _wc file", b.write_combine_file)) if on)
@@ -357,7 +388,8 @@ def from_dict(d: dict) -> SystemReport:
         bars = [Bar(b["index"], b["start"], b["end"], b["flags"], b.get("write_combine_file", False))
                 for b in g.get("bars", [])]
         fields = {k: g.get(k) for k in ("address", "vendor", "device", "pci_class", "driver",
-                                        "numa_node", "link_current", "link_max", "iommu_group")}
+                                        "numa_node", "link_current", "link_max", "iommu_group",
+                                        "gsp_firmware")}
         gpus.append(PCIDevice(**fields, bars=bars))
     return SystemReport(d.get("kernel", "?"), d.get("nvidia_module"), gpus, d.get("cuda", {}),
                         d.get("iommu", "?"), d.get("memlock_soft"), d.get("memlock_hard"),

@@ -83,3 +83,57 @@ def test_link_gbps_unknown(link):
                                     (1536, "1.5 KiB"), (128 << 30, "128 GiB")])
 def test_fmt_bytes(n, text):
     assert sysinfo.fmt_bytes(n) == text
+
+
+# /proc/driver/nvidia/gpus/<address>/information as the driver writes it (nv_procfs_read_gpu_info in
+# kernel-open/nvidia/nv-procfs.c: "Key: \t value" lines). The values are those of a published capture
+# from an H100 80GB HBM3 (the bibliography's h100-config-dump), not of the course's machines.
+H100_INFORMATION = (
+    "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 10\nGPU UUID: \t GPU-9221d5d1-b60b-a624-bf14-0a1819cfda3b\n"
+    "Video BIOS: \t 96.00.99.00.01\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\n"
+    "Bus Location: \t 0000:62:00.0\nDevice Minor: \t 5\nGPU Firmware: \t 535.129.03\nGPU Excluded:\t No\n")
+
+
+def test_gsp_firmware_read_from_the_information_file():
+    assert sysinfo.gsp_firmware(H100_INFORMATION) == "535.129.03"
+    without_gsp = H100_INFORMATION.replace("535.129.03", "N/A")
+    assert sysinfo.gsp_firmware(without_gsp) == "N/A"
+    assert sysinfo.gsp_firmware_text("N/A").startswith("N/A: the driver reports no GSP firmware")
+    # absent file, absent line, or an empty value: reported as absent, never a made-up version
+    for text in (None, "", H100_INFORMATION.replace("GPU Firmware: \t 535.129.03\n", ""),
+                 H100_INFORMATION.replace(" 535.129.03", "")):
+        assert sysinfo.gsp_firmware(text) is None
+    assert sysinfo.gsp_firmware_text(None).startswith("not reported")
+    # the Video BIOS version is not the firmware version
+    assert sysinfo.gsp_firmware("Video BIOS: \t 96.00.99.00.01\n") is None
+
+
+def test_collect_reports_the_gsp_firmware_row(fake_sysfs, tmp_path, no_gpu):
+    proc = tmp_path / "proc"
+    info = proc / "driver" / "nvidia" / "gpus" / "0000:00:06.0"
+    r = sysinfo.collect(fake_sysfs, tmp_path, proc)
+    assert r.gpus[0].gsp_firmware is None
+    assert dict((k.strip(), v) for k, v, _ in sysinfo.rows(r))["GSP firmware"].startswith("not reported")
+    info.mkdir(parents=True)
+    (info / "information").write_text(H100_INFORMATION)
+    r = sysinfo.collect(fake_sysfs, tmp_path, proc)
+    assert r.gpus[0].gsp_firmware == "535.129.03"
+    assert dict((k.strip(), v) for k, v, _ in sysinfo.rows(r))["GSP firmware"] == "535.129.03"
+    back = sysinfo.from_dict(r.as_dict())
+    assert back.gpus[0].gsp_firmware == "535.129.03"
+    old = r.as_dict()
+    del old["gpus"][0]["gsp_firmware"]  # a report recorded before the field existed
+    assert sysinfo.from_dict(old).gpus[0].gsp_firmware is None
+
+
+# Captured on the course's H200 machine (a VM, open module 580.159.04) on 2026-11-28 with
+# `cat /proc/driver/nvidia/gpus/*/information`; `nvidia-smi -q` there said "GSP Firmware Version : 580.159.04".
+H200_INFORMATION = (
+    "Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nGPU UUID: \t GPU-8e40d347-45de-ab6d-d89d-4c535cafe1e4\n"
+    "Video BIOS: \t 96.00.a5.00.1a\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\n"
+    "Bus Location: \t 0000:00:06.0\nDevice Minor: \t 0\nGPU Firmware: \t 580.159.04\nGPU Excluded:\t No\n")
+
+
+def test_gsp_firmware_of_the_course_s_h200_capture():
+    assert sysinfo.gsp_firmware(H200_INFORMATION) == "580.159.04"
+    assert sysinfo.gsp_firmware_text(sysinfo.gsp_firmware(H200_INFORMATION)) == "580.159.04"
