@@ -15,9 +15,9 @@ from helpers.core import validate
 from helpers.core.errors import CourseError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
+from helpers.models.radar import metrics, simulator
 from helpers.models.radar.designs import DESIGNS, RadarInputError
-from helpers.models.radar.metrics import SUMMARY_HEADERS, result_summary, summary_rows
-from helpers.models.radar.simulator import MachineParams, breaking_rate, simulate
+from helpers.models.radar.simulator import MachineParams, breaking_rate
 
 if TYPE_CHECKING:
     from helpers.course import Context
@@ -141,9 +141,9 @@ def pipeline_diagram():
 def model_vs_measured_rows(measured: list[dict], params: MachineParams) -> list[tuple]:
     rows = []
     for r in measured:
-        m = simulate(params, r["design"], r["frame_bytes"], r["period_s"], 200, buffers=r["buffers"])
+        m = simulator.simulate(params, r["design"], r["frame_bytes"], r["period_s"], 200, buffers=r["buffers"])
         ms = m["summary"]
-        s = result_summary(r)
+        s = metrics.result_summary(r)
         rows.append((r["design"], f"{r['frame_bytes'] >> 20} MiB", f"{s['p50_ms']:.3f}", f"{ms['p50_ms']:.3f}",
                      f"{ms['p50_ms'] / s['p50_ms']:.2f}"))
     return rows
@@ -184,11 +184,11 @@ def panel_items(ctx: Context, params: MachineParams | None, frame_bytes: int, pe
     else:
         if params is None:
             return ["No GPU and no recorded radar runs to drive the model: nothing to show."]
-        r = simulate(params, design, frame_bytes, period_s, frames, buffers=buffers, jitter=0.05, seed=1)
+        r = simulator.simulate(params, design, frame_bytes, period_s, frames, buffers=buffers, jitter=0.05, seed=1)
         r.update(cpu_s=0.0, wall_s=frames * period_s, seq=list(range(len(r["latency_us"]))))
         parts = [(Mode.SIMULATED, f"discrete-event model, parameters from {params.source}")]
         note = "SIMULATED — no GPU here: the discrete-event model's prediction, not a measurement"
-    table = Table(summary_rows([r]), SUMMARY_HEADERS, caption=note)
+    table = Table(metrics.summary_rows([r]), metrics.SUMMARY_HEADERS, caption=note)
     return [table, latency_figure([r], parts, f"{design}, {frame_bytes / 2**20:g} MiB every "
                                               f"{period_s * 1e3:g} ms, {buffers} buffer(s)")]
 

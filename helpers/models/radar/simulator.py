@@ -18,7 +18,7 @@ import numpy as np
 
 from helpers.core import validate
 from helpers.core.evidence import Evidence
-from helpers.models.radar import card
+from helpers.models.radar import card, metrics
 from helpers.models.radar.designs import (
     MAX_BUFFERS,
     RadarInputError,
@@ -26,7 +26,7 @@ from helpers.models.radar.designs import (
     check_frame_bytes,
     check_period,
 )
-from helpers.models.radar.metrics import runs_of, summarize
+from helpers.models.radar.metrics import runs_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,7 +180,7 @@ def simulate(params: MachineParams, design: str, frame_bytes: int, period_s: flo
         lat.append(int(round((done - a) * 1e6)))
     return {"design": design, "frame_bytes": frame_bytes, "period_s": period_s, "buffers": buffers,
             "slots": slots, "frames": frames, "latency_us": lat, "dropped": dropped,
-            "summary": summarize(lat, period_s * deadline_periods, dropped, frames)}
+            "summary": metrics.summarize(lat, period_s * deadline_periods, dropped, frames)}
 
 
 def breaking_rate(params: MachineParams, design: str, frame_bytes: int, buffers: int | None = None,
