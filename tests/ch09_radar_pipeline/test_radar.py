@@ -415,7 +415,8 @@ def test_live_pipeline_processes_frames_correctly(design):
     from helpers.measure import host_memory
 
     before = host_memory.pinned_bytes_of_process()
-    r = pipeline.run_pipeline(pipeline.PipelineConfig(design=design, frame_bytes=4 << 20, period_s=8e-3, frames=80, check_every=7))
+    r = pipeline.run_pipeline(pipeline.PipelineConfig(design=design, frame_bytes=4 << 20, period_s=8e-3,
+                                                      frames=80, check_every=7))
     assert len(r.seq) + r.dropped == 80
     assert r.checked >= 10 and r.max_error < 1e-4
     assert r.kernel_us_p50 > 0 and r.copy_us_p50 > 0
@@ -428,7 +429,8 @@ def test_live_pipeline_with_a_wrong_process_step_fails_the_check():
     def wrong(xp, frame, mf):
         return dsp.doppler_map(xp, frame[::-1], mf)
 
-    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=4e-3, frames=30, check_every=5, process=wrong))
+    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=4e-3,
+                                                      frames=30, check_every=5, process=wrong))
     assert r.max_error > 1e-2
 
 
@@ -450,7 +452,8 @@ def fake_gpu(monkeypatch):
 def test_consumer_loop_bookkeeping_on_a_fake_gpu(fake_gpu, design):
     # NumPy stands in for the GPU (tests/fake_cupy.py): every frame must be taken, processed
     # from the right slot, checked against the reference and released; the ring unregistered
-    r = pipeline.run_pipeline(pipeline.PipelineConfig(design=design, frame_bytes=1 << 20, period_s=40e-3, frames=24, check_every=4))
+    r = pipeline.run_pipeline(pipeline.PipelineConfig(design=design, frame_bytes=1 << 20, period_s=40e-3,
+                                                      frames=24, check_every=4))
     assert len(r.seq) + r.dropped == 24
     assert r.checked >= 3 and r.max_error < 1e-4
     assert fake_gpu.registered == {}
@@ -461,7 +464,8 @@ def test_consumer_loop_detects_a_wrong_processing_step(fake_gpu):
     def wrong(xp, frame, mf):
         return dsp.doppler_map(xp, frame[::-1], mf)
 
-    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="pipelined", frame_bytes=1 << 20, period_s=6e-3, frames=20, check_every=2, process=wrong))
+    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="pipelined", frame_bytes=1 << 20, period_s=6e-3,
+                                                      frames=20, check_every=2, process=wrong))
     assert r.max_error > 1e-2
 
 
@@ -634,7 +638,8 @@ def test_the_shown_step_is_the_loops_and_a_changed_step_runs(fake_gpu):
         seen.append(dst.nbytes)
         return pipeline.process_frame(xp, src_ptr, dst, mf, stream, process)
 
-    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=20e-3, frames=8, check_every=3, step=my_step))
+    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=20e-3,
+                                                      frames=8, check_every=3, step=my_step))
     assert len(seen) == len(r.seq) and set(seen) == {1 << 20} and r.max_error < 1e-4
 
 
@@ -646,7 +651,8 @@ def test_every_wait_mode_runs_the_pipeline_and_is_recorded(fake_gpu, sync):
         waits.append(mode)
         pipeline.wait_done(event, mode, timeout_s)
 
-    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=20e-3, frames=8, check_every=0, sync=sync, waiter=waiter))
+    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=20e-3,
+                                                      frames=8, check_every=0, sync=sync, waiter=waiter))
     assert len(r.seq) + r.dropped == 8 and r.extra["sync"] == sync
     assert set(waits) <= {sync}
 
@@ -661,12 +667,14 @@ def test_a_wait_that_never_ends_times_out():
 
 def test_bad_sync_mode_is_refused(fake_gpu):
     with pytest.raises(InputError):
-        pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=20e-3, frames=4, sync="sleepy"))
+        pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=20e-3,
+                                                      frames=4, sync="sleepy"))
 
 
 def test_realtime_records_what_was_granted_and_restores_the_thread(fake_gpu):
     before = os.sched_getaffinity(0), os.sched_getscheduler(0)
-    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=20e-3, frames=6, check_every=0, realtime=True))
+    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=20e-3,
+                                                      frames=6, check_every=0, realtime=True))
     granted = r.extra["realtime"]
     assert set(granted) == {"cpu_affinity", "sched_fifo"}
     assert granted["sched_fifo"] == "SCHED_FIFO priority 10" or granted["sched_fifo"].startswith("not permitted")
@@ -674,7 +682,8 @@ def test_realtime_records_what_was_granted_and_restores_the_thread(fake_gpu):
 
 
 def test_timeline_puts_copy_before_kernels_on_one_clock(fake_gpu):
-    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="pipelined", frame_bytes=1 << 20, period_s=20e-3, frames=6, check_every=0, timeline=True)).to_dict()
+    r = pipeline.run_pipeline(pipeline.PipelineConfig(design="pipelined", frame_bytes=1 << 20, period_s=20e-3,
+                                                      frames=6, check_every=0, timeline=True)).to_dict()
     tl = r["extra"]["timeline"]
     assert [f["seq"] for f in tl] == r["seq"]
     for f in tl:

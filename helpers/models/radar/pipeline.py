@@ -323,13 +323,17 @@ def _issue_next(run: _Run, cp, c: CaptureCard, dev: _Device, cfg: PipelineConfig
     return True
 
 
-def _consume(run: _Run, cp, c: CaptureCard, dev: _Device, cfg: PipelineConfig, bar) -> None:
-    """The consumer's loop, until the card is done and no frame is in flight. Without work it waits for
-    the oldest frame (cfg.sync) or sleeps 50 µs; no progress for cfg.timeout_s raises DeviceTimeoutError."""
+def _origin(cp) -> tuple:
+    """(an event the GPU has passed, the host's clock then): the timeline's one clock, give or take a few µs."""
     origin = cp.cuda.Event()
     origin.record()
     origin.synchronize()
-    clock = origin, time.monotonic_ns()  # the host's clock at the origin event, give or take a few µs
+    return origin, time.monotonic_ns()
+
+
+def _consume(run: _Run, cp, c: CaptureCard, dev: _Device, cfg: PipelineConfig, clock: tuple, bar) -> None:
+    """The consumer's loop, until the card is done and no frame is in flight. Without work it waits for
+    the oldest frame (cfg.sync) or sleeps 50 µs; no progress for cfg.timeout_s raises DeviceTimeoutError."""
     last_progress = time.monotonic()
     while True:
         busy = _collect_done(run, cp, dev, cfg, clock, bar)
@@ -385,7 +389,8 @@ def run_pipeline(cfg: PipelineConfig) -> RunResult:
     refs = {v: reference_cached(cfg.frame_bytes, cfg.seed, v)
             for v in ({q % 4 for q in range(0, cfg.frames, cfg.check_every)} if cfg.check_every else ())}
     _warm_up(cp, cfg)
-    bar = Progress(cfg.frames, f"{cfg.design} {cfg.frame_bytes >> 20} MiB/{cfg.period_s * 1e3:g} ms") if cfg.progress else None
+    label = f"{cfg.design} {cfg.frame_bytes >> 20} MiB/{cfg.period_s * 1e3:g} ms"
+    bar = Progress(cfg.frames, label) if cfg.progress else None
     c = CaptureCard(frame_bytes=cfg.frame_bytes, period_s=cfg.period_s, slots=cfg.slots, frames=cfg.frames,
                     seed=cfg.seed, variants=cfg.variants, host=cfg.host)
     run, dev, rt_saved, granted = _Run(free=deque(range(cfg.buffers))), None, None, {}
@@ -394,8 +399,9 @@ def run_pipeline(cfg: PipelineConfig) -> RunResult:
         dev = _Device(cp, c, cfg.design, cfg.buffers)
         if cfg.realtime:
             granted, rt_saved = realtime_on()
+        clock = _origin(cp)
         cpu0, t0 = time.process_time(), time.monotonic()
-        _consume(run, cp, c, dev, cfg, bar)
+        _consume(run, cp, c, dev, cfg, clock, bar)
         counts = {"cpu_s": time.process_time() - cpu0, "wall_s": time.monotonic() - t0,
                   "dropped": c.dropped, "producer_late": c.counter(card.CTL_LATE)}
         errors = [map_error(cp.asnumpy(m), refs[q % 4]) for q, m in run.kept]
