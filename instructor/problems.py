@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from helpers.ch09_radar_pipeline import radar
 from helpers.models import copy_cost, ttm
+from helpers.models.radar import simulator
 from helpers.problems import Problem
 from instructor.labs import lab2, lab3, lab4, lab5
 
@@ -34,7 +34,7 @@ def _lab3(p: Problem) -> list[str]:
     pick = lab3.choose_design(d["frame_bytes"], d["period_s"], d["deadline_s"], d["params"])
     if pick is None:
         return ["no design meets every deadline: the answer is None"]
-    r = radar.simulate(d["params"], pick["design"], d["frame_bytes"], d["period_s"], lab3.FRAMES,
+    r = simulator.simulate(d["params"], pick["design"], d["frame_bytes"], d["period_s"], lab3.FRAMES,
                        buffers=pick["buffers"], slots=pick["slots"], deadline_periods=d["deadline_s"] / d["period_s"])
     s = r["summary"]
     return [f"cheapest design: {pick}",
@@ -84,7 +84,7 @@ def _ch06(p: Problem) -> list[str]:
 
 def _ch09(p: Problem) -> list[str]:
     d = p.data
-    period = radar.breaking_rate(d["params"], "registered", d["frame_bytes"])
+    period = simulator.breaking_rate(d["params"], "registered", d["frame_bytes"])
     if not np.isfinite(period):
         return ["registered cannot keep up at any period up to 1 s"]
     return [f"shortest period {period * 1e3:.3f} ms: {d['frame_bytes'] / period / 1e9:.2f} GB/s"]

@@ -1,4 +1,4 @@
-"""A NumPy stand-in for the parts of CuPy that helpers.ch09_radar_pipeline.radar.run_pipeline uses.
+"""A NumPy stand-in for the parts of CuPy that helpers.models.radar.pipeline.run_pipeline uses.
 
 It lets the pipeline's consumer loop (take, copy, process, retire, release) run on a machine
 without a GPU: "device" arrays are host arrays, memcpyAsync is a memmove, events complete

@@ -32,7 +32,7 @@ def course_diagrams() -> list[tuple[str, Callable]]:
     from helpers.ch06_gem_ttm_dmabuf import diagrams as ch6
     from helpers.ch07_command_submission import diagrams as ch7
     from helpers.ch08_peer_to_peer import view as ch8
-    from helpers.ch09_radar_pipeline import radar as ch9
+    from helpers.ch09_radar_pipeline import diagrams as ch9
     from helpers.measure import sysinfo
 
     ctx = course.start("diagram gallery", quiet=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.ch09_radar_pipeline import radar
 from helpers.core import checks
 from helpers.core.checks import Hint, factor_hint
+from helpers.models.radar import simulator
 
 
-def registered_frame_ms(answer, params: radar.MachineParams) -> bool | None:
+def registered_frame_ms(answer, params: simulator.MachineParams) -> bool | None:
     """9.1 — ms per 16 MiB frame for 'registered': pinned copy + processing + polling overhead."""
     n = 16 << 20
     expected = (params.copy_s(n, True) + params.kernel_s(n) + params.overhead_s) * 1e3
@@ -31,10 +31,10 @@ def registered_frame_ms(answer, params: radar.MachineParams) -> bool | None:
 
 def dropped_frames(answer) -> bool | None:
     """9.2 — the model's drops for a 5 ms consumer, a 2 ms card and a 2-slot ring, over 100 frames."""
-    slow = radar.MachineParams(pinned_t0_s=5e-3, pinned_Bps=1e30, pageable_t0_s=5e-3, pageable_Bps=1e30,
+    slow = simulator.MachineParams(pinned_t0_s=5e-3, pinned_Bps=1e30, pageable_t0_s=5e-3, pageable_Bps=1e30,
                                memcpy_Bps=1e30, kernel_s_per_byte=0.0, kernel_t0_s=0.0, overhead_s=0.0,
                                source="exercise")
-    expected = radar.simulate(slow, "registered", 1 << 20, 2e-3, 100, slots=2)["dropped"]
+    expected = simulator.simulate(slow, "registered", 1 << 20, 2e-3, 100, slots=2)["dropped"]
     return checks.equal("9.2 frames dropped", answer, expected,
                         hint="in steady state the consumer finishes one frame per 5 ms while 2.5 arrive; "
                              "the 2 slots only delay the first loss",

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from helpers.ch09_radar_pipeline import radar
+from helpers.ch09_radar_pipeline.breaking import breaking_points
 from helpers.core.evidence import Evidence
+from helpers.models.radar import designs, metrics
+from helpers.models.radar.designs import DESIGNS
 
 
 def said(ev: Evidence, short: bool = False) -> str:
@@ -38,11 +40,11 @@ def deadline_outcomes(runs: list[dict]) -> list[dict]:
     """Per seed rate (4 and 16 MiB every 8 ms): the designs that met every deadline (no late and no dropped
     frame) and, for the others, their late frames, frames, slowest frame and drops."""
     out = []
-    for n, period in radar.SEED_RATES:
+    for n, period in designs.SEED_RATES:
         mine = [r for r in runs if r["frame_bytes"] == n and r["period_s"] == period]
         met, missed = [], []
         for r in mine:
-            s = radar.result_summary(r)
+            s = metrics.result_summary(r)
             if s["misses"] == 0 and s["dropped"] == 0:
                 met.append(r["design"])
             else:
@@ -66,7 +68,7 @@ def _missed_text(m: dict, period: float) -> str:
 def deadlines(measured: Sequence[Evidence]) -> str:
     """Whether every design met every deadline at the source's rates, from one run each in `measured`
     (the radar.<design> Evidence shown), in the Evidence's own words."""
-    runs = radar.runs_of(measured)
+    runs = metrics.runs_of(measured)
     frames = sorted({len(r["latency_us"]) for r in runs})
     lines = [f"From one run of each design ({' / '.join(f'{f:,}' for f in frames)} frames), {_who(measured)}:"]
     for o in deadline_outcomes(runs):
@@ -119,7 +121,7 @@ def differs(a: dict, b: dict) -> bool:
 def beside_rows(measured: Sequence[Evidence], recorded: Sequence[Evidence]) -> list[tuple]:
     """Rows: design, rate, median latency [IQR] here and in the reference, ratio, copy and processing medians."""
     rows = []
-    for h, r in _pairs(radar.runs_of(measured), radar.runs_of(recorded)):
+    for h, r in _pairs(metrics.runs_of(measured), metrics.runs_of(recorded)):
         a, b = _parts(h), _parts(r)
         rows.append((h["design"], f"{h['frame_bytes'] >> 20} MiB / {h['period_s'] * 1e3:g} ms",
                      f"{a['p50']:.2f} [{a['q1']:.2f}, {a['q3']:.2f}]", f"{b['p50']:.2f} [{b['q1']:.2f}, {b['q3']:.2f}]",
@@ -154,7 +156,7 @@ def beside_reference(measured: Sequence[Evidence], recorded: Sequence[Evidence],
     host's part) with its likely cause. In replay there is nothing to set beside: it says so."""
     if not any(ev.live for ev in measured):
         return f"These runs were {_who(measured)}: there is no live run here to set beside the reference."
-    pairs = [(_parts(h), _parts(r), h) for h, r in _pairs(radar.runs_of(measured), radar.runs_of(recorded))]
+    pairs = [(_parts(h), _parts(r), h) for h, r in _pairs(metrics.runs_of(measured), metrics.runs_of(recorded))]
     if not pairs:
         return "The reference recording has no run at these designs and rates to set beside this machine's."
     ref_src = next(ev.source for ev in recorded if ev.ok)
@@ -180,18 +182,18 @@ def beside_reference(measured: Sequence[Evidence], recorded: Sequence[Evidence],
 def source_answers(measured: Sequence[Evidence], recorded: Sequence[Evidence]) -> list[str]:
     """Source question 002's answers from the runs the page shows, named by their mode; live, the
     reference recording's answers follow, labelled as the reference's."""
-    out = [f"{_who(measured)}:"] + ["• " + line for line in radar.source_verdicts(radar.runs_of(measured))]
+    out = [f"{_who(measured)}:"] + ["• " + line for line in source_verdicts(metrics.runs_of(measured))]
     if any(ev.live for ev in measured) and all(ev.ok for ev in recorded):
         out += [f"Reference, {_who(recorded)}:"]
-        out += ["• " + line for line in radar.source_verdicts(radar.runs_of(recorded))]
+        out += ["• " + line for line in source_verdicts(metrics.runs_of(recorded))]
     return out
 
 
 def breaking_lines(breaking: Evidence, reference: Evidence | None = None) -> list[str]:
     """Each design's breaking point in the Evidence's words; live, the reference recording's beside them."""
     out = [f"Breaking points, {said(breaking)}:"]
-    mine = radar.breaking_points(breaking.require())
-    theirs = (radar.breaking_points(reference.data) if breaking.live and reference is not None and reference.ok
+    mine = breaking_points(breaking.require())
+    theirs = (breaking_points(reference.data) if breaking.live and reference is not None and reference.ok
               else None)
     for design, verdict in mine.items():
         out.append(f"• {design}: {verdict}" + (f" (reference, {said(reference)}: {theirs[design]})" if theirs else ""))
@@ -204,7 +206,7 @@ def thread_copies(measured: Sequence[Evidence], recorded: Sequence[Evidence], th
     """The thread's 16 MB copy times beside the runs' median copy times (pageable, registered ring), in the
     runs' own words; live, the reference recording's too."""
     def line(evs: Sequence[Evidence], who: str) -> str:
-        by = {r["design"]: r for r in radar.runs_of(evs, frame_bytes=16 << 20)}
+        by = {r["design"]: r for r in metrics.runs_of(evs, frame_bytes=16 << 20)}
         pg, rg = by["pageable"]["copy_us_p50"] * 1e-6, by["registered"]["copy_us_p50"] * 1e-6
         n = 16 << 20
         return (f"{who}: pageable {pg * 1e3:.2f} ms ({n / pg / 1e9:.1f} GB/s), registered ring {rg * 1e3:.2f} ms "
@@ -218,7 +220,7 @@ def thread_copies(measured: Sequence[Evidence], recorded: Sequence[Evidence], th
 
 def key_points(measured: Sequence[Evidence], breaking: Evidence | None = None) -> list[str]:
     """The key points that depend on data: the source's rates, and where the designs separate."""
-    runs = radar.runs_of(measured)
+    runs = metrics.runs_of(measured)
     pts = []
     outcomes = deadline_outcomes(runs)
     if all(o["ran"] and not o["missed"] for o in outcomes):
@@ -230,11 +232,10 @@ def key_points(measured: Sequence[Evidence], breaking: Evidence | None = None) -
                    f"{', '.join(bad)} missed or dropped frames: a deadline is met or missed by the slowest frame, "
                    "and one run cannot rank tails.")
     if breaking is not None and breaking.ok:
-        bp = radar.breaking_points(breaking.data)
+        bp = breaking_points(breaking.data)
         pts.append(f"Raising the load ({said(breaking, True)}): " + "; ".join(f"{d} {v}" for d, v in bp.items())
                    + ". Repeat runs, put an interval on the tail, and compare designs where they separate.")
     return pts
-
 
 
 # -- the capture ring and the timeline -------------------------------------------------------------
@@ -282,4 +283,26 @@ def timeline_lines(ev: Evidence, reference: Evidence | None = None) -> list[str]
     out = [timeline_text(ev)]
     if ev.live and reference is not None and reference.ok:
         out.append("Reference: " + timeline_text(reference))
+    return out
+
+
+def source_verdicts(runs: list[dict]) -> list[str]:
+    """Answers to source question 002's questions, decided from the recorded runs (one run of each
+    design at each rate: deadlines and CPU time are read from it, a ranking of tails is not)."""
+    s = {(r["design"], r["frame_bytes"]): metrics.result_summary(r) for r in runs}
+    out = []
+    for n, label in ((4 << 20, "4 MB / 8 ms"), (16 << 20, "16 MB / 8 ms (2 GB/s)")):
+        ok = [d for d in DESIGNS if (d, n) in s and s[(d, n)]["misses"] == 0 and s[(d, n)]["dropped"] == 0]
+        bad = [d for d in DESIGNS if (d, n) in s and d not in ok]
+        out.append(f"At {label}: {len(ok)} of {len(ok) + len(bad)} designs met every deadline "
+                   f"({', '.join(ok) or 'none'})" + (f"; missed or dropped: {', '.join(bad)}." if bad else "."))
+    for n in (4 << 20, 16 << 20):
+        pg, st, rg = s.get(("pageable", n)), s.get(("staged", n)), s.get(("registered", n))
+        if pg and st and rg:
+            frames = min(pg["n"], st["n"], rg["n"])
+            out.append(f"{n >> 20} MiB: p99.9 {pg['p999_ms']:.2f} ms (copy from the mapping), {st['p999_ms']:.2f} ms "
+                       f"(memcpy to pinned, then copy), {rg['p999_ms']:.2f} ms (registered ring), one run of {frames:,} "
+                       f"frames each: a p99.9 of {frames:,} frames rests on its {max(1, round(frames / 1000))} or so "
+                       "largest samples, so these tails are not ranked here (the repeated runs of section 5 do that); "
+                       f"CPU use {pg['cpu_pct']:.0f}% / {st['cpu_pct']:.0f}% / {rg['cpu_pct']:.0f}%.")
     return out

@@ -7,19 +7,27 @@ nobody has seen, so copying these answers earns nothing.
 
 from __future__ import annotations
 
-from helpers.ch09_radar_pipeline import radar
+from helpers.models.radar import dsp, metrics, pipeline, simulator
+from helpers.models.radar.simulator import MachineParams
 
 MiB = 1 << 20
 FRAMES = 300  # frames the model runs to judge a design
 
-#: Chapter 9's own processing and summary: a learner's range_doppler and deadline_report must not use them
-OWN_PROCESSING = {radar: ("doppler_map", "reference_map", "run_pipeline", "run_cpu_consumer")}
-OWN_REPORT = {radar: ("summarize", "result_summary", "summary_rows", "closing_rows", "simulate")}
+#: the course's own processing and summary (the radar model's): a learner's range_doppler and deadline_report
+#: must not use them
+OWN_PROCESSING = {dsp: ("doppler_map", "reference_map"), pipeline: ("run_pipeline", "run_cpu_consumer")}
+OWN_REPORT = {metrics: ("summarize", "result_summary", "summary_rows", "closing_rows"), simulator: ("simulate",)}
 
 MACHINES = {
-    "a 2009-era machine": radar.MachineParams(20e-6, 3.2e9, 20e-6, 1.8e9, 10e6, 2e-10, 50e-6, 100e-6, "2009"),
-    "a modern machine": radar.MachineParams(8e-6, 25e9, 10e-6, 6e9, 8e9, 3e-11, 20e-6, 60e-6, "modern"),
-    "a slow GPU": radar.MachineParams(8e-6, 25e9, 10e-6, 6e9, 8e9, 4e-10, 20e-6, 60e-6, "slow kernel"),
+    "a 2009-era machine": MachineParams(pinned_t0_s=20e-6, pinned_Bps=3.2e9, pageable_t0_s=20e-6, pageable_Bps=1.8e9,
+                                        memcpy_Bps=10e6, kernel_s_per_byte=2e-10, kernel_t0_s=50e-6,
+                                        overhead_s=100e-6, source="2009"),
+    "a modern machine": MachineParams(pinned_t0_s=8e-6, pinned_Bps=25e9, pageable_t0_s=10e-6, pageable_Bps=6e9,
+                                      memcpy_Bps=8e9, kernel_s_per_byte=3e-11, kernel_t0_s=20e-6, overhead_s=60e-6,
+                                      source="modern"),
+    "a slow GPU": MachineParams(pinned_t0_s=8e-6, pinned_Bps=25e9, pageable_t0_s=10e-6, pageable_Bps=6e9,
+                                memcpy_Bps=8e9, kernel_s_per_byte=4e-10, kernel_t0_s=20e-6, overhead_s=60e-6,
+                                source="slow kernel"),
 }
 
 # (machine, frame MiB, period ms, deadline ms) -> the cheapest pick, or None when no design meets it
@@ -40,5 +48,5 @@ def design_examples() -> list[tuple]:
 
 def judge(params, pick: dict, frame_bytes: int, period_s: float, deadline_s: float) -> dict:
     """The model's run of `pick`: what the checks read (misses against the deadline, drops)."""
-    return radar.simulate(params, pick["design"], frame_bytes, period_s, FRAMES, buffers=pick["buffers"],
+    return simulator.simulate(params, pick["design"], frame_bytes, period_s, FRAMES, buffers=pick["buffers"],
                           slots=pick["slots"], deadline_periods=deadline_s / period_s)

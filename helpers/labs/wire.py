@@ -41,7 +41,7 @@ class WireError(CourseError):
 
 
 def _wire_types() -> dict[str, type]:
-    from helpers.ch09_radar_pipeline.radar import MachineParams
+    from helpers.models.radar.simulator import MachineParams
     from helpers.models.routes import LinkMatrix
 
     return {"LinkMatrix": LinkMatrix, "MachineParams": MachineParams}

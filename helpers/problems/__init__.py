@@ -77,13 +77,13 @@ def perturb_sweep(nbytes, times_s, rng: np.random.Generator, *, keep: float = 1.
 
 
 def random_machine(rng: np.random.Generator, name: str = "a simulated machine"):
-    """Radar-pipeline model parameters (helpers.ch09_radar_pipeline.radar.MachineParams) of a
+    """Radar-pipeline model parameters (helpers.models.radar.simulator.MachineParams) of a
     plausible machine: PCIe 3-5 copies, a kernel between 0.02 and 0.5 ns per byte, a CPU memcpy of
     2-12 GB/s, 20-120 µs of polling overhead."""
-    from helpers.ch09_radar_pipeline import radar
+    from helpers.models.radar import simulator
 
     pinned = rng.uniform(3e9, 26e9)
-    return radar.MachineParams(
+    return simulator.MachineParams(
         pinned_t0_s=rng.uniform(5e-6, 20e-6), pinned_Bps=pinned,
         pageable_t0_s=rng.uniform(8e-6, 30e-6), pageable_Bps=pinned * rng.uniform(0.25, 0.6),
         memcpy_Bps=rng.uniform(2e9, 12e9), kernel_s_per_byte=rng.uniform(2e-11, 5e-10),

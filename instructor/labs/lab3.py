@@ -1,7 +1,7 @@
 """Lab 3 (a real-time pipeline): the reference answers and the hidden cases.
 
 `range_doppler` and `deadline_report` are the learner's processing step and real-time report;
-`choose_design` searches the pipeline model (helpers.ch09_radar_pipeline.radar.simulate) for
+`choose_design` searches the pipeline model (helpers.models.radar.simulator.simulate) for
 the cheapest design that meets a latency budget: designs that keep the CPU out of the data path
 first, then fewer device buffers, then fewer ring slots.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.ch09_radar_pipeline import radar
+from helpers.models.radar import designs, simulator
 from helpers.problems import random_machine
 from instructor.labs.common import draw_seed
 
@@ -37,7 +37,7 @@ def deadline_report(latency_us, period_s, dropped):
 
 def meets(params, design: str, frame_bytes: int, period_s: float, deadline_s: float, buffers: int, slots: int) -> bool:
     """True when the model predicts no frame later than deadline_s and none dropped."""
-    r = radar.simulate(params, design, frame_bytes, period_s, FRAMES, buffers=buffers, slots=slots,
+    r = simulator.simulate(params, design, frame_bytes, period_s, FRAMES, buffers=buffers, slots=slots,
                        deadline_periods=deadline_s / period_s)
     return r["summary"]["misses"] == 0 and r["dropped"] == 0
 
@@ -70,7 +70,7 @@ def cases(part: str, seed: int | None = None) -> list:
         raise ValueError(f"lab3 has no part {part!r}; parts: {PARTS}")
     rng = np.random.default_rng(draw_seed(f"lab3 {part}", seed))
     if part == "range_doppler":  # (frame bytes, card seed, variant)
-        return [(int(rng.choice([64, 128, 256, 512])) * 8 * radar.N_SAMPLES, int(rng.integers(1 << 30)),
+        return [(int(rng.choice([64, 128, 256, 512])) * 8 * designs.N_SAMPLES, int(rng.integers(1 << 30)),
                  int(rng.integers(0, 4))) for _ in range(3)]
     if part == "targets":  # (pulses, range bin, Doppler bin)
         out = []

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.ch09_radar_pipeline import radar
 from helpers.labs import lab3, wire
+from helpers.models.radar import card, designs, dsp, metrics
 from instructor.labs import lab3 as ref
 from tools.grader.api import Part, own
 
@@ -20,7 +20,7 @@ OWN_REPORT = {m.__name__: names for m, names in lab3.OWN_REPORT.items()}
 
 
 def _map(c, student, frame: np.ndarray) -> np.ndarray:
-    got = student.call("range_doppler", NUMPY, frame, radar.matched_filter(np), forbid=OWN_PROCESSING,
+    got = student.call("range_doppler", NUMPY, frame, dsp.matched_filter(np), forbid=OWN_PROCESSING,
                        keep_arrays=True)
     try:  # values, not types: the map may come back as any array-like of numbers (helpers.labs.wire.plain)
         arr = np.asarray(got)
@@ -33,25 +33,25 @@ def _map(c, student, frame: np.ndarray) -> np.ndarray:
 
 def rd_matches_reference(c, student, seed: int) -> None:
     for nbytes, card_seed, variant in ref.cases("range_doppler", seed):
-        frame = radar.synth_frame(nbytes, seed=card_seed, variant=variant)
+        frame = dsp.synth_frame(nbytes, seed=card_seed, variant=variant)
         got = _map(c, student, frame)
-        want = radar.reference_map(frame)
+        want = dsp.reference_map(frame)
         c.require(got.shape == want.shape,
                   f"your map has shape {got.shape}, expected {want.shape} (pulses x range bins)")
         c.require(got.dtype == np.float32, f"your map is {got.dtype}; return float32 power")
-        err = radar.map_error(got, want)
+        err = dsp.map_error(got, want)
         if err > 1e-3:
             hint = ""
-            if radar.map_error(np.fft.fftshift(got, axes=0), want) < 1e-3:
+            if dsp.map_error(np.fft.fftshift(got, axes=0), want) < 1e-3:
                 hint = " — it matches once shifted along axis 0: did you forget fftshift (or shift twice)?"
-            elif radar.map_error(got, want ** 0.5) < 1e-3:
+            elif dsp.map_error(got, want ** 0.5) < 1e-3:
                 hint = " — it matches the magnitude: return the power |x|², not |x|"
             c.require(False, f"your map differs from the reference by {err:.2g} of its peak "
                              f"({frame.shape[0]} pulses){hint}")
 
 
 def rd_finds_target(c, student, seed: int) -> None:
-    chirp = radar.card.chirp()
+    chirp = card.chirp()
     for pulses, rbin, dbin in ref.cases("targets", seed):
         x = np.zeros((pulses, 1024), np.complex64)
         x[:, rbin:rbin + chirp.size] = chirp * np.exp(2j * np.pi * dbin / pulses * np.arange(pulses))[:, None]
@@ -72,7 +72,7 @@ def deadline_report(c, student, seed: int) -> None:
         lat[rng.choice(lat.size, late, replace=False)] = int(period * 1e6) + 1 + rng.integers(0, 5000, late)
         rep = student.call("deadline_report", lat.tolist(), period, dropped, forbid=OWN_REPORT)
         c.require(isinstance(rep, dict), f"deadline_report should return a dict, got {type(rep).__name__}")
-        want = radar.summarize(lat, period, dropped)
+        want = metrics.summarize(lat, period, dropped)
         for key in ("p50_ms", "p99_ms", "p999_ms", "max_ms"):
             c.require(key in rep, f"your report has no {key!r}")
             c.require(isinstance(rep[key], (int, float)), f"{key} should be a number, got {rep[key]!r}"[:200])
@@ -94,7 +94,7 @@ def _pick(c, student, name, p, nbytes, period, deadline):
         return None
     c.require(isinstance(pick, dict) and {"design", "buffers", "slots"} <= set(pick),
               f"on {name}: choose_design should return a dict with design, buffers and slots, got {pick!r}"[:300])
-    c.require(pick["design"] in radar.DESIGNS, f"{pick['design']!r} is not one of {radar.DESIGNS}")
+    c.require(pick["design"] in designs.DESIGNS, f"{pick['design']!r} is not one of {designs.DESIGNS}")
     c.require(all(type(pick[k]) is int and 1 <= pick[k] <= 64 for k in ("buffers", "slots")),
               f"on {name}: buffers and slots should be whole numbers from 1 to 64, got {pick!r}")
     return pick

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from conftest import run_on_simulator
 
-from helpers.ch09_radar_pipeline import exercises, radar
+from helpers.ch09_radar_pipeline import exercises
+from helpers.models.radar import simulator
 
 
 def _params():
-    return radar.MachineParams(pinned_t0_s=10e-6, pinned_Bps=50e9, pageable_t0_s=20e-6, pageable_Bps=10e9,
+    return simulator.MachineParams(pinned_t0_s=10e-6, pinned_Bps=50e9, pageable_t0_s=20e-6, pageable_Bps=10e9,
                                memcpy_Bps=8e9, kernel_s_per_byte=0.0, kernel_t0_s=300e-6, overhead_s=60e-6, source="t")
 
 
@@ -24,8 +25,9 @@ def test_registered_frame_ms_and_its_hints(capsys):
 
 
 def test_dropped_frames_follows_the_model():
-    slow = radar.MachineParams(5e-3, 1e30, 5e-3, 1e30, 1e30, 0.0, 0.0, 0.0, "x")
-    want = radar.simulate(slow, "registered", 1 << 20, 2e-3, 100, slots=2)["dropped"]
+    slow = simulator.MachineParams(pinned_t0_s=5e-3, pinned_Bps=1e30, pageable_t0_s=5e-3, pageable_Bps=1e30,
+                                   memcpy_Bps=1e30, kernel_s_per_byte=0.0, kernel_t0_s=0.0, overhead_s=0.0, source="x")
+    want = simulator.simulate(slow, "registered", 1 << 20, 2e-3, 100, slots=2)["dropped"]
     assert 55 <= want <= 62
     assert exercises.dropped_frames(want) is True and exercises.dropped_frames(want + 5) is False
 

@@ -13,14 +13,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers.ch09_radar_pipeline import findings, radar
+from helpers.ch09_radar_pipeline import breaking, findings, pipeline_runs
+from helpers.core import errors
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
+from helpers.models.radar import designs, metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = sorted((ROOT / "data" / "reference").glob("*.json"))
 WITH_RADAR = [p for p in RECORDINGS
-              if all(f"radar.{d}" in json.loads(p.read_text())["experiments"] for d in radar.DESIGNS)]
+              if all(f"radar.{d}" in json.loads(p.read_text())["experiments"] for d in designs.DESIGNS)]
 
 
 def test_the_course_has_a_recording_with_the_radar_runs():
@@ -39,7 +41,7 @@ def _evidence(doc: dict, eid: str, mode: Mode, data=None, source=None) -> Eviden
 
 def _designs(doc: dict, mode: Mode, change=None, source=None) -> list[Evidence]:
     out = []
-    for d in radar.DESIGNS:
+    for d in designs.DESIGNS:
         data = copy.deepcopy(doc["experiments"][f"radar.{d}"]["data"])
         for r in data["runs"]:
             if change:
@@ -61,7 +63,7 @@ def _text(measured, breaking=None, recorded=None) -> str:
 
 
 def _no_contradiction(measured: list[Evidence]) -> None:
-    late = _late(radar.runs_of(measured))
+    late = _late(metrics.runs_of(measured))
     lines = findings.deadlines(measured).splitlines()
     for n in (4 << 20, 16 << 20):
         line = next(x for x in lines if x.startswith(f"• {n >> 20} MiB every 8 ms"))
@@ -93,7 +95,7 @@ def test_no_sentence_contradicts_the_deadlines(path, change, mode):
     _no_contradiction(measured)
     answers = "\n".join(findings.source_answers(measured, _designs(doc, Mode.REPLAY)))
     for n, label in ((4 << 20, "4 MB / 8 ms"), (16 << 20, "16 MB / 8 ms (2 GB/s)")):
-        bad = len({d for d, size in _late(radar.runs_of(measured)) if size == n})
+        bad = len({d for d, size in _late(metrics.runs_of(measured)) if size == n})
         assert f"At {label}: {4 - bad} of 4 designs met every deadline" in answers
 
 
@@ -149,7 +151,7 @@ def _sweep(rule=None):
     """Every design at 16 MiB / 8 ms, five runs of 40 frames; staged has one late frame in one run (0.5% of the
     point), pageable five (2.5%)."""
     sweep = []
-    for d in radar.DESIGNS:
+    for d in designs.DESIGNS:
         late = {"staged": [1, 0, 0, 0, 0], "pageable": [1, 1, 1, 1, 1]}.get(d, [0] * 5)
         sweep += [_sweep_run(d, 16 << 20, 8e-3, 40, k) for k in late]
     data = {"ladder": [[16 << 20, 8e-3], [16 << 20, 4e-3]], "sweep": sweep, "realtime": [], "truncated": []}
@@ -160,17 +162,17 @@ def _sweep(rule=None):
 
 def test_the_breaking_rule_counts_a_points_frames_and_says_so():
     pooled, per_run = _sweep("pooled"), _sweep()
-    bp = radar.breaking_points(pooled)
+    bp = breaking.breaking_points(pooled)
     assert bp["staged"].startswith("held") and bp["pageable"].startswith("breaks at 16 MiB every 8 ms")
-    assert "counted over all its runs" in radar.rule_text(pooled) and "2.5%" in radar.rule_text(pooled)
-    old = radar.breaking_points(per_run)  # a recording climbed with the per-run rule keeps its own verdicts
-    assert old["staged"].startswith("breaks at 16 MiB every 8 ms") and "per-run rule" in radar.rule_text(per_run)
-    assert "less than one frame" in radar.rule_text(per_run)
-    rows = {r[0]: r for r in radar.breaking_rows(pooled)}
+    assert "counted over all its runs" in breaking.rule_text(pooled) and "2.5%" in breaking.rule_text(pooled)
+    old = breaking.breaking_points(per_run)  # a recording climbed with the per-run rule keeps its own verdicts
+    assert old["staged"].startswith("breaks at 16 MiB every 8 ms") and "per-run rule" in breaking.rule_text(per_run)
+    assert "less than one frame" in breaking.rule_text(per_run)
+    rows = {r[0]: r for r in breaking.breaking_rows(pooled)}
     assert rows["staged"][-1] == "holds (1 late)" and rows["staged"][6] == "1 of 200"
     assert rows["pageable"][-1] == "BREAKS" and rows["registered"][-1] == "holds"
-    with pytest.raises(radar.InputError):
-        radar.miss_rule({"rule": "whatever", "sweep": []})
+    with pytest.raises(errors.InputError):
+        breaking.miss_rule({"rule": "whatever", "sweep": []})
 
 
 @pytest.mark.parametrize("rule", ["pooled", None])
@@ -179,7 +181,7 @@ def test_the_key_points_say_what_the_breaking_points_say(rule):
     data = _sweep(rule)
     ev = _evidence(doc, "radar.breaking_point", Mode.LIVE, data, source="here")
     pts = findings.key_points(_designs(doc, Mode.LIVE, source="here"), ev)
-    bp = radar.breaking_points(data)
+    bp = breaking.breaking_points(data)
     for design, verdict in bp.items():
         assert f"{design} {verdict}" in pts[1]
     assert ("staged breaks" in pts[1]) == (rule is None)
@@ -188,9 +190,9 @@ def test_the_key_points_say_what_the_breaking_points_say(rule):
 @pytest.mark.parametrize("path", WITH_RADAR, ids=lambda p: p.stem)
 def test_the_recorded_sweep_keeps_its_verdicts_under_its_own_rule(path):
     data = _doc(path)["experiments"]["radar.breaking_point"]["data"]
-    for design, verdict in radar.breaking_points(data).items():
+    for design, verdict in breaking.breaking_points(data).items():
         mine = [r for r in data["sweep"] if r["design"] == design]
-        broke_somewhere = any(radar.broke(r) for r in mine) if radar.miss_rule(data) == "per-run" else None
+        broke_somewhere = any(breaking.broke(r) for r in mine) if breaking.miss_rule(data) == "per-run" else None
         if broke_somewhere is not None:
             assert verdict.startswith("breaks") == broke_somewhere
 
@@ -254,22 +256,24 @@ def test_the_recorder_climbs_past_a_point_with_one_late_frame_in_its_runs(monkey
 
     calls = {"staged": 0, "pageable": 0}
 
-    def fake(design, n, period, frames, **kw):
+    def fake(cfg):
+        design, period, frames = cfg.design, cfg.period_s, cfg.frames
         lat = [int(period * 0.7e6)] * frames  # not clear: every point runs REPEATS times
-        if design in calls and kw.get("sync") is None:
+        if design in calls and cfg.sync is None:
             calls[design] += 1
             late = 1 if design == "staged" and calls[design] == 1 else (frames if design == "pageable" else 0)
             for i in range(late):
                 lat[i] = int(period * 1.2e6)
-        return radar.RunResult(design, n, period, 4, 1, frames, lat, list(range(frames)), 0, 0.1, 1.0,
-                               extra={"sync": kw.get("sync") or "poll-loop"})
+        return metrics.RunResult(design=design, frame_bytes=cfg.frame_bytes, period_s=period, slots=4, buffers=1,
+                                 frames=frames, latency_us=lat, seq=list(range(frames)), dropped=0, cpu_s=0.1,
+                                 wall_s=1.0, extra={"sync": cfg.sync or "poll-loop"})
 
-    monkeypatch.setattr(radar, "run_pipeline", fake)
+    monkeypatch.setattr(pipeline_runs, "run_pipeline", fake)
     out = experiments.get("radar.breaking_point").run(False)  # the full ladder: 5 runs of 40 frames at 8 ms
-    assert out["rule"] == "pooled" and radar.miss_rule(out) == "pooled"
-    assert calls["staged"] == len(radar.LADDER) * radar.REPEATS  # climbed on after the late frame
-    assert calls["pageable"] == radar.REPEATS  # broke at the first point
-    bp = radar.breaking_points(out)
+    assert out["rule"] == "pooled" and breaking.miss_rule(out) == "pooled"
+    assert calls["staged"] == len(breaking.LADDER) * breaking.REPEATS  # climbed on after the late frame
+    assert calls["pageable"] == breaking.REPEATS  # broke at the first point
+    bp = breaking.breaking_points(out)
     assert bp["pageable"].startswith("breaks at 4 MiB") and "the top of the sweep" in bp["staged"]
 
 

@@ -63,7 +63,7 @@ def is_bad_input_class(cls: type) -> bool:
 def test_the_scan_finds_the_course_errors():
     found = exception_classes()
     for name in ("helpers.core.errors.InputError", "helpers.core.errors.DeviceTimeoutError",
-                 "helpers.ch09_radar_pipeline.radar.RadarInputError", "helpers.core.experiments.RegistryError"):
+                 "helpers.models.radar.designs.RadarInputError", "helpers.core.experiments.RegistryError"):
         assert name in found
     assert all(name in found for name in ALLOWED_OUTSIDE | NOT_INPUT), "an allow-list names a class that is gone"
 

@@ -10,9 +10,10 @@ import plotly.graph_objects as go
 import pytest
 
 from helpers import course
-from helpers.ch09_radar_pipeline import radar
+from helpers.ch09_radar_pipeline import diagrams
 from helpers.core import figures
 from helpers.core.mode import Mode
+from helpers.models.radar import designs, dsp, metrics
 
 
 def test_a_figure_over_the_limit_refuses_to_display():
@@ -42,9 +43,9 @@ def test_block_max_keeps_every_peak_and_says_its_step():
 
 
 def test_the_range_doppler_map_stays_under_the_limit_and_keeps_its_targets():
-    frame = radar.synth_frame(4 << 20, seed=9, variant=0)
-    rd = radar.doppler_map(np, frame, radar.matched_filter(np))
-    cf = radar.map_figure(rd)
+    frame = dsp.synth_frame(4 << 20, seed=9, variant=0)
+    rd = dsp.doppler_map(np, frame, dsp.matched_filter(np))
+    cf = diagrams.map_figure(rd)
     assert cf.embedded_bytes() <= figures.MAX_EMBED_BYTES
     full = 10 * np.log10(rd[:, :900] + 1e-3)
     assert float(np.max(cf.fig.data[0].z)) == pytest.approx(full.max(), abs=0.06)  # the brightest target survives
@@ -53,9 +54,9 @@ def test_the_range_doppler_map_stays_under_the_limit_and_keeps_its_targets():
 
 def test_the_recorded_radar_figures_stay_under_the_limit():
     ctx = course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
-    measured = [ctx.get(f"radar.{d}") for d in radar.DESIGNS]
-    parts = radar.parts_of(measured)
+    measured = [ctx.get(f"radar.{d}") for d in designs.DESIGNS]
+    parts = metrics.parts_of(measured)
     for n in (4 << 20, 16 << 20):
-        runs = radar.runs_of(measured, frame_bytes=n)
-        for cf in (radar.latency_figure(runs, parts), radar.histogram_figure(runs, parts)):
+        runs = metrics.runs_of(measured, frame_bytes=n)
+        for cf in (diagrams.latency_figure(runs, parts), diagrams.histogram_figure(runs, parts)):
             assert cf.embedded_bytes() <= figures.MAX_EMBED_BYTES, cf.title

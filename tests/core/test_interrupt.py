@@ -196,21 +196,21 @@ def test_traced_child_interrupted(kernel, tmp_path):
 
 
 def _rings(pid: int) -> list[str]:
-    """The radar capture card's shared-memory rings a process created (helpers.ch09_radar_pipeline.radar.ShmRing)."""
+    """The radar capture card's shared-memory rings a process created (helpers.models.radar.ring.CaptureCard)."""
     return sorted(str(x) for x in Path("/dev/shm").glob(f"course-radar-{pid}-*"))
 
 
 def test_radar_capture_interrupted(kernel):
     """The capture card (a producer process and a /dev/shm ring) stops with the interrupted cell."""
-    kernel.run("from helpers.ch09_radar_pipeline import radar")
+    kernel.run("from helpers.models.radar import pipeline")
     locked = kernel.locked()
-    name = kernel.interrupt_when("radar.run_cpu_consumer(4 << 20, 8e-3, 1_000_000)",
+    name = kernel.interrupt_when("pipeline.run_cpu_consumer(4 << 20, 8e-3, 1_000_000)",
                                  lambda: len(kernel.children()) == 1 and _rings(kernel.pid))
     assert name == "KeyboardInterrupt"
     assert _gone([c["pid"] for c in kernel.children()]) and kernel.children() == []
     assert _rings(kernel.pid) == [], "the ring outlived the interrupted run"
     assert kernel.locked() <= locked
-    out = kernel.run("r = radar.run_cpu_consumer(1 << 20, 8e-3, 20)\nprint(len(r.latency_us), r.dropped)")
+    out = kernel.run("r = pipeline.run_cpu_consumer(1 << 20, 8e-3, 20)\nprint(len(r.latency_us), r.dropped)")
     assert out.split() == ["20", "0"]
     assert kernel.children() == [] and _rings(kernel.pid) == []
 
@@ -254,11 +254,12 @@ def test_radar_pipeline_interrupted_leaves_no_registration_or_device_memory():
     leaves no producer, no ring, no pinned or device memory, and the next run works."""
     k = Kernel({"COURSE_MODE": "live"})
     try:
-        k.run("from helpers import course\nfrom helpers.ch09_radar_pipeline import radar\nfrom helpers.core import gpu\nctx = course.start('t', quiet=True)\n"
-              "cp = gpu.cupy()\nradar.run_pipeline('registered', 1 << 20, 8e-3, frames=10)")
+        k.run("from helpers import course\nfrom helpers.models.radar.pipeline import PipelineConfig, run_pipeline\n"
+              "from helpers.core import gpu\nctx = course.start('t', quiet=True)\n"
+              "cp = gpu.cupy()\nrun_pipeline(PipelineConfig(design='registered', frame_bytes=1 << 20, frames=10))")
         base_dev = int(k.run("f, t = cp.cuda.runtime.memGetInfo(); print(t - f)"))
         base_pinned = k.pinned()
-        name = k.interrupt_when("radar.run_pipeline('pipelined', 16 << 20, 8e-3, frames=1_000_000)",
+        name = k.interrupt_when("run_pipeline(PipelineConfig(design='pipelined', frame_bytes=16 << 20, frames=1_000_000))",
                                 lambda: len(k.children()) == 1 and _rings(k.pid), timeout=90)
         assert name == "KeyboardInterrupt"
         assert _gone([c["pid"] for c in k.children()]) and k.children() == []
@@ -267,7 +268,7 @@ def test_radar_pipeline_interrupted_leaves_no_registration_or_device_memory():
         assert k.pinned() <= base_pinned + (1 << 20), "pinned memory left behind by the interrupted pipeline"
         used = int(k.run("f, t = cp.cuda.runtime.memGetInfo(); print(t - f)"))
         assert used - base_dev <= 64 << 20, f"{(used - base_dev) >> 20} MiB of device memory left behind"
-        out = k.run("r = radar.run_pipeline('registered', 4 << 20, 8e-3, frames=50)\n"
+        out = k.run("r = run_pipeline(PipelineConfig(design='registered', frame_bytes=4 << 20, frames=50))\n"
                     "print(len(r.latency_us), r.checked > 0, r.max_error < 1e-3)")
         assert out.split() == ["50", "True", "True"]
         assert k.children() == [] and _rings(k.pid) == []

@@ -123,15 +123,16 @@ def fit_line(nbytes, times_s):
     return f.t0_s, f.bandwidth_Bps
 '''}, "lab3": {"range_doppler_code": '''
 def range_doppler(xp, frame, mf):
-    return radar.doppler_map(xp, frame, mf)
+    return dsp.doppler_map(xp, frame, mf)
 '''}}
 
 
 def test_calling_the_courses_own_implementation_scores_zero(graded):
     lab2, feedback = graded("own-implementation-lab2", "lab2")
     assert lab2["fit_synthetic"] == 0 and "copy_cost.fit" in feedback["fit_synthetic"]
-    lab3, _ = graded("own-implementation-lab3", "lab3")
+    lab3, feedback = graded("own-implementation-lab3", "lab3")
     assert lab3["rd_matches_reference"] == 0 and lab3["rd_finds_target"] == 0
+    assert "doppler_map" in feedback["rd_matches_reference"]  # refused as the course's own, not a NameError
     assert lab3["deadline_report"] == 4
 
 

@@ -28,14 +28,14 @@ def fit_line(nbytes, times_s):
     return f.t0_s, f.bandwidth_Bps
 '''}),
     "clone_doppler_map": ("lab3", {"range_doppler_code": NOOP_OWN_WORK + '''
-from helpers.ch09_radar_pipeline import radar as _radar
-_dm = _clone(_radar.doppler_map)
+from helpers.models.radar import dsp
+_dm = _clone(dsp.doppler_map)
 def range_doppler(xp, frame, mf):
     return _dm(xp, frame, mf)
 '''}),
     "clone_summarize": ("lab3", {"deadline_report_code": NOOP_OWN_WORK + '''
-from helpers.ch09_radar_pipeline import radar as _radar
-_sm = _clone(_radar.summarize)
+from helpers.models.radar import metrics
+_sm = _clone(metrics.summarize)
 def deadline_report(latency_us, period_s, dropped):
     s = _sm(latency_us, period_s, dropped)
     return {**s, "ok": s["misses"] == 0 and s["dropped"] == 0}

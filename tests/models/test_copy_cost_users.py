@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from helpers import course
-from helpers.ch09_radar_pipeline import radar
 from helpers.core.mode import Mode
 from helpers.models import copy_cost, routes, ttm
+from helpers.models.radar import designs, simulator
 
 RADAR_FROM = 1 << 16  # Chapter 9 fits the copies of 64 KiB and more (its frames' sizes)
 
@@ -32,7 +32,7 @@ def test_chapter3_and_the_ttm_link_model_give_the_same_fit(recorded):
 
 def test_the_radar_model_is_the_same_fit_over_64_kib_and_up(recorded):
     ctx = course.Context(Mode.REPLAY, "test", None, "h100-pcie")
-    params = radar.machine_params(recorded, [ctx.get(f"radar.{d}") for d in radar.DESIGNS])
+    params = simulator.machine_params(recorded, [ctx.get(f"radar.{d}") for d in designs.DESIGNS])
     sub = copy_cost.fit_all(recorded.data, lo=RADAR_FROM)
     assert (params.pinned_t0_s, params.pinned_Bps) == (sub[("pinned", "h2d")].t0_s, sub[("pinned", "h2d")].bandwidth_Bps)
     assert (params.pageable_t0_s, params.pageable_Bps) == (sub[("pageable", "h2d")].t0_s,

@@ -24,7 +24,7 @@ from helpers.models import device_process as dp
 ROOT = Path(__file__).resolve().parents[2]
 LEARNER_PATH = [ROOT / "helpers" / "models" / "device_process.py",
                 *sorted((ROOT / "helpers" / "models" / "toygpu").glob("*.py")),
-                ROOT / "helpers" / "ch09_radar_pipeline" / "_radar_card.py"]
+                ROOT / "helpers" / "models" / "radar" / "card.py"]
 LINUX_ONLY = re.compile(r"/proc/|/dev/shm|prctl|PDEATHSIG|select\.select|pass_fds|os\.fork|fcntl")
 
 
@@ -61,10 +61,10 @@ def test_using_the_devices_starts_no_helper_process():
         import json, sys
         from multiprocessing import resource_tracker
         from helpers.models.toygpu import ToyGPU
-        from helpers.ch09_radar_pipeline import radar
+        from helpers.models.radar import ring
         with ToyGPU(vram_bytes=1 << 20, sysmem_bytes=1 << 20) as g:
             g.read("ID")
-        with radar.CaptureCard(1 << 20, 5e-3, frames=2) as c:
+        with ring.CaptureCard(frame_bytes=1 << 20, period_s=5e-3, frames=2) as c:
             c.wait_frame(10.0)
         print(json.dumps(resource_tracker._resource_tracker._pid))
     """)

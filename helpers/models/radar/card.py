@@ -1,7 +1,7 @@
 """The capture-card stand-in: a separate process that writes radar frames into a shared ring.
 
-Started as ``python -m helpers.ch09_radar_pipeline._radar_card PARENT_PID`` by
-`helpers.ch09_radar_pipeline.radar.CardHost`, through the course's portable device-process
+Started as ``python -m helpers.models.radar.card PARENT_PID`` by
+`helpers.models.radar.ring.CardHost`, through the course's portable device-process
 plumbing (helpers.models.device_process: shared memory, a stdin lifeline); it imports only
 numpy and that module and never touches CUDA. Each line on its stdin names one acquisition's
 shared ring: it fills that ring, lets go of it (CTL_DETACHED) and waits for the next line, the
