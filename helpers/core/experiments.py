@@ -81,10 +81,14 @@ class Experiment:
     params: Mapping[str, Validator] = field(default_factory=dict)
     # checks that need several parameters at once (lo <= hi): fn(params) raises InputError
     params_check: Callable[[dict], None] | None = None
-    # where the recording lives when it is not this experiment's own (the file's system report,
-    # or part of another experiment's recording): fn(reference) -> data. The recorder does not
-    # run such an experiment on its own.
-    recorded_in: Callable[..., dict] | None = None
+    # when the recording is part of another experiment's: that experiment's id, and `from_recording`
+    # takes this one's data out of it (fn(that data) -> data). The recorder does not run it on its own.
+    recorded_in: str | None = None
+    from_recording: Callable[[dict], dict] | None = None
+    # the reference machines (DEFAULT_REFERENCE, P2P_REFERENCE) where a recording may be absent: declared
+    # once here, so a page replays "not recorded on that machine" instead of failing, and the coverage
+    # test (tests/core/test_recording_coverage.py) does not require the file
+    optional_on: tuple[str, ...] = ()
 
     @property
     def shown(self) -> Callable | None:
@@ -113,8 +117,11 @@ class Experiment:
 def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (GPU,),
                reference: str = DEFAULT_REFERENCE, params: Mapping[str, Validator] | None = None,
                params_check: Callable[[dict], None] | None = None,
-               recorded_in: Callable[..., dict] | None = None):
+               recorded_in: str | None = None, from_recording: Callable[[dict], dict] | None = None,
+               optional_on: tuple[str, ...] = ()):
     """Register the decorated function as experiment `id` (see the module docstring).
+
+    optional_on: the reference machines where its recording may be missing (see Experiment).
 
     needs=() declares an experiment that needs only a CPU: it runs live in every mode but a
     forced replay (COURSE_MODE=replay)."""
@@ -124,6 +131,9 @@ def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (G
     if bad or reference not in REFERENCES:
         raise RegistryError(f"experiment {id!r}: needs must be from {NEEDS} and reference from {REFERENCES}; "
                             f"got needs={needs!r}, reference={reference!r}")
+    if (recorded_in is None) != (from_recording is None) or any(r not in REFERENCES for r in optional_on):
+        raise RegistryError(f"experiment {id!r}: recorded_in and from_recording go together, and optional_on "
+                            f"names machines from {REFERENCES}; got {recorded_in!r}, {from_recording!r}, {optional_on!r}")
     params = dict(params or {})
     silent = [n for n, v in params.items() if validate.describe(v) is None]
     if silent:
@@ -144,7 +154,7 @@ def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (G
         if existing and existing.run.__qualname__ != fn.__qualname__:
             raise RegistryError(f"experiment {id!r} is registered twice")
         _REGISTRY[id] = Experiment(id, chapter, title, fn, tuple(needs), reference, params, params_check,
-                                  recorded_in)
+                                  recorded_in, from_recording, tuple(optional_on))
         return fn
 
     return wrap
