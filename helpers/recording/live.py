@@ -4,9 +4,9 @@ every recording (and what a page sets beside the reference machine's)."""
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import platform
 import pwd
-import os
 import subprocess
 import sys
 

@@ -320,7 +320,7 @@ def test_nccl_view_says_why_when_there_is_nothing(tmp_path, monkeypatch, no_gpu)
 
 
 def test_experiments_skip_on_fewer_than_two_gpus(no_gpu):
-    from helpers.core.recorder import SkipExperiment
+    from helpers.recording.recorder import SkipExperiment
 
     for run in (p2p.topology_experiment, p2p.matrices_experiment, p2p.nccl_experiment):
         with pytest.raises(SkipExperiment, match="two or more GPUs"):
