@@ -6,8 +6,8 @@ A chapter package adds an experiment by decorating a function:
                 params={"frames": validate.count(1, 1000)})
     def cost_vs_size(quick: bool, frames: int = 200) -> dict: ...
 
-The function runs live and returns JSON-serialisable data; the recorder stores that dict in a
-reference file, and replay reads it back. Notebooks never call the function directly: they
+The function runs live and returns JSON-serialisable data; the recorder stores that dict in its
+own file, data/reference/<machine>/<id>.json, and replay reads it back. Notebooks never call the function directly: they
 ask the context, `ctx.get("pinning.cost_vs_size", frames=200)`, and the evidence contract
 (core.evidence) checks the parameters, decides live or replay from `needs`, and says why.
 `discover()` imports every chapter package so their decorators run.
@@ -51,7 +51,7 @@ NVCC = "nvcc"  # nvcc, or a built tools/bwcheck (BWCHECK)
 QEMU = "qemu"  # qemu-system-x86_64 (COURSE_QEMU or PATH): the kernel lab boots Linux in it
 NEEDS = (GPU, TWO_GPUS, STRACE, NVCC, QEMU)
 
-# Which reference file holds an experiment's recording.
+# Which reference machine holds an experiment's recording (data/reference/<machine>/<id>.json).
 DEFAULT_REFERENCE = "default"  # COURSE_REFERENCE, else h100-pcie
 P2P_REFERENCE = "p2p"  # COURSE_P2P_REFERENCE, else h200x2-nvlink
 # not a GPU recording: a transcript of a run in the kernel lab's VM, data/kernel_lab/<id>.json,
