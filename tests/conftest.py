@@ -44,6 +44,18 @@ def recorded_machine(folder: Path = REFERENCE) -> dict:
             "system": report.get("data"), "provenance": report.get("provenance")}
 
 
+def declare_optional(monkeypatch, experiment_id: str, role: str = "default") -> None:
+    """Make the registered experiment declare its recording optional on the `role` machine
+    (`optional_on`), for this test only: how a page's "not recorded there" path is reached."""
+    import dataclasses
+
+    from helpers.core import experiments
+
+    registry = experiments.discover()
+    registry[experiment_id] = dataclasses.replace(registry[experiment_id], optional_on=(role,))
+    monkeypatch.setattr(experiments, "discover", lambda: registry)
+
+
 def write_reference(directory: Path, name: str = "h100-pcie", *, add: dict | None = None, drop=(),
                     only_added: bool = False, chapter: int = 0, base: Path = REFERENCE) -> Path:
     """Write the machine folder `<directory>/<name>/` as the recorder writes it: the `base` machine's
@@ -53,7 +65,8 @@ def write_reference(directory: Path, name: str = "h100-pcie", *, add: dict | Non
 
     src = reference.load(base)
     docs = {} if only_added else {i: src.recording(i).doc for i in src.ids() if i not in drop}
-    prov = src.recording("system.report").provenance
+    have = src.ids()
+    prov = src.recording("system.report" if "system.report" in have else have[0]).provenance
     manifest = dict(src.manifest, name=name)
     folder = Path(directory) / name
     if folder.exists():
