@@ -173,7 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     print("warming up (pinned copies both ways, discarded)", flush=True)
     warm_up()
     gpu.release_pools()
-    recorded = record(chosen, ref, prov, args.quick)
+    try:
+        recorded = record(chosen, ref, prov, args.quick)
+    except ReferenceDataError as exc:  # a file read back unlike what was written: say so, write nothing more
+        print(f"record: stopped: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
     print(f"wrote {len(chosen)} file(s) into {ref.path} ({len(recorded)} with data)")
     problems = check_problems(recorded)
     if problems:
