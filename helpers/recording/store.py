@@ -20,6 +20,7 @@ from helpers.core import files, reference
 from helpers.core.errors import InputError, ReferenceDataError
 
 MACHINE_GPU_FIELDS = ("name", "pci_id", "memory_bytes", "compute_capability", "copy_engines")
+READABLE = 0o644  # recordings are read by everyone who replays them (a grader's sandboxed worker too)
 
 
 def as_text(doc: dict) -> str:
@@ -78,6 +79,7 @@ def _create_exclusively(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), READABLE)
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -101,7 +103,7 @@ def write(ref: reference.Reference, doc: dict) -> reference.Recording:
     the loader and compare: ReferenceDataError when what is there is not what was meant."""
     path = ref.file(doc["id"])
     doc = sealed(doc, "recording", f"{ref.name}/{path.name}")
-    files.write_atomically(path, as_text(doc))
+    files.write_atomically(path, as_text(doc), mode=READABLE)
     back = reference.load_recording(path, ref)
     if back.doc != doc:
         raise ReferenceDataError(f"{path}: what was read back differs from what was written "

@@ -67,6 +67,9 @@ def test_writes_one_valid_file_per_experiment(stand_in_recorder, tmp_path):
         "python", "-m", "helpers.record"]
     assert not ref.has("demo.skip") and ref.recording("demo.skip").skipped == "needs two GPUs"
     assert ref.machine["gpu"]["name"] == "NVIDIA H100 80GB HBM3" and "driver" not in ref.machine
+    # readable by everyone who replays them (a grader's worker runs as another user), writable by the recorder
+    assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == dict.fromkeys(
+        ["demo.one.json", "demo.skip.json", "manifest.json"], 0o644)
 
 
 def test_the_command_line_module_is_the_recorder():
