@@ -1,5 +1,5 @@
 """Shared fixtures: a fake sysfs tree with an H100-like GPU, a probe that pretends, and
-reference files built from the committed one the way the recorder writes them."""
+reference machine folders built from the committed one the way the recorder writes them."""
 
 from __future__ import annotations
 
