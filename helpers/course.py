@@ -36,23 +36,22 @@ class Context:
         return self.mode is Mode.LIVE
 
     def reference(self, which: str = DEFAULT_REFERENCE) -> reference.Reference:
-        """The validated reference file replays read: the course's main machine, or ("p2p") the
-        two-GPU machine. A missing or damaged file raises ReferenceDataError naming it."""
+        """The validated reference machine replays read: the course's main machine, or ("p2p") the
+        two-GPU machine. A missing or damaged manifest raises ReferenceDataError naming it."""
         if which == P2P_REFERENCE:
             return reference.load(self.p2p_reference_name)
         return reference.load(self.reference_name)
 
-    def get(self, experiment_id: str, *, optional: bool = False, quick: bool = False, recorded: bool = False,
-            code=None, **params) -> Evidence:
+    def get(self, experiment_id: str, *, quick: bool = False, recorded: bool = False, code=None,
+            **params) -> Evidence:
         """The experiment's Evidence, live or replayed (the rules: helpers.core.evidence).
 
-        optional=True: a missing recording comes back as Evidence with data None instead of an
-        error. recorded=True: the reference machine's recording even when live (side by side).
+        A recording the experiment declares optional on its machine (`optional_on`) and that is missing
+        comes back as Evidence with data None and `missing` saying why. recorded=True: the reference machine's recording even when live (side by side).
         quick=True: the recorder's smoke-test sizes. code=: the learner's version of the measuring
         function the page shows (it runs live; replay shows the course's). Other keywords are the
         experiment's own parameters (`python -m helpers.record --list` shows them)."""
-        return evidence.get(self, experiment_id, optional=optional, quick=quick, recorded=recorded, code=code,
-                            **params)
+        return evidence.get(self, experiment_id, quick=quick, recorded=recorded, code=code, **params)
 
     def predict(self, question: str, guess, *, unit: str = "", kind: str = "") -> predictions.Prediction | None:
         """Keep the learner's guess for `question` before the result is shown, with the kind of

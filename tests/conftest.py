@@ -1,10 +1,10 @@
 """Shared fixtures: a fake sysfs tree with an H100-like GPU, a probe that pretends, and
-reference files built from the committed one the way the recorder writes them."""
+reference machine folders built from the committed one the way the recorder writes them."""
 
 from __future__ import annotations
 
-import json
 import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from helpers.measure import sandbox
 settings.register_profile("course", deadline=None)
 settings.load_profile("course")
 
-REFERENCE = Path(__file__).resolve().parent.parent / "data" / "reference" / "h100-pcie.json"
+REFERENCE = Path(__file__).resolve().parent.parent / "data" / "reference" / "h100-pcie"
 
 
 def run_on_simulator(code: str, timeout_s: float = 300) -> str:
@@ -33,25 +33,53 @@ def run_on_simulator(code: str, timeout_s: float = 300) -> str:
     return out.stdout_tail
 
 
+def recorded_machine(folder: Path = REFERENCE) -> dict:
+    """A reference machine's recordings, validated by the loader, as one dict for tests that read many:
+    {"name", "experiments": {id: recording document (title, chapter, quick, data or skipped, provenance)},
+    "system": the system report's data, "provenance": the system report's provenance}."""
+    ref = reference.load(folder)
+    docs = {i: ref.recording(i).doc for i in ref.ids()}
+    report = docs.get("system.report", {})
+    return {"name": ref.name, "experiments": {i: d for i, d in docs.items() if "data" in d},
+            "system": report.get("data"), "provenance": report.get("provenance")}
+
+
+def declare_optional(monkeypatch, experiment_id: str, role: str = "default") -> None:
+    """Make the registered experiment declare its recording optional on the `role` machine
+    (`optional_on`), for this test only: how a page's "not recorded there" path is reached."""
+    import dataclasses
+
+    from helpers.core import experiments
+
+    registry = experiments.discover()
+    registry[experiment_id] = dataclasses.replace(registry[experiment_id], optional_on=(role,))
+    monkeypatch.setattr(experiments, "discover", lambda: registry)
+
+
 def write_reference(directory: Path, name: str = "h100-pcie", *, add: dict | None = None, drop=(),
                     only_added: bool = False, chapter: int = 0, base: Path = REFERENCE) -> Path:
-    """Write `<directory>/<name>.json`: the `base` reference file with the experiments in `drop`
-    removed (or all of them, with only_added) and each `add` id recorded with the given data,
-    under a valid checksum, as the recorder writes it. Returns the file's path."""
-    doc = json.loads(Path(base).read_text())
-    doc["name"] = name
-    doc["provenance"].pop("merged", None)  # a fresh recording: the base file's later merges are its own
-    if only_added:
-        doc["experiments"] = {}
-    for eid in drop:
-        doc["experiments"].pop(eid, None)
+    """Write the machine folder `<directory>/<name>/` as the recorder writes it: the `base` machine's
+    manifest and recordings (less those in `drop`, or none with only_added), and each `add` id
+    recorded with the given data and the base's provenance, every file checksummed. Returns the folder."""
+    from helpers.recording import store
+
+    src = reference.load(base)
+    docs = {} if only_added else {i: src.recording(i).doc for i in src.ids() if i not in drop}
+    have = src.ids()
+    prov = src.recording("system.report" if "system.report" in have else have[0]).provenance
+    manifest = dict(src.manifest, name=name)
+    folder = Path(directory) / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    (folder / reference.MANIFEST).write_text(store.as_text(store.sealed(manifest, "machine", name)))
+    ref = reference.load(folder)
     for eid, data in (add or {}).items():
-        doc["experiments"][eid] = {"title": eid, "chapter": chapter, "duration_s": 1.0, "quick": False,
-                                   "data": data}
-    doc["checksum"] = reference.checksum(doc)
-    path = Path(directory) / f"{name}.json"
-    path.write_text(json.dumps(doc))
-    return path
+        docs[eid] = store.recording_doc(ref, eid, {"title": eid, "chapter": chapter, "duration_s": 1.0,
+                                                   "quick": False, "data": data}, prov)
+    for doc in docs.values():
+        store.write(ref, dict(doc, machine=name))
+    return folder
 
 
 # The first lines of a real H100's sysfs `resource` file (BAR0, BAR2, BAR4), as on the
@@ -156,18 +184,19 @@ def recovered_toy_gpu(toy_device):
 def stand_in_recorder(monkeypatch):
     """The recorder on a stand-in GPU, with the committed H100 provenance and a system report of
     nothing; returns `use(registry)`, which makes `registry` ({id: Experiment}) all it records."""
-    import json
-
-    from helpers.core import experiments, provenance, recorder, reference
+    from helpers.core import experiments
     from helpers.measure import sysinfo
+    from helpers.recording import live, recorder
 
     monkeypatch.delenv("COURSE_MODE", raising=False)
     monkeypatch.setattr(recorder, "warm_up", lambda: None)
     monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Stand-in GPU", 1, "Stand-in GPU"))
     monkeypatch.setattr(gpu, "release_pools", lambda: None)
-    fake_prov = json.loads((reference.data_dir() / "h100-pcie.json").read_text())["provenance"]
-    fake_prov.pop("merged", None)  # what the live machine reports, not the file's history
-    monkeypatch.setattr(provenance, "live_provenance", lambda argv: dict(fake_prov, command_line=argv))
+    fake_prov = dict(reference.load(REFERENCE).recording("system.report").provenance)
+    fake_prov.pop("split_from", None)  # what the live machine reports, not how a file was moved
+    fake_prov.update(git_commit="0" * 40, recorded_by="stand-in")
+    monkeypatch.setattr(live, "live_provenance",
+                        lambda argv, by=None: dict(fake_prov, command_line=argv, recorded_by=by or "stand-in"))
     monkeypatch.setattr(sysinfo, "collect", lambda: sysinfo.SystemReport("k", None, [], {}, "none", None,
                                                                           None, [], [], []))
 

@@ -2,10 +2,11 @@
 
     python tools/atlas.py build SUBMISSIONS_DIR [--out atlas.html] [--csv atlas.csv]
 
-A learner who opts in records their machine (`python -m helpers.record --out my-machine.json`,
-on their own GPU) and submits the file through nbgrader's exchange as the assignment `atlas`
-(book/teaching.md shows the commands). The instructor collects, then builds this page from the
-collected folder (any depth: `submitted/<student>/atlas/*.json`) and data/reference/.
+A learner who opts in records their machine (`python -m helpers.record --out my-machine`,
+on their own GPU: a folder with manifest.json and one file per experiment) and submits the folder
+through nbgrader's exchange as the assignment `atlas` (book/teaching.md shows the commands). The
+instructor collects, then builds this page from the collected folder (any depth:
+`submitted/<student>/atlas/<machine>/manifest.json`) and data/reference/.
 
 Each file must pass the course's own validation (schema and checksum: a file edited by hand is
 refused, named, and left out). Per machine the atlas shows: the GPU and its PCI id, the link
@@ -44,11 +45,11 @@ def _size(n: int) -> str:
 
 
 def machine_row(ref: reference.Reference, kind: str) -> dict:
-    """One machine's atlas entry from a validated recording."""
-    prov = ref.provenance
-    row = {"machine": ref.name, "kind": kind, "gpu": prov["gpu"].get("name"), "pci id": prov["gpu"].get("pci_id"),
-           "link": f"{prov.get('pcie', {}).get('current')} (max {prov.get('pcie', {}).get('max')})",
-           "recorded": str(prov.get("date", ""))[:10]}
+    """One machine's atlas entry from its validated manifest and recordings."""
+    m = ref.machine
+    row = {"machine": ref.name, "kind": kind, "gpu": m["gpu"].get("name"), "pci id": m["gpu"].get("pci_id"),
+           "link": f"{m.get('pcie', {}).get('current')} (max {m.get('pcie', {}).get('max')})",
+           "recorded": max((str(ref.recording(i).provenance.get("date", ""))[:10] for i in ref.ids()), default="")}
     if ref.has(SWEEP):
         fits = copy_cost.fit_all(ref.experiment(SWEEP))
         for d in ("h2d", "d2h"):
@@ -56,7 +57,7 @@ def machine_row(ref: reference.Reference, kind: str) -> dict:
             row[f"{d} B (GB/s)"] = round(f.bandwidth_gbps, 2)
             row[f"{d} t0 (us)"] = round(f.t0_s * 1e6, 2)
             row[f"{d} n½ (KiB)"] = round(f.n_half / 1024, 1)
-    gpus = (ref.doc.get("system") or {}).get("gpus") or []
+    gpus = (ref.experiment("system.report") if ref.has("system.report") else {}).get("gpus") or []
     bars = [b for g in gpus[:1] for b in g.get("bars", [])]
     row["BARs"] = ", ".join(f"BAR{b['index']} {_size(b['size'])}" for b in bars) or "not recorded"
     return row
@@ -67,7 +68,7 @@ def collect(folder: Path) -> tuple[list[dict], list[str]]:
     rows, refused = [], []
     for name in reference.list_names():
         rows.append(machine_row(reference.load(name), "reference"))
-    for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
+    for path in sorted(folder.rglob(reference.MANIFEST)) if folder.is_dir() else []:
         try:
             rows.append(machine_row(reference.load(path), f"class ({path.relative_to(folder).parts[0]})"))
         except ReferenceDataError as exc:

@@ -2,26 +2,17 @@
 
 `ctx.get("system.report")` reads this machine's sysfs now: it needs no GPU, so it runs live on
 a laptop too (a forced replay replays it). `ctx.get("system.report", recorded=True)` is the
-reference machine's report, which the recorder writes into every reference file beside the
-experiments it recorded on that machine.
+reference machine's report, which the recorder records like any other experiment
+(data/reference/<machine>/system.report.json).
 """
 
 from __future__ import annotations
 
-from helpers.core.errors import ReferenceDataError
 from helpers.core.experiments import experiment
 from helpers.measure import sysinfo
 
 
-def recorded_report(ref) -> dict:
-    """The system report a reference file holds (written by the recorder with its experiments)."""
-    report = ref.doc.get("system")
-    if not isinstance(report, dict):
-        raise ReferenceDataError(f"{ref.path.name} has no system report; re-record it with `python -m helpers.record`")
-    return report
-
-
-@experiment("system.report", chapter=0, needs=(), recorded_in=recorded_report,
+@experiment("system.report", chapter=0, needs=(),
             title="The machine as the kernel sees it: GPUs, PCIe links, BARs, /dev/dri (sysfs, /proc, /dev)")
 def system_report(quick: bool) -> dict:
     return sysinfo.collect().as_dict()

@@ -636,16 +636,15 @@ def record_syscall_census(quick: bool, rounds: tuple[int, ...] = ROUNDS, repeats
     return {"gpu": gpu_runs, "writes": contrast}
 
 
-def recorded_writes(ref) -> dict:
-    """The write(2) contrast of a reference file's census (recorded with path.syscall_census)."""
-    data = ref.experiment("path.syscall_census")
+def recorded_writes(data: dict) -> dict:
+    """The write(2) contrast of a recorded census (recorded with path.syscall_census)."""
     if not isinstance(data, dict) or "writes" not in data:
-        raise ReferenceDataError(f"{ref.path.name}: path.syscall_census has no 'writes' census; re-record it with "
+        raise ReferenceDataError("path.syscall_census has no 'writes' census; re-record it with "
                                  "`python -m helpers.record --only path.syscall_census`")
     return data["writes"]
 
 
-@experiment("path.write_census", chapter=1, needs=(STRACE,), recorded_in=recorded_writes,
+@experiment("path.write_census", chapter=1, needs=(STRACE,), recorded_in="path.syscall_census", from_recording=recorded_writes,
             title="strace -f -c of a child that calls write(2) once per round trip (no GPU needed)",
             params={"rounds": ROUND_LIST, "repeats": REPEAT_RULE})
 def write_census(quick: bool, rounds: tuple[int, ...] = ROUNDS, repeats: int = REPEATS) -> dict:

@@ -323,7 +323,7 @@ def explain_attributes(attrs: dict) -> list[str]:
     missing = [k for k in ("pageableMemoryAccess", "concurrentManagedAccess", "managedMemory") if k not in attrs]
     if missing:
         raise ReferenceDataError(f"device attributes lack {missing}: they come from experiment um.device_attributes "
-                                 "(live, or its recording in data/reference/<machine>.json)")
+                                 "(live, or its recording in data/reference/<machine>/)")
     out = []
     if not attrs["managedMemory"]:
         out.append("No managed memory on this device: cudaMallocManaged fails.")

@@ -19,9 +19,8 @@ return -ENOTSUPP unconditionally. ENOTSUPP (524) is a kernel-internal errno
 ``export_dmabuf`` is the measuring code the page shows (the default of the experiment's
 ``code`` parameter); ``export_device_memory`` wraps it with the device's attributes and is
 registered as experiment ``dmabuf.cuda_export`` so the course's recorder captures it on a GPU. A notebook asks for it with
-``ctx.get("dmabuf.cuda_export", optional=True)``: live on a GPU, else the recording, else an
-Evidence that says none exists; ``table`` and ``report`` show whichever it is, and invent
-nothing when there is no recording.
+``ctx.get("dmabuf.cuda_export")``: live on a GPU, else the recording; ``table`` and ``report``
+show whichever it is, and invent nothing when a machine has no recording of it.
 """
 
 from __future__ import annotations

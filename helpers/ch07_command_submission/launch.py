@@ -17,9 +17,9 @@ no system call (the toy GPU's ring and DOORBELL, on hardware). This module measu
 Every wait polls an event with a timeout (helpers.measure.transfers.wait_event): nothing blocks
 forever. Kernels are compiled once per process with NVRTC through cupy.RawModule.
 
-The notebook gets each experiment's data with `ctx.get("submission.launch_overhead", optional=True)`
+The notebook gets each experiment's data with `ctx.get("submission.launch_overhead")`
 (live on a GPU, else the recording); the views below take that Evidence and, when a recording
-is missing, hand back the Evidence itself so the page says why its figure is absent.
+is missing (an experiment declared optional on a machine), say why its figure is absent.
 """
 
 from __future__ import annotations

@@ -175,7 +175,7 @@ def panel_items(ctx: Context, params: MachineParams | None, frame_bytes: int, pe
     from helpers.core.figures import Table
 
     validate.choice(design, "design", DESIGNS)
-    ev = ctx.get(f"radar.{design}", optional=True, frames=frames, frame_bytes=frame_bytes, period_s=period_s,
+    ev = ctx.get(f"radar.{design}", frames=frames, frame_bytes=frame_bytes, period_s=period_s,
                  buffers=buffers)
     if ev.live:
         r = ev.data["runs"][0]

@@ -67,13 +67,14 @@ def _this_machine() -> dict:
     """This machine's facts that bear on a difference (CPU model, kernel, VM, driver, link)."""
     from helpers.core import provenance
     from helpers.measure import sysinfo
+    from helpers.recording import live
 
     try:
-        p = provenance.live_provenance([])
+        p = live.live_provenance([])
     except Exception:  # no GPU: the host facts alone
         import platform
 
-        p = {"host": {"cpu": provenance._cpu_model(), "kernel": platform.release()}}
+        p = {"host": {"cpu": provenance.cpu_model(), "kernel": platform.release()}}
     return {"CPU": p.get("host", {}).get("cpu"), "kernel": p.get("host", {}).get("kernel"),
             "VM": sysinfo.in_vm(), "driver": p.get("driver"), "link": (p.get("pcie") or {}).get("current")}
 

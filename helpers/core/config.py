@@ -6,9 +6,9 @@ environment (Numba's CUDA simulator when there is no GPU) is made by `course.sta
 | variable | meaning | default |
 |---|---|---|
 | COURSE_MODE | auto, live or replay | auto |
-| COURSE_REFERENCE | the reference file replays use (a name in data/reference, or a path) | h100-pcie |
-| COURSE_P2P_REFERENCE | the two-GPU reference file Chapter 8 and Lab 5 replay | h200x2-nvlink |
-| COURSE_DATA_DIR | the folder of reference files (tests point it elsewhere) | data/reference |
+| COURSE_REFERENCE | the reference machine replays use (a folder in data/reference, or a path) | h100-pcie |
+| COURSE_P2P_REFERENCE | the two-GPU reference machine Chapter 8 and Lab 5 replay | h200x2-nvlink |
+| COURSE_DATA_DIR | the folder of reference machines (tests point it elsewhere) | data/reference |
 | COURSE_STRACE | the strace binary Chapter 1 runs | `strace` on PATH |
 | BWCHECK | a built tools/bwcheck binary for the C cross-check | built with nvcc on first use |
 | COURSE_STATE_DIR | where the learner's committed predictions are kept | ~/.local/state/cpu-gpu-course |
@@ -71,7 +71,7 @@ def p2p_reference_name() -> str:
 
 
 def data_dir() -> Path:
-    """The folder of reference files: COURSE_DATA_DIR, else data/reference of this checkout."""
+    """The folder of reference machines: COURSE_DATA_DIR, else data/reference of this checkout."""
     env = _get("COURSE_DATA_DIR")
     return Path(env) if env else REPO_ROOT / "data" / "reference"
 

@@ -18,10 +18,13 @@ The rules, the same for every experiment:
    parameter) takes the learner's version, `ctx.get(id, code=my_fn)`. Live, that version runs
    and the Evidence says so (`changed_code`, and in its caption); in replay the recording of the
    course's own function is shown and `why` says the changed code runs only on a GPU.
-5. Replay: the recording in the experiment's reference file (also on request, `recorded=True`,
-   to set the reference machine beside a live measurement). A file without it raises
-   ReferenceDataError naming the fix, or, when the caller passes optional=True, comes back
-   as an Evidence whose data is None and whose `missing` says why.
+5. Replay: the experiment's own recording on its reference machine,
+   data/reference/<machine>/<id>.json (also on request, `recorded=True`, to set the reference
+   machine beside a live measurement); the Evidence's source is that recording's label (GPU, driver,
+   CUDA, link, date), its provenance the recording's. A machine without it raises
+   ReferenceDataError naming the command that records it, unless the experiment declares, once, in
+   its registration, that it is optional on that machine (`optional_on`): then it comes back as an
+   Evidence whose data is None and whose `missing` says why.
 """
 
 from __future__ import annotations
@@ -153,14 +156,13 @@ def missing_needs(exp: experiments.Experiment, live: bool, live_reason: str, for
     return None
 
 
-def get(ctx, experiment_id: str, *, optional: bool = False, quick: bool = False, recorded: bool = False,
-        code=None, **params) -> Evidence:
+def get(ctx, experiment_id: str, *, quick: bool = False, recorded: bool = False, code=None, **params) -> Evidence:
     """Evidence for `experiment_id` under the rules in the module docstring (ctx: a course Context)."""
     exp = experiments.get(experiment_id)
     checked = exp.check_params(params)
     yours = _learners_code(exp, code)
     if recorded:
-        return _replay(ctx, exp, "the reference machine's recording, asked for by name", optional, {})
+        return _replay(ctx, exp, "the reference machine's recording, asked for by name", {})
     why = missing_needs(exp, ctx.live, ctx.reason, ctx.forced_replay)
     if why is None:
         try:
@@ -170,7 +172,7 @@ def get(ctx, experiment_id: str, *, optional: bool = False, quick: bool = False,
     if yours:
         why += (f"; your changed {yours} runs only live, on a CUDA GPU: this is what the course's own "
                 f"{exp.shown.__name__} gave")
-    return _replay(ctx, exp, why, optional, checked)
+    return _replay(ctx, exp, why, checked)
 
 
 def _learners_code(exp: experiments.Experiment, code) -> str | None:
@@ -200,10 +202,11 @@ def _run_live(ctx, exp: experiments.Experiment, params: dict, quick: bool, code,
     return Evidence(exp.id, data, Mode.LIVE, source, why, prov, params=params, changed_code=yours)
 
 
-def _replay(ctx, exp: experiments.Experiment, why: str, optional: bool, params: dict) -> Evidence:
+def _replay(ctx, exp: experiments.Experiment, why: str, params: dict) -> Evidence:
     if params:
         why += (f"; the recording was made with the recorder's own parameters, not "
                 f"{', '.join(f'{k}={v!r}' for k, v in params.items())}")
+    optional = exp.reference in exp.optional_on
     if exp.reference == experiments.KERNEL_LAB_REFERENCE:  # a VM transcript, not a GPU recording
         from helpers.measure.kernel_vm import transcript
 
@@ -215,22 +218,22 @@ def _replay(ctx, exp: experiments.Experiment, why: str, optional: bool, params: 
     try:
         ref = ctx.reference(exp.reference)
     except ReferenceDataError as exc:
-        return _missing(exp, str(exc), why, optional, source="no reference file")
-    if exp.recorded_in is not None:
-        try:
-            data = exp.recorded_in(ref)
-        except ReferenceDataError as exc:
-            return _missing(exp, str(exc), why, optional, source=ref.label)
-        return Evidence(exp.id, data, Mode.REPLAY, ref.label, why, ref.provenance)
-    if not ref.has(exp.id):
-        fix = (f"{ref.path.name} has no recording of {exp.id!r}, so it cannot be replayed. Record it on a GPU "
-               f"with `python -m helpers.record --only {exp.id} --out {ref.path}` (merges into the file)")
+        return _missing(exp, str(exc), why, optional, source="no reference machine")
+    own = exp.recorded_in or exp.id
+    if not ref.file(own).exists():
+        fix = (f"{ref.name} has no recording of {own!r}, so {exp.id} cannot be replayed. Record it on a GPU "
+               f"with `python -m helpers.record --only {own} --out {ref.path}`")
         return _missing(exp, fix, why, optional, source=ref.label)
-    return Evidence(exp.id, ref.experiment(exp.id), Mode.REPLAY, ref.label, why, ref.provenance)
+    rec = ref.recording(own)  # validated: a damaged file raises, never replays
+    if rec.skipped is not None:
+        return _missing(exp, f"{ref.name}: {own} was not recorded there: {rec.skipped}", why, optional,
+                        source=rec.label)
+    data = rec.data if exp.from_recording is None else exp.from_recording(rec.data)
+    return Evidence(exp.id, data, Mode.REPLAY, rec.label, why, rec.provenance)
 
 
 def _missing(exp, message: str, why: str, optional: bool, source: str) -> Evidence:
+    """The Evidence of a recording that is not there: an error, unless the experiment declares it optional there."""
     if not optional:
         raise ReferenceDataError(message)
     return Evidence(exp.id, None, Mode.REPLAY, source, why, missing=message)
-

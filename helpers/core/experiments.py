@@ -6,8 +6,8 @@ A chapter package adds an experiment by decorating a function:
                 params={"frames": validate.count(1, 1000)})
     def cost_vs_size(quick: bool, frames: int = 200) -> dict: ...
 
-The function runs live and returns JSON-serialisable data; the recorder stores that dict in a
-reference file, and replay reads it back. Notebooks never call the function directly: they
+The function runs live and returns JSON-serialisable data; the recorder stores that dict in its
+own file, data/reference/<machine>/<id>.json, and replay reads it back. Notebooks never call the function directly: they
 ask the context, `ctx.get("pinning.cost_vs_size", frames=200)`, and the evidence contract
 (core.evidence) checks the parameters, decides live or replay from `needs`, and says why.
 `discover()` imports every chapter package so their decorators run.
@@ -52,7 +52,7 @@ NVCC = "nvcc"  # nvcc, or a built tools/bwcheck (BWCHECK)
 QEMU = "qemu"  # qemu-system-x86_64 (COURSE_QEMU or PATH): the kernel lab boots Linux in it
 NEEDS = (GPU, TWO_GPUS, STRACE, NVCC, QEMU)
 
-# Which reference file holds an experiment's recording.
+# Which reference machine holds an experiment's recording (data/reference/<machine>/<id>.json).
 DEFAULT_REFERENCE = "default"  # COURSE_REFERENCE, else h100-pcie
 P2P_REFERENCE = "p2p"  # COURSE_P2P_REFERENCE, else h200x2-nvlink
 # not a GPU recording: a transcript of a run in the kernel lab's VM, data/kernel_lab/<id>.json,
@@ -82,10 +82,14 @@ class Experiment:
     params: Mapping[str, Validator] = field(default_factory=dict)
     # checks that need several parameters at once (lo <= hi): fn(params) raises InputError
     params_check: Callable[[dict], None] | None = None
-    # where the recording lives when it is not this experiment's own (the file's system report,
-    # or part of another experiment's recording): fn(reference) -> data. The recorder does not
-    # run such an experiment on its own.
-    recorded_in: Callable[..., dict] | None = None
+    # when the recording is part of another experiment's: that experiment's id, and `from_recording`
+    # takes this one's data out of it (fn(that data) -> data). The recorder does not run it on its own.
+    recorded_in: str | None = None
+    from_recording: Callable[[dict], dict] | None = None
+    # the reference machines (DEFAULT_REFERENCE, P2P_REFERENCE) where a recording may be absent: declared
+    # once here, so a page replays "not recorded on that machine" instead of failing, and the coverage
+    # test (tests/core/test_recording_coverage.py) does not require the file
+    optional_on: tuple[str, ...] = ()
 
     @property
     def shown(self) -> Callable | None:
@@ -114,8 +118,11 @@ class Experiment:
 def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (GPU,),
                reference: str = DEFAULT_REFERENCE, params: Mapping[str, Validator] | None = None,
                params_check: Callable[[dict], None] | None = None,
-               recorded_in: Callable[..., dict] | None = None):
+               recorded_in: str | None = None, from_recording: Callable[[dict], dict] | None = None,
+               optional_on: tuple[str, ...] = ()):
     """Register the decorated function as experiment `id` (see the module docstring).
+
+    optional_on: the reference machines where its recording may be missing (see Experiment).
 
     needs=() declares an experiment that needs only a CPU: it runs live in every mode but a
     forced replay (COURSE_MODE=replay)."""
@@ -125,6 +132,9 @@ def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (G
     if bad or reference not in REFERENCES:
         raise RegistryError(f"experiment {id!r}: needs must be from {NEEDS} and reference from {REFERENCES}; "
                             f"got needs={needs!r}, reference={reference!r}")
+    if (recorded_in is None) != (from_recording is None) or any(r not in REFERENCES for r in optional_on):
+        raise RegistryError(f"experiment {id!r}: recorded_in and from_recording go together, and optional_on "
+                            f"names machines from {REFERENCES}; got {recorded_in!r}, {from_recording!r}, {optional_on!r}")
     params = dict(params or {})
     silent = [n for n, v in params.items() if validate.describe(v) is None]
     if silent:
@@ -145,7 +155,7 @@ def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (G
         if existing and existing.run.__qualname__ != fn.__qualname__:
             raise RegistryError(f"experiment {id!r} is registered twice")
         _REGISTRY[id] = Experiment(id, chapter, title, fn, tuple(needs), reference, params, params_check,
-                                  recorded_in)
+                                  recorded_in, from_recording, tuple(optional_on))
         return fn
 
     return wrap

@@ -9,14 +9,18 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str, mode: int | None = None) -> None:
     """Replace `path` with `text` so that a reader or a crash sees the old file or the new one,
     never a part: a temporary file in the same folder (unique, so two writers never share it),
-    flushed to disk, renamed over `path`, and on POSIX the folder synced so the rename lasts."""
+    flushed to disk, renamed over `path`, and on POSIX the folder synced so the rename lasts.
+    The file is private to its owner (0600, as the temporary file is made) unless `mode` says
+    otherwise (a recording others read, e.g. a sandboxed grader's worker, is 0644)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

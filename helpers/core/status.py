@@ -35,7 +35,7 @@ def build_table() -> Table:
         ("GPU", info.probe.name if info.probe.usable else "none usable"),
         ("NVIDIA kernel module", report.nvidia_module or "absent"),
         ("replay reference", reference.default_reference_name() or "none"),
-        ("CPU", f"{provenance._cpu_model()} · {os.cpu_count()} logical CPUs"),
+        ("CPU", f"{provenance.cpu_model()} · {os.cpu_count()} logical CPUs"),
         ("memory", _memory_gib()),
         ("host", f"{platform.machine()} · Linux {platform.release()} · Python {platform.python_version()}"),
     ]
@@ -51,12 +51,13 @@ def build_table() -> Table:
 
 
 def reference_table() -> Table:
-    """Every reference file: machine label and the experiments it holds."""
+    """Every reference machine: its label and the experiments recorded there."""
     rows = []
     for name in reference.list_names():
         ref = reference.load(name)
-        rows.append((name, ref.label, ", ".join(sorted(ref.doc["experiments"]))))
-    return Table(rows, ("file", "recorded on", "experiments"), caption="Reference data in data/reference")
+        rows.append((name, ref.label, ", ".join(ref.ids())))
+    return Table(rows, ("machine", "GPU and link", "recordings (one file each)"),
+                 caption="Reference data in data/reference/<machine>/")
 
 
 MATRIX_DIR = Path(__file__).resolve().parents[2] / "data" / "matrix"

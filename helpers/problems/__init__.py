@@ -56,9 +56,9 @@ def learner_seed(key: str, learner: str) -> int:
 # ----------------------------------------------------------------------------- real inputs, perturbed
 def recorded_sweep(host_kind: str = "pinned", direction: str = "h2d") -> tuple[np.ndarray, np.ndarray, str]:
     """(bytes, median seconds, machine) of the reference machine's recorded copy sweep."""
-    ref = reference.load(config.reference_name())
-    s = copy_cost.series_for(ref.experiment("transfers.pinned_vs_pageable"), host_kind, direction)
-    return np.asarray(s["nbytes"], dtype=float), np.asarray(s["median_s"], dtype=float), ref.label
+    rec = reference.load(config.reference_name()).recording("transfers.pinned_vs_pageable")
+    s = copy_cost.series_for(rec.data, host_kind, direction)
+    return np.asarray(s["nbytes"], dtype=float), np.asarray(s["median_s"], dtype=float), rec.label
 
 
 def perturb_sweep(nbytes, times_s, rng: np.random.Generator, *, keep: float = 1.0) -> tuple[np.ndarray, np.ndarray]:

@@ -4,7 +4,6 @@ the board label, and the exercises' checks against the recorded reference."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 import fake_cupy
 import numpy as np
 import pytest
+from conftest import recorded_machine
 
 from helpers.ch00_your_machine import copy_sweeps, exercises, first_copy, machine_map, system_report
 from helpers.core import errors, provenance
@@ -23,7 +23,7 @@ from helpers.core.mode import Mode
 from helpers.measure import sysinfo
 
 ROOT = Path(__file__).resolve().parents[2]
-REF = json.loads((ROOT / "data" / "reference" / "h100-pcie.json").read_text())
+REF = recorded_machine()
 
 
 def recorded_report() -> sysinfo.SystemReport:

@@ -25,11 +25,12 @@ from pathlib import Path
 import pytest
 
 from helpers.ch01_path_of_a_copy import syscalls, view
+from helpers.core import reference
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 
-REFERENCE = Path(__file__).resolve().parents[2] / "data" / "reference" / "h100-pcie.json"
+REFERENCE = Path(__file__).resolve().parents[2] / "data" / "reference" / "h100-pcie"
 ISSUE_MMAP = [1999, 1998, 1826, 1873, 1999]  # 2026-11-27, N = 0, 10, 100, 1000, 0
 PATHS = (1826, 1998)  # the two start-up levels of mmap seen on the H100
 
@@ -44,7 +45,7 @@ def reference_census() -> dict:
 
 def recorded_census() -> dict:
     """The census in the reference file now (the new design: every N repeated, interleaved)."""
-    return json.loads(REFERENCE.read_text())["experiments"]["path.syscall_census"]["data"]["gpu"]
+    return reference.load(REFERENCE).experiment("path.syscall_census")["gpu"]
 
 
 def issue_census() -> dict:

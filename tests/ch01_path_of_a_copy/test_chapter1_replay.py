@@ -86,7 +86,7 @@ def test_every_chapter1_figure_and_verdict_renders_in_replay(fake_reference, mon
 
 
 def test_missing_recording_fails_with_a_clear_message(fake_reference):
-    write_reference(fake_reference, drop=("path.driver_maps",), base=fake_reference / "h100-pcie.json")
+    write_reference(fake_reference, drop=("path.driver_maps",), base=fake_reference / "h100-pcie")
     ctx = course.start("test", quiet=True)
     with pytest.raises(errors.ReferenceDataError,
                        match=r"no recording of 'path.driver_maps'.*helpers.record --only path.driver_maps"):

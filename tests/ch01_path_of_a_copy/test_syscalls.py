@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from helpers.ch01_path_of_a_copy import syscalls, view
-from helpers.core import recorder
 from helpers.core.errors import InputError, InputTypeError
+from helpers.recording import recorder
 
 DATA = Path(__file__).parent / "data"
 CPU_NS = (0, 10, 100, 1000)

@@ -15,7 +15,7 @@ from helpers.measure import sysinfo
 
 @pytest.fixture(scope="module")
 def ref_report():
-    return sysinfo.from_dict(reference.load("h100-pcie").doc["system"])
+    return sysinfo.from_dict(reference.load("h100-pcie").experiment("system.report"))
 
 
 def test_reference_bars_and_roles(ref_report):

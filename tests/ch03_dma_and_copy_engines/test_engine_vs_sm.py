@@ -19,7 +19,7 @@ from helpers.core.mode import Mode
 from helpers.measure import gpu_chase
 from helpers.models import copy_cost
 
-REF = Path(__file__).resolve().parents[2] / "data" / "reference" / "h100-pcie.json"
+REF = Path(__file__).resolve().parents[2] / "data" / "reference" / "h100-pcie"
 
 
 def _sweep(gbps: dict) -> dict:

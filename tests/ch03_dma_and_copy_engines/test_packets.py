@@ -48,7 +48,7 @@ def test_verdict_compares_the_recording_with_the_ceiling():
 
 
 def test_exercise_3_8_on_the_reference_recording(capsys):
-    limits = reference.load("h100-pcie").doc["experiments"]["copy_engines.pcie_limits"]["data"]
+    limits = reference.load("h100-pcie").experiment("copy_engines.pcie_limits")
     assert packets.recorded_mps(limits) == 256, "the hand-worked CEILING_256 assumes the recorded MPS"
     ev = Evidence("copy_engines.pcie_limits", limits, Mode.REPLAY, "ref", "t")
     assert exercises.ex_3_8_tlp_ceiling(57.6, ev) is True

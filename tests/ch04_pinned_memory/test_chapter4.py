@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_on_simulator
+from conftest import recorded_machine, run_on_simulator
 
 from helpers.ch04_pinned_memory import (
     diagrams,
@@ -23,7 +23,7 @@ from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 
 ROOT = Path(__file__).resolve().parents[2]
-REF = json.loads((ROOT / "data/reference/h100-pcie.json").read_text())["experiments"]
+REF = recorded_machine()["experiments"]
 
 
 def _ev(exp_id: str, data=None) -> Evidence:

@@ -7,13 +7,15 @@ import json
 import re
 from pathlib import Path
 
+from conftest import recorded_machine
+
 from helpers.ch04_pinned_memory import exercises
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "notebooks" / "04_pinned_memory.ipynb"
-RECORDED = json.loads((ROOT / "data" / "reference" / "h100-pcie.json").read_text())["experiments"]
+RECORDED = recorded_machine()["experiments"]
 
 
 def _text() -> str:

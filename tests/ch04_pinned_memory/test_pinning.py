@@ -293,12 +293,13 @@ def test_a_recording_replays_through_ctx_get(stand_in_recorder, tmp_path):
     import json
 
     from helpers import course
-    from helpers.core import experiments, recorder
+    from helpers.core import experiments
+    from helpers.recording import recorder
 
     stand_in_recorder({
         "pinning.cost_vs_size": experiments.Experiment("pinning.cost_vs_size", 4, "t", lambda q: _cost_data()),
         "pinning.memlock": experiments.get("pinning.memlock")})
-    out = tmp_path / "stand-in.json"
+    out = tmp_path / "stand-in"
     assert recorder.main(["--out", str(out), "--only", "pinning.cost_vs_size"]) == 0
     ctx = course.Context(Mode.REPLAY, "test", None, str(out))
     ev = ctx.get("pinning.cost_vs_size")

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import recorded_machine
 
 from helpers.ch05_unified_memory import diagrams, exercises, first_touch, managed, pointer_access
 from helpers.core import experiments
@@ -18,7 +19,7 @@ from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 
 ROOT = Path(__file__).resolve().parents[2]
-REF = json.loads((ROOT / "data/reference/h100-pcie.json").read_text())["experiments"]
+REF = recorded_machine()["experiments"]
 
 
 def _ev(exp_id: str, data=None) -> Evidence:

@@ -226,20 +226,25 @@ def test_cuda_dmabuf_explains_outcomes_from_the_data():
 
 
 def test_cuda_dmabuf_views_take_evidence_and_say_when_there_is_none(tmp_path, monkeypatch):
-    """Replay of the committed recording shows a table captioned with its machine; a reference
-    without the recording, asked with optional=True, gives a table and a report that say so."""
-    from conftest import write_reference
+    """Replay of the committed recording shows a table captioned with its machine; a machine
+    without the recording raises naming the fix, or, where the experiment is declared optional
+    there, gives a table and a report that say so."""
+    from conftest import declare_optional, write_reference
 
     from helpers.ch06_gem_ttm_dmabuf import cuda_dmabuf
+    from helpers.core.errors import ReferenceDataError
     from helpers.core.mode import Mode
     from helpers.course import Context
 
-    ev = Context(Mode.REPLAY, "no GPU here", None, "h100-pcie").get("dmabuf.cuda_export", optional=True)
+    ev = Context(Mode.REPLAY, "no GPU here", None, "h100-pcie").get("dmabuf.cuda_export")
     assert ev.ok and "REPLAY: recorded on" in cuda_dmabuf.table(ev).caption
     assert cuda_dmabuf.report(ev).startswith("the export (REPLAY: recorded on")
     write_reference(tmp_path, "no-dmabuf", drop=("dmabuf.cuda_export",))
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
-    none = Context(Mode.REPLAY, "no GPU here", None, "no-dmabuf").get("dmabuf.cuda_export", optional=True)
+    with pytest.raises(ReferenceDataError, match="--only dmabuf.cuda_export"):
+        Context(Mode.REPLAY, "no GPU here", None, "no-dmabuf").get("dmabuf.cuda_export")
+    declare_optional(monkeypatch, "dmabuf.cuda_export")
+    none = Context(Mode.REPLAY, "no GPU here", None, "no-dmabuf").get("dmabuf.cuda_export")
     assert not none.ok
     rows = dict(cuda_dmabuf.table(none).rows)
     assert rows["outcome"].startswith("none") and "helpers.record --only dmabuf.cuda_export" in rows["to record it"]

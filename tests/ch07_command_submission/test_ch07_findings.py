@@ -6,12 +6,12 @@ that do not overlap. No sentence may contradict the numbers, and the wording fol
 from __future__ import annotations
 
 import copy
-import json
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import recorded_machine
 
 from helpers.ch07_command_submission import findings, launch, toy_ring
 from helpers.core.evidence import Evidence
@@ -20,8 +20,8 @@ from helpers.models.toygpu import ToyGPU
 
 ROOT = Path(__file__).resolve().parents[2]
 IDS = ("submission.launch_overhead", "submission.streams", "submission.graphs")
-WITH_LAUNCHES = [p for p in sorted((ROOT / "data" / "reference").glob("*.json"))
-                 if all(i in json.loads(p.read_text())["experiments"] for i in IDS)]
+WITH_LAUNCHES = [p.parent for p in sorted((ROOT / "data" / "reference").glob("*/manifest.json"))
+                 if all(i in recorded_machine(p.parent)["experiments"] for i in IDS)]
 
 
 def test_the_course_has_a_recording_with_the_launch_runs():
@@ -29,7 +29,7 @@ def test_the_course_has_a_recording_with_the_launch_runs():
 
 
 def _ev(path: Path, eid: str, mode: Mode, change=None, source=None) -> Evidence:
-    doc = json.loads(path.read_text())
+    doc = recorded_machine(path)
     data = copy.deepcopy(doc["experiments"][eid]["data"])
     if change:
         change(data)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import needs_gpu, write_reference
+from conftest import declare_optional, needs_gpu, write_reference
 
 from helpers import course
 from helpers.ch07_command_submission import launch
@@ -155,10 +155,14 @@ def test_experiments_declare_a_gpu():
 
 
 def test_replay_without_the_experiment_says_why(tmp_path, monkeypatch):
-    """A reference file recorded before Chapter 7 existed: the figures say what is missing."""
+    """A machine without the recording: an error naming the fix, or, where the experiment is declared
+    optional there, figures that say what is missing."""
     write_reference(tmp_path, "old", drop=("submission.graphs",))
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
-    ev = replay_ctx("old").get("submission.graphs", optional=True)
+    with pytest.raises(ReferenceDataError, match="--only submission.graphs"):
+        replay_ctx("old").get("submission.graphs")
+    declare_optional(monkeypatch, "submission.graphs")
+    ev = replay_ctx("old").get("submission.graphs")
     assert not ev.ok and "no recording of 'submission.graphs'" in ev.missing
     assert launch.graph_figure(ev) is ev and launch.graph_rows(ev) == [] and launch.table(ev, [], ("a",), "x") is ev
     assert launch.graph_verdict(ev, ev, 0.06) == ev.missing
@@ -174,8 +178,8 @@ def test_replay_reads_a_recording(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     ctx = replay_ctx()
     for eid in IDS:
-        ev = ctx.get(eid, optional=True)
-        assert ev.ok and ev.mode is Mode.REPLAY and ev.source == ctx.reference().label
+        ev = ctx.get(eid)
+        assert ev.ok and ev.mode is Mode.REPLAY and ev.source == ctx.reference().recording(ev.experiment_id).label
         assert ev.require() == fake[eid]
     caption = launch.table(ev, launch.graph_rows(ev), ("n",) * 8, "x").caption
     assert caption == ev.caption("x") and "REPLAY" in caption

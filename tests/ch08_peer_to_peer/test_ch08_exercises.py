@@ -99,11 +99,11 @@ def test_paths_diagram_shows_the_three_routes():
         assert word in svg
 
 
-def test_d2d_experiment_is_one_gpu_shows_its_code_and_replays_as_pending(replay):
+def test_d2d_experiment_is_one_gpu_shows_its_code_and_replays_its_recording(replay):
     exp = experiments.get("p2p.d2d_copy")
     assert exp.needs == (experiments.GPU,) and exp.shown is local.time_d2d
-    ev = replay.get("p2p.d2d_copy", optional=True)
-    assert ev.ok or "record" in ev.missing
+    ev = replay.get("p2p.d2d_copy")
+    assert ev.ok and ev.data["nbytes"] > 0
     rows = local.d2d_rows({"nbytes": 1 << 20, "times_s": {"copy engine": [1e-5, 2e-5, 1e-5], "kernel": [4e-5] * 3}})
     assert rows == [("copy engine", "10.0", "210"), ("kernel", "40.0", "52")]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_reference
+from conftest import declare_optional, write_reference
 
 from helpers import course
 from helpers.ch08_peer_to_peer import p2p, view
@@ -272,10 +272,11 @@ def test_replay_reads_the_two_gpu_recording(tmp_path, monkeypatch, no_gpu):
     assert ctx.p2p_reference_name == "fake-two" == config.p2p_reference_name()
     ev = ctx.get("p2p.matrices")
     assert ev.mode is Mode.REPLAY and ev.data == fake_matrices() and "no usable GPU" in ev.why
-    assert ev.source == ctx.reference("p2p").label
+    assert ev.source == ctx.reference("p2p").recording(ev.experiment_id).label
     with pytest.raises(reference.ReferenceDataError, match="no recording of 'p2p.topology'"):
         ctx.get("p2p.topology")
-    assert not ctx.get("p2p.nccl_allreduce", optional=True).ok
+    with pytest.raises(reference.ReferenceDataError, match="no recording of 'p2p.nccl_allreduce'"):
+        ctx.get("p2p.nccl_allreduce")
 
 
 def test_one_gpu_replays_the_two_gpu_recording_and_says_why(tmp_path, monkeypatch):
@@ -315,12 +316,13 @@ def test_nccl_view_says_why_when_there_is_nothing(tmp_path, monkeypatch, no_gpu)
     assert isinstance(table, Table) and table.rows[0][-1] == "yes" and "NCCL 22805" in table.caption
     write_reference(tmp_path, "empty-two", only_added=True, add={"p2p.matrices": fake_matrices()})  # no NCCL
     monkeypatch.setenv("COURSE_P2P_REFERENCE", "empty-two")
-    missing = course.start(quiet=True).get("p2p.nccl_allreduce", optional=True)
+    declare_optional(monkeypatch, "p2p.nccl_allreduce", "p2p")
+    missing = course.start(quiet=True).get("p2p.nccl_allreduce")
     assert view.nccl_table(missing) is missing and "no recording" in missing.missing
 
 
 def test_experiments_skip_on_fewer_than_two_gpus(no_gpu):
-    from helpers.core.recorder import SkipExperiment
+    from helpers.recording.recorder import SkipExperiment
 
     for run in (p2p.topology_experiment, p2p.matrices_experiment, p2p.nccl_experiment):
         with pytest.raises(SkipExperiment, match="two or more GPUs"):

@@ -6,12 +6,12 @@ follows the mode: a live value is never "recorded", a replayed one never "measur
 from __future__ import annotations
 
 import copy
-import json
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import recorded_machine
 
 from helpers.ch09_radar_pipeline import breaking, findings, pipeline_runs
 from helpers.core import errors
@@ -20,9 +20,8 @@ from helpers.core.mode import Mode
 from helpers.models.radar import designs, metrics
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDINGS = sorted((ROOT / "data" / "reference").glob("*.json"))
-WITH_RADAR = [p for p in RECORDINGS
-              if all(f"radar.{d}" in json.loads(p.read_text())["experiments"] for d in designs.DESIGNS)]
+RECORDINGS = sorted(p.parent for p in (ROOT / "data" / "reference").glob("*/manifest.json"))
+WITH_RADAR = [p for p in RECORDINGS if all(f"radar.{d}" in recorded_machine(p)["experiments"] for d in designs.DESIGNS)]
 
 
 def test_the_course_has_a_recording_with_the_radar_runs():
@@ -30,7 +29,7 @@ def test_the_course_has_a_recording_with_the_radar_runs():
 
 
 def _doc(path: Path) -> dict:
-    return json.loads(path.read_text())
+    return recorded_machine(path)
 
 
 def _evidence(doc: dict, eid: str, mode: Mode, data=None, source=None) -> Evidence:

@@ -757,13 +757,13 @@ def test_breaking_point_experiment_is_bounded_and_stops_climbing_a_broken_design
     assert rows[("staged", "4 MiB / 8 ms")][3] == breaking.QUICK_REPEATS and "[" in rows[("staged", "4 MiB / 8 ms")][4]
 
 
-def test_new_experiments_show_their_code_and_replay_as_pending_until_recorded():
+def test_new_experiments_show_their_code_and_replay_their_recording():
     assert experiments.get("radar.timeline").shown is pipeline.process_frame
     assert experiments.get("radar.breaking_point").shown is pipeline.wait_done
     ctx = course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
     for eid in ("radar.timeline", "radar.breaking_point"):
-        ev = ctx.get(eid, optional=True)
-        assert ev.ok or "record" in ev.missing  # pending until the lead records it on the H100
+        ev = ctx.get(eid)
+        assert ev.ok and ev.mode is Mode.REPLAY
 
 
 def test_model_parameters_say_what_a_constant_kernel_time_means():

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from conftest import write_reference
 
 from helpers import course
-from helpers.core import evidence, experiments, validate
+from helpers.core import evidence, experiments, reference, validate
 from helpers.core.errors import InputError, InputTypeError, ReferenceDataError, SkipExperiment
 from helpers.core.mode import Mode
 
@@ -96,13 +98,39 @@ def test_missing_need_replays_with_the_reason(demo, tmp_path, monkeypatch):
     assert ev.mode is Mode.REPLAY and "needs two" in ev.why and demo == []
 
 
-def test_missing_recording_raises_naming_the_fix_or_is_optional(demo):
+def test_missing_recording_raises_naming_the_fix_unless_declared_optional(demo, monkeypatch):
     with pytest.raises(ReferenceDataError, match=r"no recording of 'demo.skip'.*--only demo.skip"):
         _ctx(False).get("demo.skip")
-    ev = _ctx(False).get("demo.skip", optional=True)
+    with pytest.raises(InputError, match="takes no parameters; not optional"):
+        _ctx(False).get("demo.skip", optional=True)  # a page cannot declare it: the experiment does, once
+    registry = experiments.discover()
+    monkeypatch.setitem(registry, "demo.skip", dataclasses.replace(registry["demo.skip"],
+                                                                   optional_on=(experiments.DEFAULT_REFERENCE,)))
+    monkeypatch.setattr(experiments, "discover", lambda: registry)
+    ev = _ctx(False).get("demo.skip")
     assert not ev.ok and "no recording" in ev.missing
     with pytest.raises(ReferenceDataError, match="no recording"):
         ev.require()
+
+
+def test_a_skip_in_the_recording_replays_as_missing_with_its_reason(demo, tmp_path, monkeypatch):
+    from helpers.recording import store
+
+    folder = write_reference(tmp_path, "h100-pcie", only_added=True, add={"demo.one": {}})
+    ref = reference.load(folder)
+    prov = ref.recording("demo.one").provenance
+    store.write(ref, store.recording_doc(ref, "demo.skip", {"title": "s", "chapter": 0, "duration_s": 0.0,
+                                                              "quick": False, "skipped": "no widget"}, prov))
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    with pytest.raises(ReferenceDataError, match="demo.skip was not recorded there: no widget"):
+        _ctx(False).get("demo.skip")
+
+
+def test_replay_names_the_recordings_own_driver_and_date(demo):
+    ev = _ctx(False).get("transfers.pinned_vs_pageable")
+    rec = reference.load("h100-pcie").recording("transfers.pinned_vs_pageable")
+    assert ev.source == rec.label and ev.provenance == rec.provenance
+    assert rec.provenance["driver"] in ev.caption("x") and rec.provenance["date"][:10] in ev.caption("x")
 
 
 def test_recorded_gives_the_reference_even_when_live(demo):
@@ -126,14 +154,14 @@ def test_registration_checks_the_declaration():
 def test_cpu_only_experiments_run_live_without_a_gpu_but_not_under_forced_replay(monkeypatch):
     calls = []
     exp = experiments.Experiment("demo.cpu", 0, "cpu", lambda quick: calls.append(1) or {"here": 1}, needs=(),
-                                 recorded_in=lambda ref: {"recorded": ref.name})
+                                 recorded_in="system.report", from_recording=lambda data: {"recorded": "report"})
     monkeypatch.setattr(experiments, "discover", lambda: {"demo.cpu": exp})
     monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
     ev = _ctx(False).get("demo.cpu")
     assert ev.mode is Mode.LIVE and ev.data == {"here": 1} and ev.source == "this machine"
     forced = course.Context(Mode.REPLAY, "COURSE_MODE=replay forces replay", None, "h100-pcie", forced_replay=True)
     ev = forced.get("demo.cpu")
-    assert ev.mode is Mode.REPLAY and ev.data == {"recorded": "h100-pcie"} and "forces replay" in ev.why
+    assert ev.mode is Mode.REPLAY and ev.data == {"recorded": "report"} and "forces replay" in ev.why
     assert calls == [1]
 
 

@@ -35,8 +35,9 @@ def _recorded(eid: str) -> list[tuple[str, dict, reference.Reference]]:
 def _evs(eid: str, data: dict, ref: reference.Reference) -> tuple[Evidence, Evidence, Evidence]:
     """(live Evidence of `data`, replayed Evidence of `data`, the recording itself as the reference)."""
     live = Evidence(eid, data, Mode.LIVE, "Test GPU", "measured now on Test GPU", {})
-    replay = Evidence(eid, data, Mode.REPLAY, ref.label, "test", ref.provenance)
-    theirs = Evidence(eid, ref.experiment(eid), Mode.REPLAY, ref.label, "test", ref.provenance)
+    rec = ref.recording(eid)
+    replay = Evidence(eid, data, Mode.REPLAY, rec.label, "test", rec.provenance)
+    theirs = Evidence(eid, rec.data, Mode.REPLAY, rec.label, "test", rec.provenance)
     return live, replay, theirs
 
 
@@ -283,7 +284,7 @@ def test_every_recording_is_covered():
               "mmio.gpu_read_latency", "copy_engines.cpu_cost", "um.migration"}
     assert RECORDINGS
     for r in RECORDINGS:
-        assert tested & set(r.doc["experiments"]), r.path.name
+        assert tested & set(r.ids()), r.path.name
 
 
 @pytest.mark.parametrize("slower", [1.0, 1.8])
@@ -305,7 +306,7 @@ def test_ch4_pin_cost_beside_names_the_driver(name, data, ref, slower):
 def test_ch5_ratio_beside(name, data, ref):
     live, replay, theirs = _evs("um.migration", data, ref)
     assert "agrees" in first_touch.ratio_beside(live, theirs)
-    assert first_touch.ratio_beside(replay, theirs).endswith(f"recorded on {ref.label}.")
+    assert first_touch.ratio_beside(replay, theirs).endswith(f"recorded on {ref.recording('um.migration').label}.")
 
 
 @pytest.mark.parametrize("name,data,ref", _recorded("zero_copy.numba_mapped"))

@@ -1,6 +1,7 @@
 """The recorder refuses to run without a GPU, and what it writes validates (checked with a
-stand-in experiment and a faked provenance, since CI has no GPU); `--only` merges into an
-existing file of the same machine and refuses another machine's."""
+stand-in experiment and a faked provenance, since CI has no GPU): one file per experiment in the
+machine's folder, each with its own provenance; `--only` adds or replaces those files whatever
+driver the others were recorded with, and refuses another GPU's folder."""
 
 import json
 
@@ -8,18 +9,19 @@ import pytest
 from conftest import write_reference
 
 from helpers.ch03_dma_and_copy_engines import crosscheck
-from helpers.core import experiments, recorder, reference, validate
+from helpers.core import experiments, reference, validate
+from helpers.recording import live, recorder
 
 
 def test_refuses_without_gpu(no_gpu, tmp_path, capsys):
-    assert recorder.main(["--out", str(tmp_path / "x.json")]) == 2
+    assert recorder.main(["--out", str(tmp_path / "x")]) == 2
     assert "refusing to record without a live GPU" in capsys.readouterr().err
-    assert not (tmp_path / "x.json").exists()
+    assert not (tmp_path / "x").exists()
 
 
 def test_refuses_under_forced_replay(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("COURSE_MODE", "replay")
-    assert recorder.main(["--out", str(tmp_path / "x.json")]) == 2
+    assert recorder.main(["--out", str(tmp_path / "x")]) == 2
 
 
 def test_lists_experiments(capsys):
@@ -28,6 +30,7 @@ def test_lists_experiments(capsys):
     for eid in ("transfers.pinned_vs_pageable", "transfers.large_copy", "crosscheck.bwcheck"):
         assert eid in out
     assert "helpers/ch03_dma_and_copy_engines/crosscheck.py:record_crosscheck" in out
+    assert "reference: default (h100-pcie/path.syscall_census.json)" in out  # path.write_census's home
 
 
 def test_list_says_where_needs_params_and_reference(stand_in_recorder, capsys):
@@ -36,62 +39,57 @@ def test_list_says_where_needs_params_and_reference(stand_in_recorder, capsys):
 
     stand_in_recorder({"demo.sweep": experiments.Experiment(
         "demo.sweep", 4, "a sweep", sweep, needs=(experiments.GPU, experiments.STRACE),
-        reference=experiments.P2P_REFERENCE, params={"frames": validate.count(1, 2000)})})
+        reference=experiments.P2P_REFERENCE, params={"frames": validate.count(1, 2000)},
+        optional_on=(experiments.P2P_REFERENCE,))})
     assert recorder.main(["--list"]) == 0
     out = capsys.readouterr().out
     assert "demo.sweep  [ch4] a sweep" in out
     assert f"where:     {__name__.replace('.', '/')}.py:sweep" in out
     assert "needs:     gpu, strace" in out
     assert "params:    frames=200 (a whole number from 1 to 2000)" in out
-    assert "reference: p2p (h200x2-nvlink.json)" in out
+    assert "reference: p2p (h200x2-nvlink/demo.sweep.json) (optional there: p2p)" in out
 
 
-def test_writes_a_valid_file(stand_in_recorder, tmp_path):
+def test_writes_one_valid_file_per_experiment(stand_in_recorder, tmp_path):
     def skipper(quick):
         raise recorder.SkipExperiment("needs two GPUs")
 
     stand_in_recorder({
-        "demo.one": experiments.Experiment("demo.one", 0, "demo", lambda quick: {"quick": quick, "x": [1, 2]}),
+        "demo.one": experiments.Experiment("demo.one", 0, "demo", lambda quick: {"x": [1, 2], "quick": quick}),
         "demo.skip": experiments.Experiment("demo.skip", 0, "skip", skipper)})
-    out = tmp_path / "stand-in.json"
-    assert recorder.main(["--out", str(out), "--quick"]) == 0
-    ref = reference.load(out)
-    assert ref.experiment("demo.one") == {"quick": True, "x": [1, 2]}
-    assert not ref.has("demo.skip") and ref.doc["system"]["skipped_experiments"]["demo.skip"] == "needs two GPUs"
+    out = tmp_path / "my-gpu"
+    assert recorder.main(["--out", str(out), "--quick", "--by", "a tester"]) == 0
+    ref = reference.load(out)  # validates the manifest
+    assert sorted(p.name for p in out.iterdir()) == ["demo.one.json", "demo.skip.json", "manifest.json"]
+    one = ref.recording("demo.one")
+    assert one.data == {"x": [1, 2], "quick": True} and one.doc["quick"] is True
+    assert one.provenance["recorded_by"] == "a tester" and one.provenance["command_line"][:3] == [
+        "python", "-m", "helpers.record"]
+    assert not ref.has("demo.skip") and ref.recording("demo.skip").skipped == "needs two GPUs"
+    assert ref.machine["gpu"]["name"] == "NVIDIA H100 80GB HBM3" and "driver" not in ref.machine
+    # readable by everyone who replays them (a grader's worker runs as another user), writable by the recorder
+    assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == dict.fromkeys(
+        ["demo.one.json", "demo.skip.json", "manifest.json"], 0o644)
 
 
-def test_duplicate_registration_rejected():
-    with pytest.raises(experiments.RegistryError, match="registered twice"):
-        @experiments.experiment("transfers.pinned_vs_pageable", chapter=0, title="again")
-        def other(quick):
-            return {}
-
-
-@pytest.mark.parametrize("bad", ["", "has space", "semi;colon"])
-def test_bad_experiment_ids(bad):
-    with pytest.raises(experiments.RegistryError, match="dotted lower-case words"):
-        experiments.experiment(bad, chapter=0, title="t")
-
-
-def test_skip_experiment_is_one_class_when_run_as_main():
-    """`python -m helpers.record` executes recorder.py as __main__; the SkipExperiment the recorder
-    catches must be the class experiments raise, or a skip aborts the whole recording (seen on a
-    GPU machine without strace)."""
+def test_the_command_line_module_is_the_recorder():
+    """`python -m helpers.record` runs helpers.recording.recorder.main; the SkipExperiment it
+    re-exports is the one experiments raise."""
     import runpy
 
-    from helpers.core import errors, recorder
+    from helpers.core import errors
 
-    runpy.run_module("helpers.record", run_name="not_main")  # the command line, executed afresh
+    runpy.run_module("helpers.record", run_name="not_main")
     assert recorder.SkipExperiment is errors.SkipExperiment
 
 
 def test_warms_up_before_the_first_experiment(stand_in_recorder, monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(recorder, "warm_up", lambda: calls.append("warm-up"))
     stand_in_recorder({"demo.one": experiments.Experiment("demo.one", 0, "demo",
-                                                          lambda quick: calls.append("demo.one") or {})})
-    assert recorder.main(["--out", str(tmp_path / "w.json")]) == 0
-    assert calls == ["warm-up", "demo.one"]
+                                                          lambda quick: calls.append("run") or {})})
+    monkeypatch.setattr(recorder, "warm_up", lambda: calls.append("warm-up"))
+    assert recorder.main(["--out", str(tmp_path / "w")]) == 0
+    assert calls == ["warm-up", "run"]
 
 
 def _bwcheck(course: float, c: float):
@@ -115,7 +113,7 @@ def test_registered_recording_checks_see_what_was_recorded(stand_in_recorder, mo
     monkeypatch.setattr(experiments, "_CHECKS", {})
     experiments.recording_check(lambda data: seen.append(data) or ["demo.one looks wrong"])
     stand_in_recorder({"demo.one": experiments.Experiment("demo.one", 0, "demo", lambda quick: {"x": 1})})
-    assert recorder.main(["--out", str(tmp_path / "c.json")]) == recorder.EXIT_CROSSCHECK_FAILED
+    assert recorder.main(["--out", str(tmp_path / "c")]) == recorder.EXIT_CROSSCHECK_FAILED
     assert seen == [{"demo.one": {"x": 1}}] and "demo.one looks wrong" in capsys.readouterr().err
 
 
@@ -123,7 +121,7 @@ def test_a_run_that_fails_its_cross_check_says_so(stand_in_recorder, tmp_path, c
     """The recorder writes what it measured, but exits 3 and says not to commit it."""
     stand_in_recorder({"crosscheck.bwcheck": experiments.Experiment("crosscheck.bwcheck", 0, "x",
                                                                     _bwcheck(49.3, 55.0))})
-    out = tmp_path / "noisy.json"
+    out = tmp_path / "noisy"
     assert recorder.main(["--out", str(out)]) == recorder.EXIT_CROSSCHECK_FAILED
     err = capsys.readouterr().err
     assert "do not commit" in err and "crosscheck.bwcheck h2d" in err and "d2h" not in err.split("h2d", 1)[1]
@@ -133,10 +131,10 @@ def test_a_run_that_fails_its_cross_check_says_so(stand_in_recorder, tmp_path, c
 def test_a_run_within_tolerance_exits_zero(stand_in_recorder, tmp_path):
     stand_in_recorder({"crosscheck.bwcheck": experiments.Experiment("crosscheck.bwcheck", 0, "x",
                                                                     _bwcheck(54.9, 55.0))})
-    assert recorder.main(["--out", str(tmp_path / "ok.json")]) == 0
+    assert recorder.main(["--out", str(tmp_path / "ok")]) == 0
 
 
-# -- --only merges into an existing file of the same machine ------------------------------------
+# -- --only adds or replaces one file; the machine is the GPU, not its software ----------------
 
 def _registry(**data):
     return {eid.replace("_", "."): experiments.Experiment(eid.replace("_", "."), 0, "new " + eid,
@@ -144,81 +142,88 @@ def _registry(**data):
             for eid, d in data.items()}
 
 
-def test_only_merges_keeping_the_others(stand_in_recorder, tmp_path):
-    path = write_reference(tmp_path, "machine", add={"demo.old": {"v": "old"}, "demo.keep": {"v": "kept"}},
-                           only_added=True)
-    before = len(reference.load(path).provenance.get("merged", []))  # the base file's own earlier merges
+def test_only_replaces_one_file_after_a_driver_update_and_keeps_the_others(stand_in_recorder, monkeypatch,
+                                                                          tmp_path):
+    folder = write_reference(tmp_path, "machine", add={"demo.old": {"v": "old"}, "demo.keep": {"v": "kept"}},
+                             only_added=True)
+    kept_before = (folder / "demo.keep.json").read_bytes()
     stand_in_recorder(_registry(demo_old={"v": "new"}, demo_other={"v": "not chosen"}))
-    assert recorder.main(["--only", "demo.old", "--out", str(path)]) == 0
-    ref = reference.load(path)  # validates schema and checksum
-    assert ref.experiment("demo.old") == {"v": "new"} and ref.experiment("demo.keep") == {"v": "kept"}
-    assert not ref.has("demo.other") and ref.doc["experiments"]["demo.old"]["title"] == "new demo_old"
-    assert len(ref.provenance["merged"]) == before + 1
-    entry = ref.provenance["merged"][-1]
-    assert entry["experiments"] == ["demo.old"] and entry["command_line"][-3:] == ["demo.old", "--out", str(path)]
-    assert ref.name == "machine" and ref.doc["checksum"] == reference.checksum(ref.doc)
+    newer = live.live_provenance  # the stand-in's provenance, on a newer driver and CUDA
+    monkeypatch.setattr(live, "live_provenance", lambda argv, by=None: dict(
+        newer(argv, by), driver="590.10.01", cuda_runtime="13.3", cuda_driver_api="13.3"))
+    assert recorder.main(["--only", "demo.old", "--out", str(folder)]) == 0
+    ref = reference.load(folder)
+    old = ref.recording("demo.old")
+    assert old.data == {"v": "new"} and old.doc["title"] == "new demo_old"
+    assert old.provenance["driver"] == "590.10.01" and "driver 590.10.01 · CUDA 13.3" in old.label
+    assert (folder / "demo.keep.json").read_bytes() == kept_before and ref.recording("demo.keep").provenance[
+        "driver"] == "580.159.04"
+    assert not (folder / "demo.other.json").exists()
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")], "no temporary file left behind"
 
 
-def test_a_second_merge_adds_to_the_list_and_clears_an_old_skip(stand_in_recorder, tmp_path):
-    path = write_reference(tmp_path, "machine", add={"demo.keep": {"v": 1}}, only_added=True)
-    doc = json.loads(path.read_text())
-    doc["system"]["skipped_experiments"] = {"demo.new": "no strace"}
-    doc["checksum"] = reference.checksum(doc)
-    path.write_text(json.dumps(doc))
-    stand_in_recorder(_registry(demo_new={"v": 2}))
-    assert recorder.main(["--only", "demo.new", "--out", str(path)]) == 0
-    assert recorder.main(["--only", "demo.*", "--out", str(path), "--quick"]) == 0
-    ref = reference.load(path)
-    assert [m["experiments"] for m in ref.provenance["merged"]] == [["demo.new"], ["demo.new"]]
-    assert "skipped_experiments" not in ref.doc["system"] and ref.experiment("demo.keep") == {"v": 1}
-    assert ref.doc["experiments"]["demo.new"]["quick"] is True
+def test_a_skip_never_replaces_data(stand_in_recorder, tmp_path, capsys):
+    folder = write_reference(tmp_path, "machine", add={"demo.census": {"v": 1}}, only_added=True)
+
+    def no_strace(quick):
+        raise recorder.SkipExperiment("strace is not installed")
+
+    stand_in_recorder({"demo.census": experiments.Experiment("demo.census", 0, "c", no_strace)})
+    assert recorder.main(["--only", "demo.census", "--out", str(folder)]) == 0
+    assert reference.load(folder).experiment("demo.census") == {"v": 1}
+    assert "a skip never replaces data" in capsys.readouterr().out
 
 
-def test_without_only_an_existing_file_is_replaced(stand_in_recorder, tmp_path):
-    path = write_reference(tmp_path, "machine", add={"demo.keep": {"v": 1}}, only_added=True)
-    stand_in_recorder(_registry(demo_new={"v": 2}))
-    assert recorder.main(["--out", str(path)]) == 0
-    ref = reference.load(path)
-    assert list(ref.doc["experiments"]) == ["demo.new"] and "merged" not in ref.provenance
-
-
-@pytest.mark.parametrize("field, value", [(("gpu", "name"), "NVIDIA A100-SXM4-80GB"),
-                                          (("gpu", "pci_id"), "10de:20b2"),
-                                          (("driver",), "550.54.15"),
-                                          (("cuda_runtime",), "12.4"),
-                                          (("cuda_driver_api",), "12.4")])
-def test_only_refuses_another_machines_file_and_leaves_it_alone(stand_in_recorder, tmp_path, capsys,
-                                                                 field, value):
-    path = write_reference(tmp_path, "machine", add={"demo.old": {"v": "old"}}, only_added=True)
-    doc = json.loads(path.read_text())
-    *parents, last = field
-    node = doc["provenance"]
-    for key in parents:
-        node = node[key]
-    node[last] = value
-    doc["checksum"] = reference.checksum(doc)
-    path.write_text(json.dumps(doc))
-    before = path.read_bytes()
+@pytest.mark.parametrize("field,value", [("name", "NVIDIA H200"), ("pci_id", "10de:2331")])
+def test_another_gpu_is_refused_and_the_folder_left_alone(stand_in_recorder, monkeypatch, tmp_path, capsys,
+                                                          field, value):
+    folder = write_reference(tmp_path, "machine", add={"demo.old": {"v": "old"}}, only_added=True)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
     ran = []
     stand_in_recorder({"demo.old": experiments.Experiment("demo.old", 0, "x", lambda quick: ran.append(1) or {})})
-    assert recorder.main(["--only", "demo.old", "--out", str(path)]) == recorder.EXIT_REFUSED
+    here = live.live_provenance
+    monkeypatch.setattr(live, "live_provenance", lambda argv, by=None: (
+        lambda p: dict(p, gpu=dict(p["gpu"], **{field: value})))(here(argv, by)))
+    assert recorder.main(["--only", "demo.old", "--out", str(folder)]) == recorder.EXIT_REFUSED
     err = capsys.readouterr().err
-    assert "refusing to merge" in err and f"{'.'.join(field)}: file {value!r}" in err
-    assert path.read_bytes() == before and ran == [] and not path.with_suffix(".json.tmp").exists()
+    assert "this GPU is another" in err and f"gpu.{field}: machine" in err and repr(value) in err
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before and ran == []
 
 
-def test_only_refuses_a_damaged_file(stand_in_recorder, tmp_path, capsys):
-    path = write_reference(tmp_path, "machine", add={"demo.old": {"v": "old"}}, only_added=True)
-    path.write_text(path.read_text().replace('"old"', '"edited"'))
-    before = path.read_bytes()
+def test_a_damaged_manifest_is_refused(stand_in_recorder, tmp_path, capsys):
+    folder = write_reference(tmp_path, "machine", add={"demo.old": {"v": "old"}}, only_added=True)
+    manifest = folder / reference.MANIFEST
+    manifest.write_text(manifest.read_text().replace("x86_64", "aarch64"))
     stand_in_recorder(_registry(demo_old={"v": "new"}))
-    assert recorder.main(["--only", "demo.old", "--out", str(path)]) == recorder.EXIT_REFUSED
-    assert "checksum mismatch" in capsys.readouterr().err and path.read_bytes() == before
+    assert recorder.main(["--only", "demo.old", "--out", str(folder)]) == recorder.EXIT_REFUSED
+    assert "checksum mismatch" in capsys.readouterr().err
+    assert json.loads((folder / "demo.old.json").read_text())["data"] == {"v": "old"}
 
 
-def test_the_committed_files_merge_with_their_own_machine_only():
-    h100 = reference.load("h100-pcie").provenance
-    h200 = reference.load("h200x2-nvlink").provenance
-    assert recorder.machine_differences(h100, h100) == []
-    assert recorder.machine_differences(h100, h200)[:2] == [
-        "gpu.name: file 'NVIDIA H100 80GB HBM3', here 'NVIDIA H200'", "gpu.pci_id: file '10de:2330', here '10de:2335'"]
+def test_a_damaged_recording_is_replaced_by_recording_it_again(stand_in_recorder, tmp_path):
+    folder = write_reference(tmp_path, "machine", add={"demo.old": {"v": "old"}}, only_added=True)
+    (folder / "demo.old.json").write_text("{ cut short")
+    stand_in_recorder(_registry(demo_old={"v": "new"}))
+    assert recorder.main(["--only", "demo.old", "--out", str(folder)]) == 0
+    assert reference.load(folder).experiment("demo.old") == {"v": "new"}
+
+
+def test_a_folder_name_that_is_no_machine_name_is_refused(stand_in_recorder, tmp_path, capsys):
+    stand_in_recorder(_registry(demo_old={"v": "new"}))
+    assert recorder.main(["--out", str(tmp_path / "My GPU.json")]) == recorder.EXIT_REFUSED
+    assert "a machine folder is named in lower-case" in capsys.readouterr().err
+
+
+def test_two_recorders_starting_at_once_share_one_manifest(stand_in_recorder, tmp_path):
+    """The manifest is created exclusively (a link that fails when it exists): the second recorder
+    reads the first one's, and both recordings land whole."""
+    from helpers.recording import store
+
+    stand_in_recorder(_registry(demo_a={"v": 1}, demo_b={"v": 2}))
+    prov = live.live_provenance(["python", "-m", "helpers.record"])
+    first, second = store.machine(tmp_path / "m", prov), store.machine(tmp_path / "m", prov)
+    assert first.manifest == second.manifest
+    for ref, eid in ((first, "demo.a"), (second, "demo.b")):
+        store.write(ref, store.recording_doc(ref, eid, {"title": eid, "chapter": 0, "duration_s": 0.0,
+                                                        "quick": False, "data": {"v": eid}}, prov))
+    assert reference.load(tmp_path / "m").ids() == ["demo.a", "demo.b"]

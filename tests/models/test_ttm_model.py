@@ -98,7 +98,7 @@ def test_move_costs_come_from_the_link_model():
 
 def test_link_model_from_the_real_reference_recording():
     sweep = reference.load().experiment("transfers.pinned_vs_pageable")
-    link = ttm.LinkModel.from_sweep(sweep, reference.load().label)
+    link = ttm.LinkModel.from_sweep(sweep, reference.load().recording("transfers.pinned_vs_pageable").label)
     assert 1e9 < link.h2d_bytes_per_s < 200e9 and 1e9 < link.d2h_bytes_per_s < 200e9
     assert 1e-7 < link.latency_s < 1e-3
     assert link.source.startswith("pinned-copy fit of")

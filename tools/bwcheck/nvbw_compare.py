@@ -1,9 +1,9 @@
 """The course's figures against NVIDIA's nvbandwidth, measured in the same run on the same GPU.
 
-    python tools/bwcheck/nvbw_compare.py --recordings R1.json [R2.json ...] --nvbw N1.json [N2.json ...] [--out table.md]
+    python tools/bwcheck/nvbw_compare.py --recordings R1 [R2 ...] --nvbw N1.json [N2.json ...] [--out table.md]
 
-Each R*.json is what `python -m helpers.record --out ...` wrote (the whole recorder, or `--only` the
-experiments below); each N*.json is the output of `nvbandwidth -j` (built from
+Each R* is a machine folder that `python -m helpers.record --out R1` wrote (the whole recorder, or
+`--only` the experiments below), read through the course's loader; each N*.json is the output of `nvbandwidth -j` (built from
 github.com/NVIDIA/nvbandwidth). Run them interleaved in one session on the GPU machine (recording,
 nvbandwidth, recording, ...): both sides' figures move with the machine's state (a run of
 nvbandwidth's own latency test spread 1,189-1,211 ns in three runs on one H100), so each side's
@@ -121,13 +121,21 @@ def _range(r: tuple) -> str:
     return f"{n}: {lo:,.2f}" if n == 1 else f"{n}: {lo:,.2f}-{hi:,.2f}"
 
 
+def recording_doc(folder: Path) -> dict:
+    """{"experiments": {id: {"data": ...}}} of a machine folder the recorder wrote, each file validated."""
+    from helpers.core import reference
+
+    ref = reference.load(folder)
+    return {"experiments": {i: {"data": ref.experiment(i)} for i in ref.ids() if ref.has(i)}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--recordings", type=Path, nargs="+", required=True)
     ap.add_argument("--nvbw", type=Path, nargs="+", required=True)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    found = rows([json.loads(p.read_text()) for p in args.recordings], [json.loads(p.read_text()) for p in args.nvbw])
+    found = rows([recording_doc(p) for p in args.recordings], [json.loads(p.read_text()) for p in args.nvbw])
     text = table(found)
     print(text)
     if args.out:
