@@ -1,9 +1,9 @@
-"""Two checks on every cell nbval executes in the chapters (make test-notebooks, tools/matrix.py),
+"""Two checks on every cell nbval executes in the chapters (make test-notebooks, tools/matrix/runner.py),
 read from the outputs nbval collects, so they cost no extra execution:
 
-1. Wording against the mode (issue 38, item 2), with tools/wordcheck.py's rules: no model's value
+1. Wording against the mode (issue 38, item 2), with tools/checks/wordcheck.py's rules: no model's value
    called measured, no live value called recorded, and, in a notebook whose banner says LIVE, no
-   recording wording that does not name its recording. (On a GPU, `python tools/wordcheck.py
+   recording wording that does not name its recording. (On a GPU, `python -m tools.checks.wordcheck
    --execute notebooks/*.ipynb` does the same outside pytest.)
 2. A fresh run is quiet (issue 38, item 4). A fresh notebook has every exercise unanswered, so none
    of these may appear in any output:
@@ -15,15 +15,11 @@ read from the outputs nbval collects, so they cost no extra execution:
 
 from __future__ import annotations
 
-import importlib.util
 import re
-from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location("wordcheck", Path(__file__).resolve().parents[1] / "tools" / "wordcheck.py")
-wordcheck = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(wordcheck)
+from tools.checks import wordcheck
 
 _LIVE: dict[str, bool] = {}  # notebook -> whether its banner said LIVE
 
@@ -42,7 +38,7 @@ def pytest_runtest_makereport(item, call):
     found = wordcheck.problems(text, _LIVE.get(where, False))
     if found:
         report.outcome = "failed"
-        report.longrepr = "wording against the mode (tools/wordcheck.py):\n" + "\n".join(f"  {f}" for f in found)
+        report.longrepr = "wording against the mode (tools/checks/wordcheck.py):\n" + "\n".join(f"  {f}" for f in found)
 
 ANSI = re.compile(r"\x1b\[")
 WARNING = re.compile(r"\b[A-Z]\w*Warning\b\s*[:(]|\bwarnings\.warn\(")

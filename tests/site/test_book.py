@@ -1,19 +1,17 @@
 """The book's build tools: launch-button config, asset verification, the banner reader, the toc,
-and which version of the labs the site shows (tools/booklabs.py)."""
+and which version of the labs the site shows (tools/site/booklabs.py)."""
 
 import html
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
 
-from tools import bookassets, bookconfig, booklabs, sitecheck
+from book._ext import course_modes
+from tools.site import bookassets, bookconfig, booklabs, sitecheck
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import course_modes  # noqa: E402
 
 
 @pytest.mark.parametrize("remote, url", [
@@ -56,7 +54,7 @@ def test_no_colab_button_unless_the_notebooks_install_from_this_repository(colab
     cfg, note = bookconfig.derive(_config(), {"COURSE_REPO_URL": "https://github.com/uni/gpu-course"}, None,
                                   ROOT / "book", colab_repo=colab_repo)
     assert "colab_url" not in cfg["launch_buttons"] and cfg["launch_buttons"]["binderhub_url"]
-    assert "no Colab button" in note and "tools/colabcell.py --repo https://github.com/uni/gpu-course" in note
+    assert "no Colab button" in note and "python -m tools.site.colabcell --repo https://github.com/uni/gpu-course" in note
 
 
 def test_colab_only_for_github():

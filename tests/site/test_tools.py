@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import nbhygiene, wheelhouse
+from tools.checks import nbhygiene
+from tools.env import wheelhouse
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +69,7 @@ def test_wheelhouse_unknown_extra():
 
 def test_mkvenv_inherit(tmp_path):
     env = tmp_path / "env"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "mkvenv.py"), str(env), "--inherit"], check=True,
+    subprocess.run([sys.executable, str(ROOT / "tools" / "env" / "mkvenv.py"), str(env), "--inherit"], check=True,
                    capture_output=True, timeout=180)
     out = subprocess.run([str(env / "bin" / "python"), "-c", "import json, sys; print(json.dumps(sys.path))"],
                          check=True, capture_output=True, text=True).stdout

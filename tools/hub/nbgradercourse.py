@@ -1,8 +1,8 @@
 """The instructor's nbgrader course folder, laid out from the repository's labs.
 
     make nbgrader-course DEST=~/gpu-course [EXCHANGE=/srv/nbgrader/exchange]
-    python tools/nbgradercourse.py layout DEST [--exchange DIR] [labs/labN_topic.ipynb ...]
-    python tools/nbgradercourse.py grade DEST labN        # after `nbgrader collect labN` in DEST
+    python -m tools.hub.nbgradercourse layout DEST [--exchange DIR] [labs/labN_topic.ipynb ...]
+    python -m tools.hub.nbgradercourse grade DEST labN        # after `nbgrader collect labN` in DEST
 
 nbgrader works in a *course directory*: `nbgrader_config.py` at its top and each assignment's
 instructor version in `source/<assignment>/`. `layout` writes that folder from labs/: one
@@ -30,11 +30,9 @@ import shutil
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from tools import labgrade
 
-from tools import labgrade  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 COURSE = "gpu-datamove"  # the course id on the hub (deploy/z2jh/values.yaml's nbgrader config)
 

@@ -1,11 +1,11 @@
 """The student distribution: what a class hands out, and the scan that proves it holds no answer.
 
-    python tools/studentdist.py build DEST     # write it (make student-repo DEST=...), then scan it
-    python tools/studentdist.py scan DEST      # scan a distribution (exit 1 on any finding)
+    python -m tools.dist.studentdist build DEST     # write it (make student-repo DEST=...), then scan it
+    python -m tools.dist.studentdist scan DEST      # scan a distribution (exit 1 on any finding)
 
 `build` writes the chapters (notebooks/), the student versions of the labs (nbgrader's, the same
 `make student` makes, into labs/), the `helpers` package, the recorded data (data/), what
-`make lab` needs to install it (pyproject.toml, Makefile, tools/mkvenv.py, environment.yml,
+`make lab` needs to install it (pyproject.toml, Makefile, tools/env/mkvenv.py, environment.yml,
 postBuild, the licences), Chapter 3's C cross-check source, and a README for students. It
 never copies instructor/ (reference implementations, hidden grading cases, the answers of
 per-learner problems, instructor notes) nor the labs' instructor versions.
@@ -13,7 +13,7 @@ per-learner problems, instructor notes) nor the labs' instructor versions.
 `scan` fails on
 - any path named instructor, or any file identical to one under instructor/;
 - nbgrader markers (BEGIN/END SOLUTION, BEGIN/END HIDDEN TESTS) in any text file;
-- any distinctive line of a lab's solution or hidden-test region (tools/booklabs.py) in a notebook
+- any distinctive line of a lab's solution or hidden-test region (tools/site/booklabs.py) in a notebook
   or text file (Python files are judged by their functions instead: a line such as
   `deadline = time.monotonic() + timeout` is a solution's and every helper's idiom);
 - any function whose normalised syntax tree — docstring, annotations, decorators and every
@@ -32,18 +32,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools import booklabs  # noqa: E402
+from tools.site import booklabs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INSTRUCTOR = ROOT / "instructor"
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 MIN_NODES = 15  # smaller functions (a getter, `return candidates[0]`) are too common to call a copy
 TEXT_SUFFIXES = {".py", ".ipynb", ".md", ".txt", ".json", ".toml", ".yml", ".yaml", ".cfg", ".cu", ".c", ".h", ""}
 #: what `build` copies besides the generated parts: (source, destination), relative to the roots
 COPIED = ("helpers", "notebooks", "data", "pyproject.toml", "Makefile", "environment.yml", "postBuild",
-          "LICENSE", "LICENSE-CONTENT", "CITATION.cff", "tools/mkvenv.py", "tools/__init__.py",
+          "LICENSE", "LICENSE-CONTENT", "CITATION.cff", "tools/env/mkvenv.py", "tools/__init__.py",
           "tools/bwcheck/bwcheck.cu", "tools/kernel_lab")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
 

@@ -1,6 +1,6 @@
 """JupyterLab in headless Chromium: start `make lab`, open Chapter 0, run every cell, check the result.
 
-    python tools/labbrowser.py [--notebook notebooks/00_your_machine.ipynb] -- make lab LAB_FLAGS=--no-browser
+    python -m tools.site.labbrowser [--notebook notebooks/00_your_machine.ipynb] -- make lab LAB_FLAGS=--no-browser
 
 The server is the course's own `make lab` (the command after --), started with a token, a
 throw-away JupyterLab settings folder (autosave off, so the notebook in the repository is not
@@ -12,7 +12,7 @@ Chromium may reach only that server. Checks:
 * the first code cell's output is the course's mode banner (LIVE or REPLAY);
 * the first plotly figure is drawn by JupyterLab's plotly renderer (its `.main-svg` is in the page);
 * every course diagram and plotly figure in the outputs reads at a laptop and a wide window
-  (1280 and 1920 px): tools/sitecheck.py's layout check (no text clipped or overprinted), each
+  (1280 and 1920 px): tools/site/sitecheck.py's layout check (no text clipped or overprinted), each
   output scrolled into view first (JupyterLab draws only the cells near the view);
 * no console error, no uncaught exception, no request to any other host;
 * the notebook file is byte-for-byte unchanged afterwards.
@@ -35,10 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.cdp import BrowserError, Chromium, Page  # noqa: E402
-from tools.labcheck import free_port, get  # noqa: E402
+from tools.site.cdp import BrowserError, Chromium, Page
+from tools.site.labcheck import free_port, get
 
 # The notebook's panel among JupyterLab's main-area widgets (window.__panel once found).
 PANEL = "window.__panel"
@@ -134,7 +132,7 @@ FIGURE_CELLS_JS = f"""(() => {PANEL}.content.widgets.map((c, i) => [c, i]).filte
 
 def check_outputs_layout(page: Page, widths: tuple[int, ...] = (1280, 1920)) -> list[str]:
     """sitecheck's layout check over each figure or diagram output, scrolled into view, at each width."""
-    from tools import sitecheck
+    from tools.site import sitecheck
 
     cells = page.evaluate(FIGURE_CELLS_JS) or []
     found: dict[str, None] = {}

@@ -1,4 +1,4 @@
-"""What a notebook's kernel holds: measured inside the kernel by cells tools/matrix.py injects.
+"""What a notebook's kernel holds: measured inside the kernel by cells tools/matrix/runner.py injects.
 
 The matrix runner adds two cells to a copy of each notebook:
 

@@ -1,6 +1,6 @@
 """Start `make lab` headless and check that JupyterLab's REST API answers on localhost.
 
-    python tools/labcheck.py -- make lab LAB_FLAGS=--no-browser
+    python -m tools.site.labcheck -- make lab LAB_FLAGS=--no-browser
 
 Picks a free port and a token, runs the command with PORT and JUPYTER_TOKEN set, polls
 /api/status and /lab until they answer (timeout 120 s), then stops the whole process group.

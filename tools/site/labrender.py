@@ -1,8 +1,8 @@
 """Every chapter and lab as `make lab`'s JupyterLab renders it: no raw MyST markup, terms and sources reachable.
 
-    python tools/labrender.py -- make lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
+    python -m tools.site.labrender -- make lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
 
-One JupyterLab (the course's `make lab`, through tools/labbrowser.py's server) and one headless
+One JupyterLab (the course's `make lab`, through tools/site/labbrowser.py's server) and one headless
 Chromium with every other host blocked. Each notebook in notebooks/ and each lab's student
 version in my_labs/ (which `make lab` writes) is opened and its markdown rendered, without
 running a code cell (the kernel is shut down as soon as the notebook is open). Checks:
@@ -11,7 +11,7 @@ running a code cell (the kernel is shut down as soon as the notebook is open). C
   `:::` (markup JupyterLab showed raw), and no "Citation Not Found" or "Unknown Directive";
 * a glossary link (Chapter 0's first) opens book/glossary.md in JupyterLab, and the page shows that
   term with the first words of its definition;
-* a citation link shows the readable reference tools/labroles.py derives from book/references.bib
+* a citation link shows the readable reference tools/checks/labroles.py derives from book/references.bib
   for its key (not the key) and points at the bibliography entry;
 * no console error, no request to another host; no notebook file changed.
 
@@ -28,13 +28,11 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools import labroles  # noqa: E402
-from tools.cdp import BrowserError, Chromium, Page  # noqa: E402
-from tools.labbrowser import LabStartError, lab_server  # noqa: E402
+from tools.checks import labroles
+from tools.site.cdp import BrowserError, Chromium, Page
+from tools.site.labbrowser import LabStartError, lab_server
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RAW = ("{term}`", "{cite}`", "{doc}`", "```{", ":::", "Citation Not Found", "Unknown Directive")
 OPEN_JS = """(async () => {
   const path = %s;

@@ -1,7 +1,7 @@
 """Does an executed notebook's output word each value by its mode? (issue 38, item 2)
 
-    python tools/wordcheck.py notebooks/*.ipynb                 # executed copies: check their outputs
-    python tools/wordcheck.py --execute notebooks/0[0-5]*.ipynb  # execute each (live on a GPU), then check
+    python -m tools.checks.wordcheck notebooks/*.ipynb                 # executed copies: check their outputs
+    python -m tools.checks.wordcheck --execute notebooks/0[0-5]*.ipynb  # execute each (live on a GPU), then check
 
 A value's wording comes from its Evidence (helpers.core.evidence: "measured now on …", "recorded
 on …", "the model gives …"). This tool reads what a run printed, line by line, and reports:

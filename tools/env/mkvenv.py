@@ -1,7 +1,7 @@
 """Create the course's virtual environment (used by the Makefile).
 
-    python3 tools/mkvenv.py .venv            # a clean environment
-    python3 tools/mkvenv.py .venv --inherit  # also see the packages of the Python running this
+    python3 -m tools.env.mkvenv .venv            # a clean environment
+    python3 -m tools.env.mkvenv .venv --inherit  # also see the packages of the Python running this
 
 --inherit is for GPU nodes and clusters whose Python already has CuPy, Numba and the CUDA
 libraries (perhaps itself a virtual environment, where --system-site-packages would reach

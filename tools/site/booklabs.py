@@ -1,6 +1,6 @@
 """Which version of the labs the site publishes: the student version, unless solutions are asked for.
 
-    python tools/booklabs.py book/_toc.yml book/_build/_toc.yml [--labs student|solution]
+    python -m tools.site.booklabs book/_toc.yml book/_build/_toc.yml [--labs student|solution]
 
 The labs in labs/ are the instructor's versions with worked solutions; a public site must not give
 them away. So by default (`student`) every toc entry `labs/labN_topic` is mapped to a student
@@ -11,7 +11,7 @@ labs/ as they are. The mode is `--labs`, else the environment's COURSE_BOOK_LABS
 
 book/_toc.yml stays the one list of pages: the toc written here is that file with the lab entries
 mapped, so a new lab added there is picked up without further changes. Beside it goes
-booklabs.json (mode and mapping), which tools/bookcheck.py reads to check that no solution reached
+booklabs.json (mode and mapping), which tools/site/bookcheck.py reads to check that no solution reached
 the built site (`solution_leaks`). Pages of the other mode left from an earlier build are removed
 from the build folder, so that switching back to student never keeps a solution page.
 """
@@ -32,10 +32,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODES = ("student", "solution")
 ENV = "COURSE_BOOK_LABS"
 LABS = "labs"           # the instructor versions (docnames labs/labN_topic)
@@ -149,7 +146,7 @@ def prepare(toc_src: Path, toc_dst: Path, mode: str, root: Path = ROOT) -> dict:
     else:
         mapping = {e: e for e in entries}
         remove_outputs(build, SITE_LABS)
-    header = (f"# Written by tools/booklabs.py from {toc_src} ({mode} versions of the labs); "
+    header = (f"# Written by tools/site/booklabs.py from {toc_src} ({mode} versions of the labs); "
               "edit that file, not this one.\n")
     _write_if_changed(toc_dst, header + yaml.safe_dump(map_toc(toc, mapping), sort_keys=False))
     state = {"mode": mode, "labs": mapping}
@@ -209,7 +206,7 @@ def public_lines(root: Path = ROOT) -> set[str]:
     """The stripped lines of the course code a learner already has and the chapters show: the
     helpers and the kernel lab's guest programs (Chapter 4b prints them). A solution line that one
     of them contains (a wait loop's deadline test, opening /dev/vfio/vfio) gives nothing away;
-    whole copied functions are what tools/studentdist.py's fingerprints catch."""
+    whole copied functions are what tools/dist/studentdist.py's fingerprints catch."""
     files = [*(root / "helpers").rglob("*.py"), *(root / "tools" / "kernel_lab").glob("*.py")]
     return {ln.strip() for f in files for ln in f.read_text().splitlines() if ln.strip()}
 

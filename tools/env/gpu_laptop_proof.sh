@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A GPU laptop with a driver and no CUDA toolkit: does the course run live on CUDA libraries from PyPI?
 #
-#   tools/gpu_laptop_proof.sh WHEELS [full|lean]     (as root, on Linux with an NVIDIA GPU and driver)
-#   tools/gpu_laptop_proof.sh --download-commands    (where there is internet: builds WHEELS)
+#   tools/env/gpu_laptop_proof.sh WHEELS [full|lean]     (as root, on Linux with an NVIDIA GPU and driver)
+#   tools/env/gpu_laptop_proof.sh --download-commands    (where there is internet: builds WHEELS)
 #
 # WHEELS is a folder of wheels for this machine's Python (3.12, manylinux x86_64, from the printed
 # `pip download` lines). `full` installs what `make lab CUDA_EXTRA=cuda12` installs: the course with
@@ -37,7 +37,7 @@ EOF
     exit 0
 fi
 
-WHEELS=$(realpath "${1:?usage: tools/gpu_laptop_proof.sh WHEELS [full|lean]}")
+WHEELS=$(realpath "${1:?usage: tools/env/gpu_laptop_proof.sh WHEELS [full|lean]}")
 MODE=${2:-full}
 PY=${PYTHON:-python3}
 T=$(mktemp -d /tmp/course-gpu-laptop.XXXXXX)

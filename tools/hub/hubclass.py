@@ -1,7 +1,7 @@
 """A class on a real JupyterHub, on this machine: the hub, nbgrader's exchange, a whole assignment cycle.
 
-    python tools/hubclass.py serve [--port 8000]              # a hub for trying it by hand
-    python tools/hubclass.py cycle --lab labs/lab4_buddy_eviction.ipynb --out build/hub/run
+    python -m tools.hub.hubclass serve [--port 8000]              # a hub for trying it by hand
+    python -m tools.hub.hubclass cycle --lab labs/lab4_buddy_eviction.ipynb --out build/hub/run
 
 `serve` starts JupyterHub (with its proxy, configurable-http-proxy from the npm registry,
 installed into build/hub on first use) on 127.0.0.1 with an instructor and three students
@@ -38,10 +38,15 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "tools")) if p not in sys.path]
-import labgrade  # noqa: E402 - the course's grader (tools/labgrade.py, tools/grader/)
-from nbgradercourse import COURSE, grade_collected, layout, nbgrader_config  # noqa: E402 - the course folder
+from tools import labgrade  # the course's grader (tools/labgrade.py, tools/grader/)
+from tools.hub.nbgradercourse import (  # the course folder
+    COURSE,
+    grade_collected,
+    layout,
+    nbgrader_config,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 STUDENTS = ("student1", "student2", "student3")
 INSTRUCTOR = "instructor"
@@ -211,8 +216,7 @@ API_JS = """(async () => {
 def browser_student(hub: Hub, user: str, notebook: dict, lab_id: str, nb_name: str, shot: Path,
                     transcript: list[str]) -> None:
     """Log in, start the server, fetch, save the answered notebook, submit: through the hub's pages."""
-    sys.path.insert(0, str(ROOT))
-    from tools.cdp import Chromium
+    from tools.site.cdp import Chromium
 
     def api(page, path: str, method: str, body=None) -> dict:
         js = API_JS % {"url": json.dumps(f"/user/{user}/{path}"), "method": json.dumps(method),
@@ -244,8 +248,7 @@ def browser_student(hub: Hub, user: str, notebook: dict, lab_id: str, nb_name: s
 
 
 def fetch_feedback_in_browser(hub: Hub, user: str, lab_id: str, transcript: list[str]) -> dict:
-    sys.path.insert(0, str(ROOT))
-    from tools.cdp import Chromium
+    from tools.site.cdp import Chromium
 
     with Chromium() as browser:
         page = browser.new_page(allow=[hub.url])

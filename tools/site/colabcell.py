@@ -1,8 +1,8 @@
 """The Colab block at the top of each notebook's first code cell: fetch the course, install what Colab lacks.
 
-    python tools/colabcell.py --repo https://github.com/ORG/REPO [--branch main]   # write or update it
-    python tools/colabcell.py --remove                                            # take it out
-    python tools/colabcell.py --show                                              # the repository it names
+    python -m tools.site.colabcell --repo https://github.com/ORG/REPO [--branch main]   # write or update it
+    python -m tools.site.colabcell --remove                                            # take it out
+    python -m tools.site.colabcell --show                                              # the repository it names
 
 Colab opens one notebook from GitHub, without the repository: `from helpers import course` fails
 and the recordings the notebook replays (data/) are missing. In Colab (and only there: the block
@@ -14,7 +14,7 @@ the session and run the cell again (the clone is then found and nothing is insta
 
 The repository's public address differs for every copy of the course, so it is written by this
 tool, not by hand; `make book` offers a Colab button only when every notebook's block names the
-repository the site is built for (tools/bookconfig.py). The block sits between two marker
+repository the site is built for (tools/site/bookconfig.py). The block sits between two marker
 comments, so writing it again replaces it (idempotent), and `--remove` restores the cell.
 """
 
@@ -26,8 +26,8 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BEGIN = "# --- Colab: fetch the course and install what Colab lacks (tools/colabcell.py writes this block)"
+ROOT = Path(__file__).resolve().parents[2]
+BEGIN = "# --- Colab: fetch the course and install what Colab lacks (tools/site/colabcell.py writes this block)"
 END = "# --- end of the Colab block"
 CLONE = "/content/course"
 _BLOCK = re.compile(rf"^{re.escape(BEGIN)}\n.*?^{re.escape(END)}\n", re.S | re.M)

@@ -1,6 +1,6 @@
 """Time the grading of a class: 30 students, correct ones and one hostile per trick (issue 39).
 
-    python tools/classtime.py [--students 30] [--out build/classtime] [--labs lab2 lab3 ...]
+    python -m tools.hub.classtime [--students 30] [--out build/classtime] [--labs lab2 lab3 ...]
 
 Writes a class of generated submissions (each student hands in one lab, round-robin over the
 labs: the worked solution, or one trick of the red team — tests/labs/redteam.py and
@@ -21,12 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tools"), str(ROOT / "tests" / "labs")]
+from tests.labs import redteam, tricks39
+from tools import labgrade
 
-import labgrade  # noqa: E402
-import redteam  # noqa: E402
-import tricks39  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 MEMORY_HOG = '''
 import os, time

@@ -1,6 +1,6 @@
-"""One course kernel's view of a shared GPU, for `tools/matrix.py load`.
+"""One course kernel's view of a shared GPU, for `tools/matrix/runner.py load`.
 
-    python tools/loadprobe.py OUT.json [--repeats 5]
+    python -m tools.matrix.loadprobe OUT.json [--repeats 5]
 
 Takes the course's own live evidence the way a chapter does (ctx.get of Chapter 0's copy
 sweep at 64 MiB, pinned and pageable, both directions), several times, while other course
@@ -16,9 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from helpers import course  # noqa: E402
+from helpers import course
 
 SIZE = 64 << 20
 

@@ -1,10 +1,10 @@
 """Every course diagram on one HTML page, for checking their layout in a browser without building the site.
 
-    python tools/diagramgallery.py OUT.html
+    python -m tools.site.diagramgallery OUT.html
 
 The diagrams are made by the chapter packages' own functions (Chapter 0's and Chapter 1's with
 the reference recordings, as the notebooks show them in replay). tests/site/test_browser.py
-loads the page in Chromium at a phone, a laptop and a wide width and runs tools/sitecheck.py's
+loads the page in Chromium at a phone, a laptop and a wide width and runs tools/site/sitecheck.py's
 layout check on it, so a diagram that clips or overprints fails without a site build.
 """
 
@@ -15,9 +15,6 @@ import html
 import sys
 from collections.abc import Callable
 from pathlib import Path
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def course_diagrams() -> list[tuple[str, Callable]]:
@@ -65,7 +62,7 @@ def _other_diagrams() -> list[Callable]:
     import importlib
     import inspect
 
-    root = Path(__file__).resolve().parent.parent / "helpers"
+    root = Path(__file__).resolve().parents[2] / "helpers"
     found = []
     for src in sorted(root.glob("ch*/*.py")):
         if "Diagram(" not in src.read_text(encoding="utf-8"):

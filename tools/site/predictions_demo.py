@@ -1,7 +1,7 @@
 """Plant a demonstration prediction record: a made-up learner's guesses, each compared with the
 value the chapter's own compare cell computes from the course's reference recordings.
 
-    COURSE_STATE_DIR=/tmp/demo-state python tools/predictions_demo.py
+    COURSE_STATE_DIR=/tmp/demo-state python -m tools.site.predictions_demo
     COURSE_STATE_DIR=/tmp/demo-state jupyter nbconvert --execute --to html notebooks/my_predictions.ipynb
 
 The guesses are invented (a learner's, for the demonstration); every value they are compared
@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 # guesses of a made-up learner: (question, guess, unit, kind)
 GUESSES = [

@@ -1,7 +1,7 @@
 """Build an offline folder of wheels for a GPU node without internet (`make wheelhouse`).
 
-    python tools/wheelhouse.py --out wheelhouse --python-version 3.12 \
-        --platform manylinux_2_28_x86_64 --extras test,book --installed tools/nodes/cuda-image.txt
+    python -m tools.env.wheelhouse --out wheelhouse --python-version 3.12 \
+        --platform manylinux_2_28_x86_64 --extras test,book --installed tools/env/nodes/cuda-image.txt
 
 Downloads, for the chosen Python version and platform, every wheel the course and the named
 extras need (plus its build requirements, so `pip install -e .` works with --no-index),
@@ -20,7 +20,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # manylinux tags are matched exactly by pip download: offer the common ones for a platform
 _MANYLINUX = ["manylinux_2_28", "manylinux_2_27", "manylinux_2_24", "manylinux_2_17", "manylinux2014",
               "manylinux_2_5", "manylinux1"]
@@ -162,8 +162,7 @@ def main(argv: list[str] | None = None) -> int:
           f"left out {len(dropped)} the node already has")
     if "book" in extras:
         # the site's widget manager and MathJax (npm tarballs): `make book WHEELHOUSE=...` finds them here
-        sys.path.insert(0, str(ROOT))
-        from tools import bookassets
+        from tools.site import bookassets
 
         try:
             for tarball in bookassets.save_tarball(args.out):

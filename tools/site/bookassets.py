@@ -1,10 +1,10 @@
 """Put the JavaScript the site needs into book/_static, so no page fetches from a CDN.
 
-    python tools/bookassets.py book/_static [--search wheelhouse ...]
+    python -m tools.site.bookassets book/_static [--search wheelhouse ...]
 
 * plotly.min.js, copied from the installed plotly package (the version the figures were made with);
 * MathJax 3 (the `mathjax` npm package's es5 build), for LaTeX math, also from the npm registry;
-* axe-core (its axe.min.js), the accessibility engine tools/sitecheck.py runs in every page;
+* axe-core (its axe.min.js), the accessibility engine tools/site/sitecheck.py runs in every page;
 * the standalone Jupyter widgets manager (@jupyter-widgets/html-manager, `dist/embed.js` with its
   font files), which renders the widget state myst-nb stores in each page. It comes from the npm
   registry at build time (`npm pack` of an exact version, checked against a pinned sha512), or
@@ -57,7 +57,7 @@ WIDGETS = NpmAsset("@jupyter-widgets/html-manager", "1.0.15",
 MATHJAX = NpmAsset("mathjax", "3.2.2",
                    "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
                    "mathjax", "es5/")
-# axe-core, the standard accessibility engine: not used by any page, but tools/sitecheck.py injects
+# axe-core, the standard accessibility engine: not used by any page, but tools/site/sitecheck.py injects
 # dist axe.min.js into every page of the built site (so the check runs offline, like the site).
 AXE = NpmAsset("axe-core", "4.14.1",
                "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==",

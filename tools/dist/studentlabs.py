@@ -1,6 +1,6 @@
 """The labs' student versions without nbgrader, for every learner (`make lab` writes them).
 
-    python tools/studentlabs.py [--out my_labs] [labs/labN_topic.ipynb ...]
+    python -m tools.dist.studentlabs [--out my_labs] [labs/labN_topic.ipynb ...]
 
 labs/ holds the instructor versions (solutions and hidden tests inside nbgrader's markers).
 `make student` makes the student versions with nbgrader, which only the test environment has;
@@ -30,7 +30,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
 TEXT_STUB = ["YOUR ANSWER HERE"]
 SOLUTION = ("BEGIN SOLUTION", "END SOLUTION")

@@ -1,6 +1,6 @@
 """Rewrite the MyST roles JupyterLab cannot resolve into plain links that render in both places.
 
-    python tools/labroles.py [--check] [notebooks/*.ipynb labs/*.ipynb]
+    python -m tools.checks.labroles [--check] [notebooks/*.ipynb labs/*.ipynb]
 
 In JupyterLab (jupyterlab-myst) a notebook is rendered on its own: `{term}` finds no glossary,
 `{cite}` no bibliography (it shows the key under "Citation Not Found") and `{doc}` no other page.
@@ -34,7 +34,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GLOSSARY = ROOT / "book" / "glossary.md"
 BIBLIOGRAPHY = ROOT / "book" / "bibliography.md"
 BIBFILE = ROOT / "book" / "references.bib"
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         left = [r for p in pages for r in remaining_roles(p)]
         print("\n".join(left) if left else f"labroles: no term/cite/doc role left in {len(pages)} notebooks")
         if left:
-            print(f"labroles: {len(left)} roles JupyterLab cannot resolve; run `python tools/labroles.py`")
+            print(f"labroles: {len(left)} roles JupyterLab cannot resolve; run `python -m tools.checks.labroles`")
         return 1 if left else 0
     try:
         targets = Targets.load()

@@ -3,9 +3,9 @@ network, every figure's HTML reached its page, and no lab solution is on it.
 
 A line of a lab's solution (labs/*.ipynb, between BEGIN and END SOLUTION) found in any page,
 copied source or executed notebook of the site is a problem, unless the build published the
-solutions on purpose (`make book BOOK_LABS=solution`, tools/booklabs.py).
+solutions on purpose (`make book BOOK_LABS=solution`, tools/site/booklabs.py).
 
-    python tools/bookcheck.py book/_build/html
+    python -m tools.site.bookcheck book/_build/html
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ import re
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools import booklabs  # noqa: E402
+from tools.site import booklabs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main(site: str) -> int:

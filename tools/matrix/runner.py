@@ -1,14 +1,14 @@
 """The course's test matrix: every notebook and lab under nbval in one named configuration.
 
-    python tools/matrix.py run  --mode auto|live|replay|hidden --out result.json [notebooks...]
-    python tools/matrix.py merge result*.json [--out matrix.md]
-    python tools/matrix.py load --kernels 8 --out load.json [notebooks...]
+    python -m tools.matrix.runner run  --mode auto|live|replay|hidden --out result.json [notebooks...]
+    python -m tools.matrix.runner merge result*.json [--out matrix.md]
+    python -m tools.matrix.runner load --kernels 8 --out load.json [notebooks...]
 
 `run` executes each notebook (default: notebooks/*.ipynb and labs/*.ipynb, so new chapters and
 labs are picked up without changes here) on a fresh kernel with `pytest --nbval-lax`, one
 pytest process per notebook, and checks for leaks three ways:
 
-- inside the kernel (tools/leakprobe.py, cells injected into a temporary copy of the notebook
+- inside the kernel (tools/matrix/leakprobe.py, cells injected into a temporary copy of the notebook
   next to the original): locked host memory (VmLck+VmPin), device memory in use
   (cudaMemGetInfo) and child processes, after the first cell and again after the notebook's
   namespace is dropped; a leak fails the notebook's last cell;
@@ -28,7 +28,7 @@ Modes: auto (whatever the machine gives: live with a GPU, replay without), live
 hidden (CUDA_VISIBLE_DEVICES= empty: a GPU machine that shows no GPU to CUDA).
 
 `load` is a class on one GPU node: N course kernels at once, each running the chapter notebooks
-(rotated, so different chapters overlap) and then tools/loadprobe.py, which takes a chapter's
+(rotated, so different chapters overlap) and then tools/matrix/loadprobe.py, which takes a chapter's
 live copy evidence five times. Per-notebook leak checks run inside each kernel; the device
 memory check from outside and the orphan check run once, around the whole load (side by side,
 one kernel's memory is another's baseline; the kernels' own probes still check locked host memory and
@@ -58,7 +58,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).resolve().parent / "leakprobe.py"
 MODES = ("auto", "live", "replay", "hidden")
 MODE_ENV = {"auto": {}, "live": {"COURSE_MODE": "live"}, "replay": {"COURSE_MODE": "replay"},
@@ -171,10 +171,10 @@ def instrumented_copy(nb_path: Path, report: Path, *, pinned_tolerance: int,
         raise MatrixError(f"{nb_path}: no code cell to run")
     load = f"import runpy as _mx_runpy\n_mx = _mx_runpy.run_path({str(PROBE)!r})\n"
     base = nbformat.v4.new_code_cell(
-        "# injected by tools/matrix.py: what the kernel holds after the first cell\n"
+        "# injected by tools/matrix/runner.py: what the kernel holds after the first cell\n"
         + load + f"_mx['baseline']({str(report)!r})\ndel _mx, _mx_runpy")
     end = nbformat.v4.new_code_cell(
-        "# injected by tools/matrix.py: drop the namespace, then nothing may be left behind\n"
+        "# injected by tools/matrix/runner.py: drop the namespace, then nothing may be left behind\n"
         + load + f"_mx['final']({str(report)!r}, pinned_tolerance={pinned_tolerance}, "
         f"device_tolerance={device_tolerance})")
     nb.cells.insert(code[0] + 1, base)
@@ -401,7 +401,7 @@ def _kernel(k: int, notebooks: list[Path], env: dict, args: argparse.Namespace) 
     fd, name = tempfile.mkstemp(prefix=f"load-{k}-", suffix=".json")
     os.close(fd)
     try:
-        proc = subprocess.run([sys.executable, str(Path(__file__).with_name("loadprobe.py")), name],
+        proc = subprocess.run([sys.executable, "-m", "tools.matrix.loadprobe", name],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.cell_timeout)
         probe = json.loads(Path(name).read_text() or "{}") if proc.returncode in (0, 3) else {
             "error": (proc.stdout + proc.stderr)[-2000:]}

@@ -1,6 +1,6 @@
 """Load every page of the built site in headless Chromium with the network blocked, and check it.
 
-    python tools/sitecheck.py book/_build/html [--screenshot book/_build/screenshots/chapter0.png]
+    python -m tools.site.sitecheck book/_build/html [--screenshot book/_build/screenshots/chapter0.png]
 
 The site is served from 127.0.0.1 only; any other request is failed and reported. Per page:
 
@@ -14,7 +14,7 @@ The site is served from 127.0.0.1 only; any other request is failed and reported
 * accessibility, in the page's content: every image has alt text, every SVG drawn as an image
   has a <title>, every plotly figure has an accessible name (the course figure's generated
   description), every link has text or a label, and headings go down one level at a time;
-* axe-core (book/_static/axe-core, installed by tools/bookassets.py) finds no violation;
+* axe-core (book/_static/axe-core, installed by tools/site/bookassets.py) finds no violation;
 * at a phone, a laptop and a wide window (390, 1280, 1920 px): every course diagram's texts lie
   inside its frame, overprint no other text and no box they do not belong to; plotly figures'
   texts do not overprint each other; no figure is wider than the column; no code cell needs
@@ -38,14 +38,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.cdp import BrowserError, Chromium, Page  # noqa: E402
+from tools.site.cdp import BrowserError, Chromium, Page
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 COURSE_DIRS = ("notebooks/", "labs/", "book/labs/")  # book/labs: the labs' student versions
-STUDENT_DIR = "book/labs/"  # written by tools/booklabs.py, in the build only
+STUDENT_DIR = "book/labs/"  # written by tools/site/booklabs.py, in the build only
 
 # Evaluated in the page: what is there and what is drawn.
 STATE_JS = r"""(() => {
@@ -304,9 +302,9 @@ def check_layout(page: Page, widths: tuple[int, ...] = WIDTHS, notes: list[str] 
 
 
 def axe_source(site: Path) -> str | None:
-    """axe-core's axe.min.js as tools/bookassets.py installed it (the site's or the book's _static)."""
+    """axe-core's axe.min.js as tools/site/bookassets.py installed it (the site's or the book's _static)."""
     for p in (site / "_static" / "axe-core" / "axe.min.js",
-              Path(__file__).resolve().parent.parent / "book" / "_static" / "axe-core" / "axe.min.js"):
+              Path(__file__).resolve().parents[2] / "book" / "_static" / "axe-core" / "axe.min.js"):
         if p.is_file():
             return p.read_text()
     return None
@@ -392,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = [p for p in site_pages(site) if not args.pages or p in args.pages]
     axe = None if args.no_axe else axe_source(site)
     if axe is None and not args.no_axe:
-        print("sitecheck: axe-core not found (book/_static/axe-core/axe.min.js): run tools/bookassets.py")
+        print("sitecheck: axe-core not found (book/_static/axe-core/axe.min.js): run tools/site/bookassets.py")
         return 1
     rules: collections.Counter = collections.Counter()
     notes: list[str] = []

@@ -1,6 +1,6 @@
 """The class GPU atlas: the learners' own recordings beside the course's reference machines.
 
-    python tools/atlas.py build SUBMISSIONS_DIR [--out atlas.html] [--csv atlas.csv]
+    python -m tools.hub.atlas build SUBMISSIONS_DIR [--out atlas.html] [--csv atlas.csv]
 
 A learner who opts in records their machine (`python -m helpers.record --out my-machine.json`,
 on their own GPU) and submits the file through nbgrader's exchange as the assignment `atlas`
@@ -23,13 +23,11 @@ import io
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from helpers.core import reference
+from helpers.core.errors import ReferenceDataError
+from helpers.models import copy_cost
 
-from helpers.core import reference  # noqa: E402
-from helpers.core.errors import ReferenceDataError  # noqa: E402
-from helpers.models import copy_cost  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 SWEEP = "transfers.pinned_vs_pageable"
 COLUMNS = ("machine", "kind", "gpu", "pci id", "link", "h2d B (GB/s)", "h2d t0 (us)", "h2d n½ (KiB)",

@@ -1,6 +1,6 @@
 """Notebook hygiene: valid notebooks, no committed outputs, and a mode banner first.
 
-    python tools/nbhygiene.py notebooks/*.ipynb labs/*.ipynb
+    python -m tools.checks.nbhygiene notebooks/*.ipynb labs/*.ipynb
 
 Exits 1 listing every problem. Outputs are never committed (the book and CI execute the
 notebooks themselves, so a committed output could only be stale or from another machine),

@@ -1,6 +1,6 @@
 """Write the config `make book` builds with: book/_config.yml plus where this copy is published.
 
-    python tools/bookconfig.py book/_config.yml book/_build/_config.yml
+    python -m tools.site.bookconfig book/_config.yml book/_build/_config.yml
 
 The launch buttons (Binder, Colab, the class's JupyterHub) link to the repository that holds
 the notebooks, and that address differs for every copy of the course, so no URL is committed:
@@ -15,7 +15,7 @@ the notebooks, and that address differs for every copy of the course, so no URL 
                        (it needs nbgitpuller on the hub, which environment.yml has; see book/teaching.md).
 
 The Colab button is offered only for a GitHub repository whose notebooks carry the Colab block
-naming it (tools/colabcell.py): without it, a notebook opened in Colab cannot import the course.
+naming it (tools/site/colabcell.py): without it, a notebook opened in Colab cannot import the course.
 
 Relative paths of local Sphinx extensions are made absolute, since the written file lives
 elsewhere than the source config.
@@ -31,10 +31,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
+ROOT = Path(__file__).resolve().parents[2]
 
 def https_url(remote: str) -> str | None:
     """A browsable https URL for a git remote ('git@github.com:o/r.git' -> 'https://github.com/o/r')."""
@@ -71,7 +68,7 @@ def derive(config: dict, env: dict[str, str], origin: str | None, config_dir: Pa
            colab_repo: str | None = None) -> tuple[dict, str]:
     """The build config and a one-line note on where its launch buttons point.
 
-    `colab_repo` is the repository the notebooks' Colab block clones (tools/colabcell.py): the Colab
+    `colab_repo` is the repository the notebooks' Colab block clones (tools/site/colabcell.py): the Colab
     button is offered only when it is this site's repository, since without the block a notebook
     opened in Colab cannot import the course."""
     cfg = dict(config)
@@ -91,7 +88,7 @@ def derive(config: dict, env: dict[str, str], origin: str | None, config_dir: Pa
             skipped = "; no Colab button (Colab opens notebooks from GitHub only)"
         elif colab_repo != repo["url"] and launch.pop("colab_url", None):
             skipped = (f"; no Colab button (the notebooks' Colab block clones {colab_repo or 'nothing'}: "
-                       f"run `python tools/colabcell.py --repo {repo['url']}` and commit)")
+                       f"run `python -m tools.site.colabcell --repo {repo['url']}` and commit)")
         cfg["launch_buttons"] = launch
         sphinx_cfg = dict((cfg.get("sphinx") or {}).get("config") or {})
         theme = dict(sphinx_cfg.get("html_theme_options") or {})
@@ -121,11 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     src, dst = Path(argv[0]), Path(argv[1])
     config = yaml.safe_load(src.read_text())
-    from tools import colabcell
+    from tools.site import colabcell
 
     cfg, note = derive(config, dict(os.environ), origin_url(), src.parent, colabcell.colab_repo())
     dst.parent.mkdir(parents=True, exist_ok=True)
-    header = f"# Written by tools/bookconfig.py from {src}; edit that file, not this one.\n"
+    header = f"# Written by tools/site/bookconfig.py from {src}; edit that file, not this one.\n"
     text = header + yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True)
     if not dst.exists() or dst.read_text() != text:  # unchanged config: Sphinx keeps its cache
         dst.write_text(text)
