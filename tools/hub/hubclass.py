@@ -351,8 +351,7 @@ def main(argv: list[str] | None = None) -> int:
             with Hub(work, ex, args.port) as hub:
                 print(f"hub at {hub.url}: users {INSTRUCTOR}, {', '.join(STUDENTS)}; password {PASSWORD!r}. Ctrl-C stops it.")
                 try:
-                    while hub.proc.poll() is None:
-                        time.sleep(1)
+                    hub.proc.wait()
                 except KeyboardInterrupt:
                     pass
             return 0

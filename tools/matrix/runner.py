@@ -117,6 +117,20 @@ def device_used_mib() -> list[int] | None:
         return None
 
 
+def settled_device_used_mib(before: list[int] | None, timeout_s: float = 10.0) -> list[int] | None:
+    """Device memory in use once the driver has released what ended processes held: polled until it
+    is back to `before` or two reads agree (at most timeout_s), instead of sleeping a fixed time."""
+    last = device_used_mib()
+    deadline = time.monotonic() + timeout_s
+    while last and before and any(a > b for a, b in zip(last, before, strict=False)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = device_used_mib()
+        if now == last:
+            break
+        last = now
+    return last
+
+
 # --- orphans ----------------------------------------------------------------------------
 
 def become_subreaper() -> bool:
@@ -446,8 +460,7 @@ def load(args: argparse.Namespace) -> dict:
         kernels = list(pool.map(lambda k: _kernel(k, notebooks, env, args), range(args.kernels)))
     wall = round(time.monotonic() - t0, 1)
     orphans = reap_orphans()
-    time.sleep(1.0)
-    after = device_used_mib()
+    after = settled_device_used_mib(before)
     runs = [r for k in kernels for r in k["notebooks"]]
     leaks = [f"kernel {k['kernel']}: {x}" for k in kernels for r in k["notebooks"] for x in r["leaks"]]
     leaks += [f"orphan process {o['pid']} outlived its kernel: {o['cmd']}" for o in orphans]
