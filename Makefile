@@ -221,8 +221,8 @@ browser-tests-left-out:
 	@echo "make test: BROWSER AND HUB TESTS NOT RUN (BROWSER_TESTS=$(BROWSER_TESTS)); run 'make test-browser test-hub' where Chromium is installed"
 
 # The site's JavaScript, served locally (book/_static, generated): plotly.js from the installed
-# plotly; the Jupyter widget manager and MathJax from the npm registry, or from a WHEELHOUSE
-# folder for offline builds (tools/site/bookassets.py).
+# plotly; the Jupyter widget manager, MathJax and axe-core as package-lock.json pins them, installed
+# with `npm ci` into node_modules/ (offline from a WHEELHOUSE folder's npm-cache/; tools/site/bookassets.py).
 book-static: $(STAMP)
 	$(BIN)/python -m tools.site.bookassets book/_static --search $(WHEELHOUSE)
 

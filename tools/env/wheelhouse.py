@@ -161,12 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wheelhouse: {len(kept)} wheels ({size / 2**20:.1f} MiB) in {args.out}; "
           f"left out {len(dropped)} the node already has")
     if "book" in extras:
-        # the site's widget manager and MathJax (npm tarballs): `make book WHEELHOUSE=...` finds them here
+        # the site's npm assets (npm's cache of package-lock.json's tarballs): `make book WHEELHOUSE=...`
+        # installs them from here with `npm ci --offline`
         from tools.site import bookassets
 
         try:
-            for tarball in bookassets.save_tarball(args.out):
-                print(f"wheelhouse: {tarball}")
+            print(f"wheelhouse: {bookassets.save_cache(args.out)}")
         except bookassets.AssetError as exc:
             print(f"wheelhouse: {exc}", file=sys.stderr)
             return 1
