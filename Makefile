@@ -136,11 +136,16 @@ test-lint: $(STAMP)
 	$(BIN)/python -m tools.checks.nbhygiene $(NOTEBOOKS)
 	$(BIN)/python -m tools.checks.labroles --check
 
-# Every notebook top to bottom on a fresh kernel (nbval-lax: errors fail, outputs are not
-# compared). Without a GPU the notebooks choose replay and numba's CUDA simulator themselves.
+# The labs' instructor versions top to bottom on a fresh kernel (nbval-lax: errors fail, outputs
+# are not compared). Without a GPU the notebooks choose replay and numba's CUDA simulator themselves.
+# The chapters execute once per run, in `make book` (its execution cache), where
+# tests/site/test_executed_notebooks.py fails a cell that raised, worded a value against its mode
+# or was not quiet: the rules notebooks/conftest.py applies when a chapter runs under nbval (one
+# chapter by hand: CONTRIBUTING.md, "Running the checks"; every one: `make matrix`).
+LAB_NOTEBOOKS := $(sort $(wildcard labs/*.ipynb))
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=600 \
-		--rootdir=. -o testpaths= $(NOTEBOOKS)
+		--rootdir=. -o testpaths= $(LAB_NOTEBOOKS)
 
 # Labs (nbgrader format, see labs/README.md): the student versions, made by nbgrader, must run
 # to the end with every check cell reporting a clean failure, and score 0 through the sandboxed
@@ -226,7 +231,8 @@ browser-tests-left-out:
 book-static: $(STAMP)
 	$(BIN)/python -m tools.site.bookassets book/_static --search $(WHEELHOUSE)
 
-# The HTML site (book/_build/html); warnings are errors, notebooks run through the cache, with an
+# The HTML site (book/_build/html); warnings are errors, notebooks run through the cache (the
+# chapters' one execution in CI, checked by tests/site/test_executed_notebooks.py), with an
 # empty state folder (the prediction record page never publishes the builder's own predictions).
 # COURSE_REPO_URL / COURSE_JUPYTERHUB_URL set the launch buttons (tools/site/bookconfig.py).
 # The labs appear as their student versions (book/labs, made by nbgrader; book/_build/_toc.yml maps
@@ -239,7 +245,8 @@ book: book-static
 	$(BIN)/jupyter-book build . --config book/_build/_config.yml --toc book/_build/_toc.yml \
 		--path-output book -W -n --keep-going
 	$(BIN)/python -m tools.site.bookcheck book/_build/html
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m built_site tests/site/test_book.py tests/site/test_reference_pages.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m built_site tests/site/test_book.py tests/site/test_reference_pages.py \
+		tests/site/test_executed_notebooks.py
 	@echo "site: book/_build/html/index.html"
 
 # Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU).
