@@ -107,11 +107,12 @@ lab: $(LAB_STAMP)
 # A bare `pytest` skips a test whose prerequisite (Chromium, QEMU, npm, a built site) is absent,
 # naming it (tests/prerequisites.py); COURSE_REQUIRE makes each one this run includes a failure instead.
 REQUIRE := built_site$(if $(filter 1,$(BROWSER_TESTS)),$(comma)browser$(comma)hub)$(if $(filter 1,$(KERNEL_LAB_TESTS)),$(comma)kernel_vm)
+# Each step is timed (tools/env/timesteps.py: wall, and the CPU its processes used), so a slow run
+# says where its time went; the first failure stops the run.
+TEST_STEPS = test-lint test-unit $(if $(filter 1,$(KERNEL_LAB_TESTS)),test-kernel-lab,kernel-lab-tests-left-out) \
+	test-notebooks test-labs test-lab book $(if $(filter 1,$(BROWSER_TESTS)),test-browser test-hub,browser-tests-left-out)
 test: $(STAMP)
-	COURSE_REQUIRE=$(REQUIRE) $(MAKE) --no-print-directory test-lint test-unit \
-		$(if $(filter 1,$(KERNEL_LAB_TESTS)),test-kernel-lab,kernel-lab-tests-left-out) \
-		test-notebooks test-labs test-lab book \
-		$(if $(filter 1,$(BROWSER_TESTS)),test-browser test-hub,browser-tests-left-out)
+	COURSE_REQUIRE=$(REQUIRE) MAKE="$(MAKE)" $(BIN)/python -m tools.env.timesteps $(TEST_STEPS)
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm and not hub and not colab" tests
