@@ -69,7 +69,7 @@ def test_wheelhouse_unknown_extra():
 
 def test_mkvenv_inherit(tmp_path):
     env = tmp_path / "env"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "env" / "mkvenv.py"), str(env), "--inherit"], check=True,
+    subprocess.run([sys.executable, "-m", "tools.env.mkvenv", str(env), "--inherit"], check=True, cwd=ROOT,
                    capture_output=True, timeout=180)
     out = subprocess.run([str(env / "bin" / "python"), "-c", "import json, sys; print(json.dumps(sys.path))"],
                          check=True, capture_output=True, text=True).stdout

@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = [p for p in site_pages(site) if not args.pages or p in args.pages]
     axe = None if args.no_axe else axe_source(site)
     if axe is None and not args.no_axe:
-        print("sitecheck: axe-core not found (book/_static/axe-core/axe.min.js): run tools/site/bookassets.py")
+        print("sitecheck: axe-core not found (book/_static/axe-core/axe.min.js): run `make book-static`")
         return 1
     rules: collections.Counter = collections.Counter()
     notes: list[str] = []
