@@ -210,7 +210,7 @@ test-browser: $(STAMP)
 		$(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
 
 # A class on a real JupyterHub (tools/hub/hubclass.py): the hub and its proxy (configurable-http-proxy,
-# from the npm registry into build/hub) on 127.0.0.1, one lab through nbgrader's exchange end to
+# as package-lock.json pins it, `npm ci`) on 127.0.0.1, one lab through nbgrader's exchange end to
 # end, one student in headless Chromium. `make hub` starts the same hub for trying it by hand.
 test-hub: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m hub tests/site/test_hub.py

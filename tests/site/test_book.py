@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from book._ext import course_modes
+from tools.env import npm
 from tools.site import bookassets, bookconfig, booklabs, sitecheck
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,10 +75,10 @@ def test_origin_is_the_fallback():
 
 
 def test_npm_assets_are_pinned_exactly_and_locked_with_their_hashes():
-    pins = bookassets.pins()
+    pins = npm.pins()
     lock = json.loads((ROOT / "package-lock.json").read_text())
     assert lock["packages"][""]["dependencies"] == pins
-    assert {a.name for a in bookassets.ASSETS} == set(pins)
+    assert {a.name for a in bookassets.ASSETS} | {"configurable-http-proxy"} == set(pins)
     for path, entry in lock["packages"].items():
         if path:
             assert entry["integrity"].startswith("sha512-"), path
@@ -89,8 +90,8 @@ def test_npm_assets_are_pinned_exactly_and_locked_with_their_hashes():
 
 def test_a_loose_pin_or_another_installed_version_is_refused(tmp_path):
     (tmp_path / "package.json").write_text(json.dumps({"dependencies": {"mathjax": "^3.2.2"}}))
-    with pytest.raises(bookassets.AssetError, match="exact versions"):
-        bookassets.pins(tmp_path)
+    with pytest.raises(npm.NpmError, match="exact versions"):
+        npm.pins(tmp_path)
     pkg = tmp_path / "node_modules" / "mathjax"
     (pkg / "es5").mkdir(parents=True)
     (pkg / "package.json").write_text(json.dumps({"version": "3.0.0"}))
@@ -110,21 +111,27 @@ def test_npm_ci_is_skipped_when_node_modules_is_the_lockfile_s(tmp_path, monkeyp
     (tmp_path / "node_modules").mkdir()
     hidden = {"packages": {k: v for k, v in lock["packages"].items() if k}}
     (tmp_path / "node_modules" / ".package-lock.json").write_text(json.dumps(hidden))
-    monkeypatch.setattr(bookassets.subprocess, "run", lambda *a, **k: pytest.fail(f"npm ran: {a}"))
-    assert bookassets.npm_ci([], tmp_path) == tmp_path / "node_modules"
+    assert not npm.installed_is_locked(tmp_path)  # the record alone: nothing is installed
+    for path, entry in hidden["packages"].items():
+        (tmp_path / path).mkdir(parents=True, exist_ok=True)
+        (tmp_path / path / "package.json").write_text(json.dumps({"version": entry["version"]}))
+    monkeypatch.setattr(npm.subprocess, "run", lambda *a, **k: pytest.fail(f"npm ran: {a}"))
+    assert npm.npm_ci([], tmp_path) == tmp_path / "node_modules"
+    (tmp_path / "node_modules" / "mathjax" / "package.json").write_text(json.dumps({"version": "3.0.0"}))
+    assert not npm.installed_is_locked(tmp_path)
 
 
 def test_npm_ci_installs_offline_from_a_wheelhouse_cache(tmp_path, monkeypatch):
     _lock(tmp_path)
-    (tmp_path / "wh" / bookassets.CACHE).mkdir(parents=True)
+    (tmp_path / "wh" / npm.CACHE).mkdir(parents=True)
     ran = []
-    monkeypatch.setattr(bookassets.shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(bookassets.subprocess, "run",
+    monkeypatch.setattr(npm.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(npm.subprocess, "run",
                         lambda cmd, **kw: ran.append((cmd, kw["cwd"])) or SimpleNamespace(returncode=0))
-    bookassets.npm_ci([tmp_path / "nothing", tmp_path / "wh"], tmp_path)
+    npm.npm_ci([tmp_path / "nothing", tmp_path / "wh"], tmp_path)
     ((cmd, cwd),) = ran
     assert cmd[1] == "ci" and cwd == tmp_path
-    assert cmd[cmd.index("--cache") + 1] == str(tmp_path / "wh" / bookassets.CACHE) and "--offline" in cmd
+    assert cmd[cmd.index("--cache") + 1] == str(tmp_path / "wh" / npm.CACHE) and "--offline" in cmd
 
 
 def test_banner_fields():

@@ -163,11 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     if "book" in extras:
         # the site's npm assets (npm's cache of package-lock.json's tarballs): `make book WHEELHOUSE=...`
         # installs them from here with `npm ci --offline`
-        from tools.site import bookassets
+        from tools.env import npm
 
         try:
-            print(f"wheelhouse: {bookassets.save_cache(args.out)}")
-        except bookassets.AssetError as exc:
+            print(f"wheelhouse: {npm.save_cache(args.out)}")
+        except npm.NpmError as exc:
             print(f"wheelhouse: {exc}", file=sys.stderr)
             return 1
     return 0

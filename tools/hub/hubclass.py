@@ -3,8 +3,8 @@
     python -m tools.hub.hubclass serve [--port 8000]              # a hub for trying it by hand
     python -m tools.hub.hubclass cycle --lab labs/lab4_buddy_eviction.ipynb --out build/hub/run
 
-`serve` starts JupyterHub (with its proxy, configurable-http-proxy from the npm registry,
-installed into build/hub on first use) on 127.0.0.1 with an instructor and three students
+`serve` starts JupyterHub (with its proxy, configurable-http-proxy as package-lock.json pins it,
+installed by `npm ci` into node_modules/ when missing, tools/env/npm.py) on 127.0.0.1 with an instructor and three students
 (password `course`), each single-user server configured for nbgrader's exchange.
 
 `cycle` runs one lab through the exchange end to end, as a class would:
@@ -39,6 +39,7 @@ import urllib.request
 from pathlib import Path
 
 from tools import labgrade  # the course's grader (tools/labgrade.py, tools/grader/)
+from tools.env import npm
 from tools.hub.nbgradercourse import (  # the course folder
     COURSE,
     grade_collected,
@@ -51,7 +52,6 @@ ROOT = Path(__file__).resolve().parents[2]
 STUDENTS = ("student1", "student2", "student3")
 INSTRUCTOR = "instructor"
 PASSWORD = "course"
-CHP_VERSION = "4.6.3"
 HUB_DIR = ROOT / "build" / "hub"
 
 
@@ -66,17 +66,12 @@ def _free_port() -> int:
 
 
 def proxy_command() -> Path:
-    """configurable-http-proxy, installed from the npm registry into build/hub on first use."""
-    exe = HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
-    if exe.exists():
-        return exe
-    npm = shutil.which("npm")
-    if npm is None:
-        raise HubError("JupyterHub's proxy comes from npm, which is not installed (Debian: apt-get install npm)")
-    HUB_DIR.mkdir(parents=True, exist_ok=True)
-    subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", f"configurable-http-proxy@{CHP_VERSION}"],
-                   cwd=HUB_DIR, check=True, timeout=600)
-    return exe
+    """configurable-http-proxy as package-lock.json pins it (`npm ci` into node_modules/ when it is not there)."""
+    try:
+        modules = npm.npm_ci([Path(p) for p in os.environ.get("WHEELHOUSE", "").split() if p])
+    except npm.NpmError as exc:
+        raise HubError(f"JupyterHub's proxy comes from npm: {exc}") from None
+    return modules / ".bin" / "configurable-http-proxy"
 
 
 def hub_config(work: Path, port: int, exchange: Path) -> Path:

@@ -22,15 +22,11 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-CACHE = "npm-cache"  # the folder of npm's cache inside a wheelhouse
-NPM_FLAGS = ("--ignore-scripts", "--no-audit", "--no-fund")  # the assets are files: no install script runs
+from tools.env import npm
 
 
 @dataclass(frozen=True)
@@ -62,15 +58,6 @@ class AssetError(RuntimeError):
     """An asset could not be installed, or is not the version package.json pins."""
 
 
-def pins(root: Path = ROOT) -> dict[str, str]:
-    """{package: version} from package.json; each must be an exact version (the lockfile holds the rest)."""
-    deps = json.loads((root / "package.json").read_text())["dependencies"]
-    loose = [f"{n}@{v}" for n, v in deps.items() if not v[:1].isdigit()]
-    if loose:
-        raise AssetError(f"package.json must pin exact versions, not {', '.join(loose)}")
-    return deps
-
-
 def copy_plotly(static: Path) -> Path:
     """plotly.min.js from the installed plotly package."""
     import plotly
@@ -81,37 +68,6 @@ def copy_plotly(static: Path) -> Path:
     dst = static / "plotly.min.js"
     shutil.copyfile(src, dst)
     return dst
-
-
-def _installed_is_locked(root: Path) -> bool:
-    """Whether node_modules already holds exactly what package-lock.json names (npm's own record of it)."""
-    try:
-        have = json.loads((root / "node_modules" / ".package-lock.json").read_text())["packages"]
-        want = json.loads((root / "package-lock.json").read_text())["packages"]
-    except (OSError, ValueError, KeyError):
-        return False
-    return have == {k: v for k, v in want.items() if k}
-
-
-def _npm() -> str:
-    npm = shutil.which("npm")
-    if npm is None:
-        raise AssetError("npm not found: install Node.js/npm (Debian: apt-get install -y npm), which `npm ci` "
-                         "needs to install the site's JavaScript from package-lock.json")
-    return npm
-
-
-def npm_ci(search: list[Path], root: Path = ROOT) -> Path:
-    """node_modules as package-lock.json pins it: `npm ci` (offline from a --search folder's npm cache
-    when one has it), skipped when node_modules already matches the lockfile."""
-    if _installed_is_locked(root):
-        return root / "node_modules"
-    cache = next((f / CACHE for f in search if (f / CACHE).is_dir()), None)
-    cmd = [_npm(), "ci", *NPM_FLAGS, *(("--offline", "--cache", str(cache)) if cache else ())]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0:
-        raise AssetError(f"{' '.join(cmd)} failed:\n{(proc.stdout + proc.stderr)[-2000:]}")
-    return root / "node_modules"
 
 
 def install(static: Path, modules: Path, asset: NpmAsset, version: str) -> Path:
@@ -141,37 +97,23 @@ def install(static: Path, modules: Path, asset: NpmAsset, version: str) -> Path:
     return dst
 
 
-def install_all(static: Path, search: list[Path], root: Path = ROOT) -> list[str]:
+def install_all(static: Path, search: list[Path], root: Path = npm.ROOT) -> list[str]:
     """Every npm asset into static (after `npm ci`); one line per asset for the log."""
-    versions = pins(root)
-    modules = npm_ci(search, root)
+    versions = npm.pins(root)
+    modules = npm.npm_ci(search, root)
     return [f"{install(static, modules, a, versions[a.name])} ({a.name}@{versions[a.name]})" for a in ASSETS]
-
-
-def save_cache(out: Path, root: Path = ROOT) -> Path:
-    """npm's cache of every locked tarball in out/npm-cache (for `make wheelhouse`: offline builds)."""
-    cache = out / CACHE
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in ("package.json", "package-lock.json"):
-            shutil.copyfile(root / name, Path(tmp) / name)
-        cmd = [_npm(), "ci", *NPM_FLAGS, "--cache", str(cache)]
-        proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0:
-        raise AssetError(f"{' '.join(cmd)} failed:\n{(proc.stdout + proc.stderr)[-2000:]}")
-    return cache
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("static", type=Path, nargs="?", help="the book's _static folder")
     ap.add_argument("--search", type=Path, nargs="*", default=[],
-                    help=f"folders that may hold npm's cache of the locked tarballs ({CACHE}/, offline builds)")
-    ap.add_argument("--save-cache", type=Path, help=f"only store npm's cache of the locked tarballs in DIR/{CACHE}")
+                    help=f"folders that may hold npm's cache of the locked tarballs ({npm.CACHE}/, offline builds)")
+    ap.add_argument("--save-cache", type=Path, help=f"only store npm's cache of the locked tarballs in DIR/{npm.CACHE}")
     args = ap.parse_args(argv)
     try:
         if args.save_cache:
-            print(f"bookassets: {save_cache(args.save_cache)}")
+            print(f"bookassets: {npm.save_cache(args.save_cache)}")
             return 0
         if args.static is None:
             ap.error("the _static folder is required")
@@ -179,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         search = args.search + [Path(p) for p in os.environ.get("WHEELHOUSE", "").split() if p]
         plotly_js = copy_plotly(args.static)
         done = install_all(args.static, search)
-    except AssetError as exc:
+    except (AssetError, npm.NpmError) as exc:
         print(f"bookassets: {exc}", file=sys.stderr)
         return 1
     print(f"bookassets: {plotly_js}; " + "; ".join(done))
