@@ -112,7 +112,7 @@ REQUIRE := built_site$(if $(filter 1,$(BROWSER_TESTS)),$(comma)browser$(comma)hu
 TEST_STEPS = test-lint test-unit $(if $(filter 1,$(KERNEL_LAB_TESTS)),test-kernel-lab,kernel-lab-tests-left-out) \
 	test-notebooks test-labs test-lab book $(if $(filter 1,$(BROWSER_TESTS)),test-browser test-hub,browser-tests-left-out)
 test: $(STAMP)
-	COURSE_REQUIRE=$(REQUIRE) MAKE="$(MAKE)" $(BIN)/python -m tools.env.timesteps $(TEST_STEPS)
+	COURSE_REQUIRE=$(REQUIRE) $(BIN)/python -m tools.env.timesteps --make "$(MAKE)" $(TEST_STEPS)
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm and not hub and not colab" tests

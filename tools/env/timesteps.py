@@ -1,6 +1,6 @@
 """Run `make` targets one after another and say what each cost: wall time and CPU (user + sys).
 
-    python -m tools.env.timesteps test-lint test-unit ...    # `make test` runs its steps this way
+    python -m tools.env.timesteps [--make make] test-lint test-unit ...    # `make test` runs its steps this way
 
 The first failing step stops the run with its exit status. CPU is the step's process tree as the
 kernel accounts it to this process (getrusage RUSAGE_CHILDREN: every descendant that was waited
@@ -10,7 +10,6 @@ time grows while the CPU time stays, so the two together say whether a slow step
 
 from __future__ import annotations
 
-import os
 import resource
 import subprocess
 import sys
@@ -27,9 +26,12 @@ def run_step(make: str, step: str) -> tuple[int, float, float, float]:
     return status, wall, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
 
 
-def main(steps: list[str]) -> int:
-    make = os.environ.get("MAKE", "make")
+def main(argv: list[str]) -> int:
+    make = "make"
+    if argv[:1] == ["--make"]:
+        make, argv = argv[1], argv[2:]
     rows = []
+    steps = argv
     for step in steps:
         status, wall, user, system = run_step(make, step)
         rows.append(f"  {step:<28} {wall:7.1f} s wall {user:7.1f} s user {system:6.1f} s sys")
