@@ -26,6 +26,8 @@
 #   COURSE_REPO_URL=...   the repository the site's launch buttons open (see book/teaching.md)
 #   BOOK_LABS=student     the labs `make book` publishes: student versions (default; or the environment's
 #                         COURSE_BOOK_LABS), or `solution` for an instructor's private site
+#   BOOK_FRESH=0          1 empties the book's execution cache before `make book` (`make test` sets it:
+#                         each chapter executes once per run, on the code as it is)
 PYTHON ?= python3
 VENV ?= .venv
 CUDA_EXTRA ?= auto
@@ -112,7 +114,7 @@ REQUIRE := built_site$(if $(filter 1,$(BROWSER_TESTS)),$(comma)browser$(comma)hu
 TEST_STEPS = test-lint test-unit $(if $(filter 1,$(KERNEL_LAB_TESTS)),test-kernel-lab,kernel-lab-tests-left-out) \
 	test-notebooks test-labs test-lab book $(if $(filter 1,$(BROWSER_TESTS)),test-browser test-hub,browser-tests-left-out)
 test: $(STAMP)
-	COURSE_REQUIRE=$(REQUIRE) $(BIN)/python -m tools.env.timesteps --make "$(MAKE)" $(TEST_STEPS)
+	COURSE_REQUIRE=$(REQUIRE) BOOK_FRESH=1 $(BIN)/python -m tools.env.timesteps --make "$(MAKE)" $(TEST_STEPS)
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm and not hub and not colab" tests
@@ -233,13 +235,16 @@ book-static: $(STAMP)
 	$(BIN)/python -m tools.site.bookassets book/_static --search $(WHEELHOUSE)
 
 # The HTML site (book/_build/html); warnings are errors, notebooks run through the cache (the
-# chapters' one execution in CI, checked by tests/site/test_executed_notebooks.py), with an
+# chapters' one execution in CI, checked by tests/site/test_executed_notebooks.py; BOOK_FRESH=1,
+# which `make test` sets, empties the cache first so each chapter runs on the code as it is), with an
 # empty state folder (the prediction record page never publishes the builder's own predictions).
 # COURSE_REPO_URL / COURSE_JUPYTERHUB_URL set the launch buttons (tools/site/bookconfig.py).
 # The labs appear as their student versions (book/labs, made by nbgrader; book/_build/_toc.yml maps
 # book/_toc.yml's lab entries to them) unless BOOK_LABS=solution (tools/site/booklabs.py); bookcheck
 # fails a student site on which any line of a lab's solution appears.
+BOOK_FRESH ?= 0
 book: book-static
+	$(if $(filter 1,$(BOOK_FRESH)),rm -rf book/_build/.jupyter_cache)
 	$(BIN)/python -m tools.site.bookconfig book/_config.yml book/_build/_config.yml
 	$(BIN)/python -m tools.site.booklabs book/_toc.yml book/_build/_toc.yml $(if $(BOOK_LABS),--labs $(BOOK_LABS))
 	COURSE_STATE_DIR=$(CURDIR)/book/_build/no-learner-state \
