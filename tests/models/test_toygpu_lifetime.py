@@ -28,14 +28,14 @@ def _wait_gone(pid: int, within: float = GONE_WITHIN_S) -> float:
 
 
 def _parent(body: str) -> subprocess.Popen:
-    code = textwrap.dedent(f"""
+    code = textwrap.dedent("""
         import os, sys, time
-        sys.path.insert(0, {ROOT!r})
         from helpers.models.toygpu import ToyGPU
         g = ToyGPU(vram_bytes=1 << 20, sysmem_bytes=1 << 20)
         assert g.read("ID")
     """) + textwrap.dedent(body)
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
 
 
 def test_device_dies_when_parent_is_killed():
