@@ -1,4 +1,4 @@
-"""One course kernel's view of a shared GPU, for `tools/matrix/runner.py load`.
+"""One course kernel's view of a shared GPU, for `python -m tools.matrix.runner load`.
 
     python -m tools.matrix.loadprobe OUT.json [--repeats 5]
 
