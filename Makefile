@@ -1,6 +1,6 @@
 # The course's runner. Two commands matter (see README.md):
 #   make lab    create .venv if missing, install what a learner needs, write the labs' student
-#               versions into my_labs/ (tools/studentlabs.py; never over your own), open JupyterLab
+#               versions into my_labs/ (tools/dist/studentlabs.py; never over your own), open JupyterLab
 #   make test   create .venv if missing (or add the test and book tools to the learner's), then
 #               run every check CI runs
 #   make student                  student versions of the labs into build/student (nbgrader)
@@ -26,6 +26,8 @@
 #   COURSE_REPO_URL=...   the repository the site's launch buttons open (see book/teaching.md)
 #   BOOK_LABS=student     the labs `make book` publishes: student versions (default; or the environment's
 #                         COURSE_BOOK_LABS), or `solution` for an instructor's private site
+#   BOOK_FRESH=0          1 empties the book's execution cache before `make book` (`make test` sets it:
+#                         each chapter executes once per run, on the code as it is)
 PYTHON ?= python3
 VENV ?= .venv
 CUDA_EXTRA ?= auto
@@ -75,7 +77,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb labs/*.ipynb))
 # of a learner's environment, most never imported); Python writes it on first import instead.
 PIP_INSTALL = $(BIN)/python -m pip install -q --no-compile
 define install
-	$(PYTHON) tools/mkvenv.py $(VENV) $(INHERIT)
+	$(PYTHON) -m tools.env.mkvenv $(VENV) $(INHERIT)
 	$(if $(PIP_FROM),,$(PIP_INSTALL) --upgrade pip)
 	$(if $(PIP_FROM),$(PIP_INSTALL) $(PIP_FROM) "setuptools>=77" wheel)
 	$(PIP_INSTALL) $(PIP_FROM) $(if $(PIP_FROM),--no-build-isolation) -e ".[$(1)]"
@@ -100,15 +102,19 @@ venv: $(STAMP)
 # instructor versions. An existing my_labs/labN_*.ipynb is the learner's work and is kept.
 MY_LABS ?= my_labs
 lab: $(LAB_STAMP)
-	$(BIN)/python tools/studentlabs.py --out "$(MY_LABS)"
+	$(BIN)/python -m tools.dist.studentlabs --out "$(MY_LABS)"
 	$(BIN)/jupyter lab --notebook-dir="$(CURDIR)" --port=$(PORT) $(ROOT_FLAG) $(LAB_FLAGS) notebooks/00_your_machine.ipynb
 
 # Everything CI runs. Each step prints its own summary; the first failure stops the run.
+# A bare `pytest` skips a test whose prerequisite (Chromium, QEMU, npm, a built site) is absent,
+# naming it (tests/prerequisites.py); COURSE_REQUIRE makes each one this run includes a failure instead.
+REQUIRE := built_site$(if $(filter 1,$(BROWSER_TESTS)),$(comma)browser$(comma)hub)$(if $(filter 1,$(KERNEL_LAB_TESTS)),$(comma)kernel_vm)
+# Each step is timed (tools/env/timesteps.py: wall, and the CPU its processes used), so a slow run
+# says where its time went; the first failure stops the run.
+TEST_STEPS = test-lint test-unit $(if $(filter 1,$(KERNEL_LAB_TESTS)),test-kernel-lab,kernel-lab-tests-left-out) \
+	test-notebooks test-labs test-lab book $(if $(filter 1,$(BROWSER_TESTS)),test-browser test-hub,browser-tests-left-out)
 test: $(STAMP)
-	$(MAKE) --no-print-directory test-lint test-unit \
-		$(if $(filter 1,$(KERNEL_LAB_TESTS)),test-kernel-lab,kernel-lab-tests-left-out) \
-		test-notebooks test-labs test-lab book \
-		$(if $(filter 1,$(BROWSER_TESTS)),test-browser test-hub,browser-tests-left-out)
+	COURSE_REQUIRE=$(REQUIRE) BOOK_FRESH=1 $(BIN)/python -m tools.env.timesteps --make "$(MAKE)" $(TEST_STEPS)
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm and not hub and not colab" tests
@@ -130,8 +136,8 @@ kernel-lab-tests-left-out:
 
 test-lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book instructor)
-	$(BIN)/python tools/nbhygiene.py $(NOTEBOOKS)
-	$(BIN)/python tools/labroles.py --check
+	$(BIN)/python -m tools.checks.nbhygiene $(NOTEBOOKS)
+	$(BIN)/python -m tools.checks.labroles --check
 	$(BIN)/python -m tools.shown --check
 
 # The notebook cells that show package code (marked #@shown), written from the package's text:
@@ -139,11 +145,16 @@ test-lint: $(STAMP)
 shown: $(STAMP)
 	$(BIN)/python -m tools.shown
 
-# Every notebook top to bottom on a fresh kernel (nbval-lax: errors fail, outputs are not
-# compared). Without a GPU the notebooks choose replay and numba's CUDA simulator themselves.
+# The labs' instructor versions top to bottom on a fresh kernel (nbval-lax: errors fail, outputs
+# are not compared). Without a GPU the notebooks choose replay and numba's CUDA simulator themselves.
+# The chapters execute once per run, in `make book` (its execution cache), where
+# tests/site/test_executed_notebooks.py fails a cell that raised, worded a value against its mode
+# or was not quiet: the rules notebooks/conftest.py applies when a chapter runs under nbval (one
+# chapter by hand: CONTRIBUTING.md, "Running the checks"; every one: `make matrix`).
+LAB_NOTEBOOKS := $(sort $(wildcard labs/*.ipynb))
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=600 \
-		--rootdir=. -o testpaths= $(NOTEBOOKS)
+		--rootdir=. -o testpaths= $(LAB_NOTEBOOKS)
 
 # Labs (nbgrader format, see labs/README.md): the student versions, made by nbgrader, must run
 # to the end with every check cell reporting a clean failure, and score 0 through the sandboxed
@@ -155,17 +166,17 @@ test-labs: $(STAMP)
 	$(BIN)/python tools/labgrade.py grade build/ci-student --expect fail
 	$(BIN)/python tools/labgrade.py grade labs --expect pass
 
-# The test matrix (tools/matrix.py): every notebook and lab under nbval in one configuration,
+# The test matrix (tools/matrix/runner.py): every notebook and lab under nbval in one configuration,
 # with leak checks (pinned host memory, device memory, child processes, orphans); writes
 # MATRIX_OUT (JSON) and prints its markdown row. `make matrix-table` merges every result in
 # build/matrix/ into build/matrix/matrix.md. Runs without a Jupyter server (GPU nodes too).
 MATRIX_MODE ?= auto
 MATRIX_OUT ?= build/matrix/$(MATRIX_MODE).json
 matrix: $(STAMP)
-	$(BIN)/python tools/matrix.py run --mode $(MATRIX_MODE) --out $(MATRIX_OUT)
+	$(BIN)/python -m tools.matrix.runner run --mode $(MATRIX_MODE) --out $(MATRIX_OUT)
 
 matrix-table:
-	$(PYTHON) tools/matrix.py merge $(sort $(wildcard build/matrix/*.json)) --out build/matrix/matrix.md
+	$(PYTHON) -m tools.matrix.runner merge $(sort $(wildcard build/matrix/*.json)) --out build/matrix/matrix.md
 
 # Instructors: student versions (solutions removed by nbgrader's ClearSolutions etc.).
 student: $(STAMP)
@@ -176,7 +187,7 @@ student: $(STAMP)
 # solution or hidden-test line, instructor file or copy of a reference implementation.
 student-repo: $(STAMP)
 	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=folder"; exit 2; }
-	$(BIN)/python tools/studentdist.py build "$(DEST)"
+	$(BIN)/python -m tools.dist.studentdist build "$(DEST)"
 
 # Instructors: grade a folder of submissions (notebooks, or one sub-folder per student): each
 # student's lab in a bubblewrap sandbox, the checks and hidden cases in the grader's process
@@ -187,62 +198,67 @@ grade: $(STAMP)
 
 # Time the grading of a class of 30 (correct and one hostile student per trick; minutes, not in `make test`).
 class-time: $(STAMP)
-	$(BIN)/python tools/classtime.py --out build/classtime-$$(date +%s)
+	$(BIN)/python -m tools.hub.classtime --out build/classtime-$$(date +%s)
 
 # `make lab`'s own command, headless: its REST API must answer on localhost.
 test-lab: $(STAMP)
-	$(BIN)/python tools/labcheck.py --port 0 -- $(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser"
+	$(BIN)/python -m tools.site.labcheck --port 0 -- $(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser"
 
 # In headless Chromium (Debian's chromium, or CHROMIUM=path), network blocked: the checks' own
-# tests, then every page of the built site (tools/sitecheck.py), then Chapter 0 run in `make lab`
-# (tools/labbrowser.py), then every chapter and student lab rendered (not run) in `make lab`'s
-# JupyterLab: no raw MyST markup, no dead link, a term opens the glossary (tools/labrender.py).
+# tests, then every page of the built site (tools/site/sitecheck.py), then Chapter 0 run in `make lab`
+# (tools/site/labbrowser.py), then every chapter and student lab rendered (not run) in `make lab`'s
+# JupyterLab: no raw MyST markup, no dead link, a term opens the glossary (tools/site/labrender.py).
 # Screenshots go to book/_build/screenshots/. Needs `make book` first.
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m browser tests/site/test_browser.py
-	$(BIN)/python tools/sitecheck.py book/_build/html
-	$(BIN)/python tools/labbrowser.py --notebook notebooks/00_your_machine.ipynb -- \
+	$(BIN)/python -m tools.site.sitecheck book/_build/html
+	$(BIN)/python -m tools.site.labbrowser --notebook notebooks/00_your_machine.ipynb -- \
 		$(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
-	$(BIN)/python tools/labrender.py -- \
+	$(BIN)/python -m tools.site.labrender -- \
 		$(MAKE) --no-print-directory lab LAB_FLAGS="--no-browser --LabApp.expose_app_in_browser=True"
 
-# A class on a real JupyterHub (tools/hubclass.py): the hub and its proxy (configurable-http-proxy,
-# from the npm registry into build/hub) on 127.0.0.1, one lab through nbgrader's exchange end to
+# A class on a real JupyterHub (tools/hub/hubclass.py): the hub and its proxy (configurable-http-proxy,
+# as package-lock.json pins it, `npm ci`) on 127.0.0.1, one lab through nbgrader's exchange end to
 # end, one student in headless Chromium. `make hub` starts the same hub for trying it by hand.
 test-hub: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m hub tests/site/test_hub.py
 
 # Colab, simulated (tests/site/test_colab.py): Colab's preinstalled packages in a fresh venv (from the
-# package index), Chapter 0's Colab block (tools/colabcell.py) cloning this repository, run to the end.
+# package index), Chapter 0's Colab block (tools/site/colabcell.py) cloning this repository, run to the end.
 test-colab: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m colab tests/site/test_colab.py
 
 hub: $(STAMP)
-	$(BIN)/python tools/hubclass.py serve --port $(PORT)
+	$(BIN)/python -m tools.hub.hubclass serve --port $(PORT)
 
 browser-tests-left-out:
 	@echo "make test: BROWSER AND HUB TESTS NOT RUN (BROWSER_TESTS=$(BROWSER_TESTS)); run 'make test-browser test-hub' where Chromium is installed"
 
 # The site's JavaScript, served locally (book/_static, generated): plotly.js from the installed
-# plotly; the Jupyter widget manager and MathJax from the npm registry, or from a WHEELHOUSE
-# folder for offline builds (tools/bookassets.py).
+# plotly; the Jupyter widget manager, MathJax and axe-core as package-lock.json pins them, installed
+# with `npm ci` into node_modules/ (offline from a WHEELHOUSE folder's npm-cache/; tools/site/bookassets.py).
 book-static: $(STAMP)
-	$(BIN)/python tools/bookassets.py book/_static --search $(WHEELHOUSE)
+	$(BIN)/python -m tools.site.bookassets book/_static --search $(WHEELHOUSE)
 
-# The HTML site (book/_build/html); warnings are errors, notebooks run through the cache, with an
+# The HTML site (book/_build/html); warnings are errors, notebooks run through the cache (the
+# chapters' one execution in CI, checked by tests/site/test_executed_notebooks.py; BOOK_FRESH=1,
+# which `make test` sets, empties the cache first so each chapter runs on the code as it is), with an
 # empty state folder (the prediction record page never publishes the builder's own predictions).
-# COURSE_REPO_URL / COURSE_JUPYTERHUB_URL set the launch buttons (tools/bookconfig.py).
+# COURSE_REPO_URL / COURSE_JUPYTERHUB_URL set the launch buttons (tools/site/bookconfig.py).
 # The labs appear as their student versions (book/labs, made by nbgrader; book/_build/_toc.yml maps
-# book/_toc.yml's lab entries to them) unless BOOK_LABS=solution (tools/booklabs.py); bookcheck
+# book/_toc.yml's lab entries to them) unless BOOK_LABS=solution (tools/site/booklabs.py); bookcheck
 # fails a student site on which any line of a lab's solution appears.
+BOOK_FRESH ?= 0
 book: book-static
-	$(BIN)/python tools/bookconfig.py book/_config.yml book/_build/_config.yml
-	$(BIN)/python tools/booklabs.py book/_toc.yml book/_build/_toc.yml $(if $(BOOK_LABS),--labs $(BOOK_LABS))
+	$(if $(filter 1,$(BOOK_FRESH)),rm -rf book/_build/.jupyter_cache)
+	$(BIN)/python -m tools.site.bookconfig book/_config.yml book/_build/_config.yml
+	$(BIN)/python -m tools.site.booklabs book/_toc.yml book/_build/_toc.yml $(if $(BOOK_LABS),--labs $(BOOK_LABS))
 	COURSE_STATE_DIR=$(CURDIR)/book/_build/no-learner-state \
 	$(BIN)/jupyter-book build . --config book/_build/_config.yml --toc book/_build/_toc.yml \
 		--path-output book -W -n --keep-going
-	$(BIN)/python tools/bookcheck.py book/_build/html
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m built_site tests/site/test_book.py tests/site/test_reference_pages.py
+	$(BIN)/python -m tools.site.bookcheck book/_build/html
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m built_site tests/site/test_book.py tests/site/test_reference_pages.py \
+		tests/site/test_executed_notebooks.py
 	@echo "site: book/_build/html/index.html"
 
 # Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU).
@@ -252,15 +268,15 @@ tools/bwcheck/bwcheck: tools/bwcheck/bwcheck.cu tools/bwcheck/chain.h
 	nvcc -O2 -o $@ $<
 
 # Offline wheels for a GPU node: `make wheelhouse WH_PYTHON=3.12 WH_PLATFORM=manylinux_2_28_x86_64
-# WH_INSTALLED=tools/nodes/cuda-image.txt` then, on the node,
+# WH_INSTALLED=tools/env/nodes/cuda-image.txt` then, on the node,
 # `make test WHEELHOUSE=wheelhouse CUDA_EXTRA= PYTHON=<node python>`. WH_EXTRAS=lab is enough for
 # `make lab` alone (add cuda12 for a GPU machine without CuPy).
 WH_PYTHON ?= 3.12
 WH_PLATFORM ?= manylinux_2_28_x86_64
 WH_EXTRAS ?= lab,test,book
-WH_INSTALLED ?= tools/nodes/cuda-image.txt
+WH_INSTALLED ?= tools/env/nodes/cuda-image.txt
 wheelhouse:
-	$(PYTHON) tools/wheelhouse.py --out wheelhouse --python-version $(WH_PYTHON) \
+	$(PYTHON) -m tools.env.wheelhouse --out wheelhouse --python-version $(WH_PYTHON) \
 		--platform $(WH_PLATFORM) --extras $(WH_EXTRAS) $(if $(WH_INSTALLED),--installed $(WH_INSTALLED))
 
 clean:
@@ -268,15 +284,15 @@ clean:
 
 # Instructors: nbgrader's course folder in DEST (book/jupyterhub.md): nbgrader_config.py and
 # source/labN/ with each lab's instructor version, ready for `nbgrader generate_assignment labN`
-# there (tools/nbgradercourse.py). Run it again after changing a lab; what nbgrader made stays.
+# there (tools/hub/nbgradercourse.py). Run it again after changing a lab; what nbgrader made stays.
 # EXCHANGE=dir names nbgrader's exchange (on the hub, /etc/jupyter/nbgrader_config.py does).
 # `make nbgrader-grade DEST=folder LAB=labN` grades what `nbgrader collect labN` gathered there
 # with the sandboxed grader and writes the feedback `nbgrader release_feedback labN` hands back.
 .PHONY: nbgrader-course nbgrader-grade
 nbgrader-course: $(STAMP)
 	@test -n "$(DEST)" || { echo "usage: make nbgrader-course DEST=folder [EXCHANGE=dir]"; exit 2; }
-	$(BIN)/python tools/nbgradercourse.py layout "$(DEST)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
+	$(BIN)/python -m tools.hub.nbgradercourse layout "$(DEST)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
 
 nbgrader-grade: $(STAMP)
 	@test -n "$(DEST)" -a -n "$(LAB)" || { echo "usage: make nbgrader-grade DEST=folder LAB=labN"; exit 2; }
-	$(BIN)/python tools/nbgradercourse.py grade "$(DEST)" "$(LAB)"
+	$(BIN)/python -m tools.hub.nbgradercourse grade "$(DEST)" "$(LAB)"

@@ -1,9 +1,10 @@
-"""Two checks on every cell nbval executes in the chapters (make test-notebooks, tools/matrix.py),
-read from the outputs nbval collects, so they cost no extra execution:
+"""Two checks on every cell nbval executes in the chapters (tools/matrix/runner.py, one notebook by hand),
+read from the outputs nbval collects, so they cost no extra execution (in CI the book build executes
+the chapters once and tests/site/test_executed_notebooks.py applies the same rules, tools/checks/quiet.py):
 
-1. Wording against the mode (issue 38, item 2), with tools/wordcheck.py's rules: no model's value
+1. Wording against the mode (issue 38, item 2), with tools/checks/wordcheck.py's rules: no model's value
    called measured, no live value called recorded, and, in a notebook whose banner says LIVE, no
-   recording wording that does not name its recording. (On a GPU, `python tools/wordcheck.py
+   recording wording that does not name its recording. (On a GPU, `python -m tools.checks.wordcheck
    --execute notebooks/*.ipynb` does the same outside pytest.)
 2. A fresh run is quiet (issue 38, item 4). A fresh notebook has every exercise unanswered, so none
    of these may appear in any output:
@@ -15,15 +16,10 @@ read from the outputs nbval collects, so they cost no extra execution:
 
 from __future__ import annotations
 
-import importlib.util
-import re
-from pathlib import Path
-
 import pytest
 
-_spec = importlib.util.spec_from_file_location("wordcheck", Path(__file__).resolve().parents[1] / "tools" / "wordcheck.py")
-wordcheck = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(wordcheck)
+from tools.checks import wordcheck
+from tools.checks.quiet import noise
 
 _LIVE: dict[str, bool] = {}  # notebook -> whether its banner said LIVE
 
@@ -42,34 +38,7 @@ def pytest_runtest_makereport(item, call):
     found = wordcheck.problems(text, _LIVE.get(where, False))
     if found:
         report.outcome = "failed"
-        report.longrepr = "wording against the mode (tools/wordcheck.py):\n" + "\n".join(f"  {f}" for f in found)
-
-ANSI = re.compile(r"\x1b\[")
-WARNING = re.compile(r"\b[A-Z]\w*Warning\b\s*[:(]|\bwarnings\.warn\(")
-
-
-def _text(output) -> str:
-    """The text one output shows (a stream's text or a result's text/plain), as wordcheck reads it."""
-    return wordcheck.output_text([output])
-
-
-def noise(outputs) -> list[str]:
-    """What in a cell's outputs a fresh run must not show (empty: quiet)."""
-    found = []
-    for out in outputs or ():
-        if out.get("output_type") == "error":
-            continue  # an error fails the cell already
-        text = _text(out)
-        if "✘" in text:
-            found.append(f"a ✘ on a fresh run (an unanswered exercise says 'not answered yet'): {text.strip()[:200]!r}")
-        if out.get("output_type") == "execute_result" and text.strip() in ("True", "False"):
-            found.append(f"a stray {text.strip()} as the cell's value")
-        if WARNING.search(text):
-            found.append(f"warning text: {text.strip()[:200]!r}")
-        if ANSI.search(text):
-            found.append(f"ANSI escape codes: {text.strip()[:120]!r}")
-    return found
-
+        report.longrepr = "wording against the mode (tools/checks/wordcheck.py):\n" + "\n".join(f"  {f}" for f in found)
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):

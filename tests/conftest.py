@@ -13,6 +13,7 @@ from hypothesis import settings
 
 from helpers.core import gpu, reference
 from helpers.measure import sandbox
+from tests import prerequisites
 
 # CI machines are shared and slow at times: a property test is judged by its examples, not
 # by how fast one example ran, so hypothesis's per-example deadline is off everywhere.
@@ -151,6 +152,13 @@ def pytest_addoption(parser):
     parser.addoption("--run-gpu", action="store_true", help="fail instead of skip when no GPU")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """After -m has deselected: skip what this machine cannot run, naming why (tests/prerequisites.py);
+    COURSE_REQUIRE (set by `make test`) turns such a skip into a failed run."""
+    prerequisites.apply(config, items)
+
+
 def pytest_configure(config):
     """On a GPU machine, import numba.cuda now, before any test runs in replay mode.
 
@@ -159,6 +167,8 @@ def pytest_configure(config):
     when numba.cuda is not yet imported. Whatever test order pytest picks, the live tests of
     this session must get the real GPU; replay tests then run their numba kernels on it too.
     """
+    if "gpu" in prerequisites.required():
+        config.option.run_gpu = True  # COURSE_REQUIRE=gpu: a test that needs a GPU fails without one
     if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and gpu.probe().usable:
         import numba.cuda  # noqa: F401
 

@@ -2,7 +2,7 @@
 
 While a notebook page is read, its executed outputs are searched for the banner that
 `helpers.course.start` prints ("mode      : REPLAY: ..."). A page under notebooks/, labs/ or
-book/labs/ (the labs' student versions, tools/booklabs.py) without one is a build warning (the
+book/labs/ (the labs' student versions, tools/site/booklabs.py) without one is a build warning (the
 book builds with -W, so the build fails): a reader must always see whether the numbers came from
 this machine or from a reference GPU.
 

@@ -1,7 +1,7 @@
 """Sphinx extension: glossary terms and bibliography entries as targets of markdown links.
 
 The notebooks link a term as `[PCIe](../book/glossary.md#term-pcie)` and a source as
-`[NVIDIA, nv-mmap.c](../book/bibliography.md#cite-nv-mmap)` (tools/labroles.py writes them),
+`[NVIDIA, nv-mmap.c](../book/bibliography.md#cite-nv-mmap)` (tools/checks/labroles.py writes them),
 because JupyterLab cannot resolve `{term}` or `{cite}` roles. myst-parser resolves the
 `#fragment` of a link to another page only among that page's heading anchors and warns about
 any other. This extension adds, for every page, each glossary term (`#term-<slug>`) and each
@@ -22,7 +22,7 @@ from sphinx.application import Sphinx
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-from tools.labroles import slug  # noqa: E402  (one slug rule for the links and their targets)
+from tools.checks.labroles import slug  # noqa: E402  (one slug rule for the links and their targets)
 
 
 def targets(doctree: nodes.document) -> dict[str, tuple[int, str, str]]:

@@ -3,7 +3,7 @@
 Two jobs:
 
 * **Refuse a build that would publish solutions.** labs/ holds the instructor's labs, solutions
-  included; `make book` builds from a toc that tools/booklabs.py writes into book/_build, with
+  included; `make book` builds from a toc that tools/site/booklabs.py writes into book/_build, with
   each lab mapped to its student version in book/labs/ (made by nbgrader). Any other way of
   building with this config (`jupyter-book build . --config book/_config.yml --toc book/_toc.yml`,
   a toc of one's own, `only_build_toc_files` turned off) could read labs/ directly. So before a
@@ -32,7 +32,7 @@ INSTRUCTOR_LAB = re.compile(r"^labs/lab\d+_[a-z0-9_]+$")  # the docname of an in
 # nbgrader's markers around a solution or the hidden tests, as a line of code (prose that names them
 # in backquotes, as book/teaching.md does, is not one)
 SECRET = re.compile(r"^\s*#+\s*BEGIN (SOLUTION|HIDDEN TESTS)\b", re.M)
-STATE = "booklabs.json"  # written by tools/booklabs.py beside the toc it writes
+STATE = "booklabs.json"  # written by tools/site/booklabs.py beside the toc it writes
 
 
 class SolutionsWouldBePublished(SphinxError):
@@ -40,7 +40,7 @@ class SolutionsWouldBePublished(SphinxError):
 
 
 def solution_site(toc_path: str | None, srcdir: Path) -> bool:
-    """Whether the toc in use was written by tools/booklabs.py for a solution site."""
+    """Whether the toc in use was written by tools/site/booklabs.py for a solution site."""
     if not toc_path:
         return False
     for toc in (Path(toc_path), srcdir / toc_path):
@@ -69,12 +69,12 @@ def refusal(found: dict[str, Path], toc_path: str | None, srcdir: Path) -> str |
     """Why the build must stop (None: it may go on). `found` maps every document the build found to
     its source file. Unless the toc is a solution site's: instructor labs (labs/labN_topic), or any page
     whose source holds a solution or hidden-test region; always: a student page (book/labs/) that does."""
-    how = ("Build the site with `make book`, which publishes the student versions (tools/booklabs.py, "
+    how = ("Build the site with `make book`, which publishes the student versions (tools/site/booklabs.py, "
            "nbgrader); an instructor's private site with solutions is `make book BOOK_LABS=solution`.")
     student = sorted(d for d, p in found.items() if d.startswith(STUDENT_DIR) and holds_secrets(p))
     if student:
         return (f"{', '.join(student)} should be student versions but hold solution or hidden-test regions; "
-                f"they are written by tools/booklabs.py, never by hand. {how}")
+                f"they are written by tools/site/booklabs.py, never by hand. {how}")
     if solution_site(toc_path, srcdir):
         return None
     secret = sorted(d for d, p in found.items() if INSTRUCTOR_LAB.match(d) or holds_secrets(p))

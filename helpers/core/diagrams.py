@@ -39,7 +39,7 @@ the sketch into a picture that reads:
     d.arrow("buf", "ce", "DMA read", "data")
     d   # shows in Jupyter and on the site
 
-The SVG marks its parts for the site's browser check (tools/sitecheck.py): each box is a
+The SVG marks its parts for the site's browser check (tools/site/sitecheck.py): each box is a
 `<g class='node'>` holding its rectangle and its label; labels, notes and the legend are their
 own groups; the check measures every text in Chromium against the frame, every other text and
 every box it does not belong to.

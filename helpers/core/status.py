@@ -66,7 +66,7 @@ _MODE_ORDER = ("auto", "hidden", "replay", "live")
 
 
 def matrix_results(directory: Path | str = MATRIX_DIR) -> list[dict]:
-    """The test-matrix results in `directory` (written by tools/matrix.py on each machine).
+    """The test-matrix results in `directory` (written by tools/matrix/runner.py on each machine).
 
     Ordered from the least to the most hardware: no GPU, GPU hidden, replay forced, live on
     one GPU, live on several. A file that is not a matrix result is a ReferenceDataError
@@ -130,5 +130,5 @@ def matrix_table(directory: Path | str = MATRIX_DIR, today: list[str] | None = N
                                                   if d.get("not_reached") else "")
         rows.append((d["machine"], d["mode"], passed, coverage(d, today), d["leaks"], d["date"]))
     return Table(rows, ("machine", "mode", "notebooks passed", "of today's notebooks", "leaks found", "run"),
-                 caption="Test matrix (tools/matrix.py): every notebook and lab under nbval, with leak checks; "
+                 caption="Test matrix (tools/matrix/runner.py): every notebook and lab under nbval, with leak checks; "
                          "a row run on an older tree names the notebooks it did not run")

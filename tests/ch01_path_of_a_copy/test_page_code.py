@@ -3,6 +3,7 @@ the workload's loader), the one strace lookup, and the exercises' checks."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,10 +38,11 @@ def test_the_child_defines_the_page_function_from_its_file(tmp_path):
     for mod in ("cupy", "cupyx"):
         (tmp_path / "standins" / mod).mkdir(parents=True)
         (tmp_path / "standins" / mod / "__init__.py").write_text("")
-    probe = (f"import sys; sys.path[:0] = [{str(tmp_path / 'standins')!r}, {str(WORKLOAD.parent)!r}]; "
-             f"import _copy_workload as w; "
+    probe = (f"import _copy_workload as w; "
              f"f = w._load({str(path)!r}, {name!r}); print(f.__name__, sorted(f.__globals__))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "standins"), str(WORKLOAD.parent),
+                                                                     os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("cpu_seconds") and "'resource'" in out.stdout and "'cp'" in out.stdout
 

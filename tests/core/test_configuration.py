@@ -117,7 +117,7 @@ def test_every_variable_config_reads_is_declared():
 def tool_variables() -> dict[str, str]:
     """{name: file} for each environment variable a script in tools/ reads (os.environ / env)."""
     found = {}
-    for path in sorted((ROOT / "tools").glob("*.py")):
+    for path in sorted(p for p in (ROOT / "tools").rglob("*.py") if (p.parent / "__init__.py").exists()):
         tree = ast.parse(path.read_text())
         consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
                   for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}

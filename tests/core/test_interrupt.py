@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import queue
-import sys
 import time
 from pathlib import Path
 
@@ -20,11 +19,9 @@ import pytest
 from conftest import needs_gpu
 from jupyter_client.manager import KernelManager
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import leakprobe  # noqa: E402
+from tools.matrix import leakprobe
 
-sys.path.pop(0)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Kernel:

@@ -170,8 +170,7 @@ def test_a_lock_held_too_long_is_a_clear_error_not_a_hang(state, monkeypatch):
 
 _AS_ANOTHER_USER = r"""
 import fcntl, json, os, pwd, sys
-sys.path.insert(0, sys.argv[1])
-os.environ["COURSE_STATE_DIR"] = sys.argv[2]
+os.environ["COURSE_STATE_DIR"] = sys.argv[1]
 from helpers.core import predictions  # imported first: the interpreter's own files may be root's alone
 if os.getuid() == 0:  # root may open any file: become a user who does not own the lock
     os.setgid(65534)
@@ -199,8 +198,10 @@ def test_a_lock_file_owned_by_someone_else_is_a_clear_error_not_a_permission_err
         lock = state / "predictions.json.lock"
         lock.write_text("")
         os.chmod(lock, 0o000 if os.getuid() else 0o600)  # not openable by the user the check runs as
-        run = subprocess.run([sys.executable, "-c", _AS_ANOTHER_USER, str(config.REPO_ROOT), str(state)],
-                             capture_output=True, text=True, timeout=60)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(config.REPO_ROOT),
+                                                                        os.environ.get("PYTHONPATH")]))}
+        run = subprocess.run([sys.executable, "-c", _AS_ANOTHER_USER, str(state)],
+                             capture_output=True, text=True, timeout=60, env=env)
         assert run.returncode == 0, run.stderr
         kind, msg = json.loads(run.stdout.strip().splitlines()[-1])
         stored = (state / "predictions.json").exists()

@@ -1,17 +1,12 @@
-"""The fresh-run quiet rule (notebooks/conftest.py) that nbval applies to every chapter cell:
+"""The fresh-run quiet rule (tools/checks/quiet.py) that nbval (notebooks/conftest.py) and the book's
+executed chapters (tests/site/test_executed_notebooks.py) apply to every chapter cell:
 it must flag each kind of noise issue 38 names, and pass quiet output."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "notebook_quiet", Path(__file__).resolve().parents[2] / "notebooks" / "conftest.py")
-quiet = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(quiet)
+from tools.checks import quiet
 
 
 def stream(text: str, name: str = "stdout") -> dict:

@@ -1,4 +1,4 @@
-"""The status page's matrix table: committed tools/matrix.py results, ordered, bad files named."""
+"""The status page's matrix table: committed tools/matrix/runner.py results, ordered, bad files named."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Wording follows the mode (issue 38, item 2): the verbs of the Evidence, the compare line, the
-beside sentence, and the output checker tools/wordcheck.py that CI and the GPU run use."""
+beside sentence, and the output checker tools/checks/wordcheck.py that CI and the GPU run use."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _wordcheck():
-    spec = importlib.util.spec_from_file_location("wordcheck", ROOT / "tools" / "wordcheck.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from tools.checks import wordcheck
+
+    return wordcheck
 
 
 def _ev(mode: Mode, source: str = "GPU X", prov: dict | None = None) -> Evidence:

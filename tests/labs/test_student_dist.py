@@ -1,4 +1,4 @@
-"""The student distribution (tools/studentdist.py, `make student-repo DEST=...`) and its scan.
+"""The student distribution (tools/dist/studentdist.py, `make student-repo DEST=...`) and its scan.
 
 The scan must find every kind of leak planted into a small tree — an instructor file, an nbgrader
 marker, a solution line, a reference implementation renamed and re-documented — and find nothing
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tools.dist import studentdist
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from tools import studentdist  # noqa: E402
 
 LABS = sorted((ROOT / "labs").glob("lab*.ipynb"))
 

@@ -1,14 +1,13 @@
-"""tools/studentlabs.py (the learner's student labs without nbgrader) against nbgrader itself."""
+"""tools/dist/studentlabs.py (the learner's student labs without nbgrader) against nbgrader itself."""
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from tools.dist import studentlabs as S
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from tools import studentlabs as S  # noqa: E402
 
 LABS = sorted((ROOT / "labs").glob("lab*.ipynb"))
 

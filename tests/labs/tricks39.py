@@ -1,4 +1,4 @@
-"""The tricks of issue 39 as planted submissions (tests/labs/test_redteam_more.py, tools/classtime.py).
+"""The tricks of issue 39 as planted submissions (tests/labs/test_redteam_more.py, tools/hub/classtime.py).
 
 Each is the worked solution of a lab with some solution cells replaced: cloning the course's own
 implementation past the in-process own-work check, patching that check away, returning a correct
@@ -8,7 +8,7 @@ instructor.labs.lab6_checks and tools/kernel_lab/lab6_harness.py, written there.
 
 from __future__ import annotations
 
-import redteam
+from tests.labs import redteam
 
 NOOP_OWN_WORK = '''
 import contextlib, types

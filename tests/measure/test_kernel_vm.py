@@ -171,10 +171,9 @@ def test_a_hung_vm_is_killed_at_the_timeout_with_nothing_left(monkeypatch, tmp_p
     pidfile = tmp_path / "pid"
     monkeypatch.setenv("COURSE_QEMU", str(_fake_qemu(tmp_path, f"echo $$ > {pidfile}; sleep 300 & wait")))
     monkeypatch.setenv("COURSE_KERNEL_LAB_ACCEL", "tcg")
-    t0 = time.monotonic()
+    # the stand-in would run 300 s and then exit by itself, without this error
     with pytest.raises(DeviceTimeoutError, match="did not power off within 2 s"):
         qemu.boot(tmp_path / "k", tmp_path / "i", "gem", {"run": "gem"}, timeout_s=2)
-    assert time.monotonic() - t0 < 60
     pid = int(pidfile.read_text())
     # the fake QEMU and its child (same process group) are gone (or zombies, dead and awaiting reaping
     # by init, which may take a moment)

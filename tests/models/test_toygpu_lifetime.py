@@ -28,14 +28,14 @@ def _wait_gone(pid: int, within: float = GONE_WITHIN_S) -> float:
 
 
 def _parent(body: str) -> subprocess.Popen:
-    code = textwrap.dedent(f"""
+    code = textwrap.dedent("""
         import os, sys, time
-        sys.path.insert(0, {ROOT!r})
         from helpers.models.toygpu import ToyGPU
         g = ToyGPU(vram_bytes=1 << 20, sysmem_bytes=1 << 20)
         assert g.read("ID")
     """) + textwrap.dedent(body)
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
 
 
 def test_device_dies_when_parent_is_killed():
@@ -104,8 +104,12 @@ def test_device_ignores_terminal_interrupts(sig):
     """A Ctrl-C meant for the notebook kernel must not take the device down by surprise."""
     g = start_device()
     try:
+        # an ignored signal is discarded when it is sent (never pending), so a reply after the kill
+        # proves the device survived it; /proc says it is ignored rather than merely not yet delivered
+        status = Path(f"/proc/{g.proc.pid}/status").read_text()
+        ignored = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")), 16)
+        assert ignored & (1 << (sig - 1)), f"the device process does not ignore {sig!r}"
         os.kill(g.proc.pid, sig)
-        time.sleep(0.2)
         assert g.read("ID")
     finally:
         g.close()

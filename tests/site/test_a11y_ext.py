@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
-import a11y  # noqa: E402
+from book._ext import a11y
 
 
 @pytest.mark.parametrize("before, after", [

@@ -1,21 +1,18 @@
-"""tools/atlas.py: the class's recordings beside the reference machines; tampered files refused."""
+"""tools/hub/atlas.py: the class's recordings beside the reference machines; tampered files refused."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import sys
 from pathlib import Path
 
 from conftest import write_reference
 
 from helpers.core import reference
+from tools.hub import atlas
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import atlas  # noqa: E402
 
 
 def _submissions(tmp_path: Path) -> Path:

@@ -1,19 +1,20 @@
 """The book's build tools: launch-button config, asset verification, the banner reader, the toc,
-and which version of the labs the site shows (tools/booklabs.py)."""
+and which version of the labs the site shows (tools/site/booklabs.py)."""
 
 import html
-import sys
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
 import yaml
 
-from tools import bookassets, bookconfig, booklabs, sitecheck
+from book._ext import course_modes
+from tools.env import npm
+from tools.site import bookassets, bookconfig, booklabs, sitecheck
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import course_modes  # noqa: E402
 
 
 @pytest.mark.parametrize("remote, url", [
@@ -56,7 +57,7 @@ def test_no_colab_button_unless_the_notebooks_install_from_this_repository(colab
     cfg, note = bookconfig.derive(_config(), {"COURSE_REPO_URL": "https://github.com/uni/gpu-course"}, None,
                                   ROOT / "book", colab_repo=colab_repo)
     assert "colab_url" not in cfg["launch_buttons"] and cfg["launch_buttons"]["binderhub_url"]
-    assert "no Colab button" in note and "tools/colabcell.py --repo https://github.com/uni/gpu-course" in note
+    assert "no Colab button" in note and "python -m tools.site.colabcell --repo https://github.com/uni/gpu-course" in note
 
 
 def test_colab_only_for_github():
@@ -73,10 +74,64 @@ def test_origin_is_the_fallback():
     assert cfg["repository"]["url"] == "https://github.com/org/from-origin"
 
 
-def test_tampered_widget_tarball_is_refused(tmp_path):
-    (tmp_path / bookassets.TARBALL).write_bytes(b"not the package")
-    with pytest.raises(bookassets.AssetError, match="integrity"):
-        bookassets.install_widgets(tmp_path / "static", [tmp_path])
+def test_npm_assets_are_pinned_exactly_and_locked_with_their_hashes():
+    pins = npm.pins()
+    lock = json.loads((ROOT / "package-lock.json").read_text())
+    assert lock["packages"][""]["dependencies"] == pins
+    assert {a.name for a in bookassets.ASSETS} | {"configurable-http-proxy"} == set(pins)
+    for path, entry in lock["packages"].items():
+        if path:
+            assert entry["integrity"].startswith("sha512-"), path
+            assert entry.get("resolved", "https://registry.npmjs.org/").startswith("https://registry.npmjs.org/"), path
+            assert not entry.get("link"), path  # nothing from outside the registry
+    for name, version in pins.items():
+        assert lock["packages"][f"node_modules/{name}"]["version"] == version
+
+
+def test_a_loose_pin_or_another_installed_version_is_refused(tmp_path):
+    (tmp_path / "package.json").write_text(json.dumps({"dependencies": {"mathjax": "^3.2.2"}}))
+    with pytest.raises(npm.NpmError, match="exact versions"):
+        npm.pins(tmp_path)
+    pkg = tmp_path / "node_modules" / "mathjax"
+    (pkg / "es5").mkdir(parents=True)
+    (pkg / "package.json").write_text(json.dumps({"version": "3.0.0"}))
+    with pytest.raises(bookassets.AssetError, match="pins 3.2.2"):
+        bookassets.install(tmp_path / "static", tmp_path / "node_modules", bookassets.MATHJAX, "3.2.2")
+    assert not (tmp_path / "static" / "mathjax").exists()
+
+
+def _lock(root: Path) -> dict:
+    for name in ("package.json", "package-lock.json"):
+        (root / name).write_text((ROOT / name).read_text())
+    return json.loads((ROOT / "package-lock.json").read_text())
+
+
+def test_npm_ci_is_skipped_when_node_modules_is_the_lockfile_s(tmp_path, monkeypatch):
+    lock = _lock(tmp_path)
+    (tmp_path / "node_modules").mkdir()
+    hidden = {"packages": {k: v for k, v in lock["packages"].items() if k}}
+    (tmp_path / "node_modules" / ".package-lock.json").write_text(json.dumps(hidden))
+    assert not npm.installed_is_locked(tmp_path)  # the record alone: nothing is installed
+    for path, entry in hidden["packages"].items():
+        (tmp_path / path).mkdir(parents=True, exist_ok=True)
+        (tmp_path / path / "package.json").write_text(json.dumps({"version": entry["version"]}))
+    monkeypatch.setattr(npm.subprocess, "run", lambda *a, **k: pytest.fail(f"npm ran: {a}"))
+    assert npm.npm_ci([], tmp_path) == tmp_path / "node_modules"
+    (tmp_path / "node_modules" / "mathjax" / "package.json").write_text(json.dumps({"version": "3.0.0"}))
+    assert not npm.installed_is_locked(tmp_path)
+
+
+def test_npm_ci_installs_offline_from_a_wheelhouse_cache(tmp_path, monkeypatch):
+    _lock(tmp_path)
+    (tmp_path / "wh" / npm.CACHE).mkdir(parents=True)
+    ran = []
+    monkeypatch.setattr(npm.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(npm.subprocess, "run",
+                        lambda cmd, **kw: ran.append((cmd, kw["cwd"])) or SimpleNamespace(returncode=0))
+    npm.npm_ci([tmp_path / "nothing", tmp_path / "wh"], tmp_path)
+    ((cmd, cwd),) = ran
+    assert cmd[1] == "ci" and cwd == tmp_path
+    assert cmd[cmd.index("--cache") + 1] == str(tmp_path / "wh" / npm.CACHE) and "--offline" in cmd
 
 
 def test_banner_fields():

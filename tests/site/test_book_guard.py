@@ -1,7 +1,7 @@
 """Issue 39, item 7: no way of building the book with the repository's config and toc publishes a
 lab's solutions. The committed config loads book/_ext/student_labs.py, which stops a build that
 found an instructor lab (or any page holding a solution or hidden-test region) before a page is
-read, unless the toc is the one tools/booklabs.py wrote for a solution site."""
+read, unless the toc is the one tools/site/booklabs.py wrote for a solution site."""
 
 import json
 import shutil
@@ -13,11 +13,10 @@ import nbformat
 import pytest
 import yaml
 
-from tools import booklabs
+from book._ext import student_labs
+from tools.site import booklabs
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import student_labs  # noqa: E402
 
 LAB2 = ROOT / "labs" / "lab2_bandwidth_test.ipynb"
 
@@ -62,7 +61,7 @@ def test_the_course_chapters_and_pages_are_not_taken_for_solutions():
 
 
 def test_the_toc_make_book_writes_is_built_and_a_solution_site_only_when_asked(tmp_path):
-    """`make book`: tools/booklabs.py maps the labs to book/labs/ (nbgrader's student versions) and the
+    """`make book`: tools/site/booklabs.py maps the labs to book/labs/ (nbgrader's student versions) and the
     guard lets that through; BOOK_LABS=solution writes a state that allows labs/; a student page that
     still holds a solution region is refused in both modes."""
     root = tmp_path / "course"

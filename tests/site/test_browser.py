@@ -1,6 +1,6 @@
 """The browser checks themselves, in headless Chromium (marker `browser`; run by `make test-browser`).
 
-Two kinds of test: small hand-written pages on which tools/sitecheck.py must find exactly the
+Two kinds of test: small hand-written pages on which tools/site/sitecheck.py must find exactly the
 fault planted in them (so the site check can fail), and a one-notebook Jupyter Book built with
 the course's own book configuration whose notebook displays ipywidgets panels (an Output widget
 holding a course figure, and `interact`), which must render offline: any chapter that displays
@@ -19,8 +19,8 @@ import nbformat
 import pytest
 import yaml
 
-from tools import bookassets, sitecheck
-from tools.cdp import Chromium
+from tools.site import bookassets, sitecheck
+from tools.site.cdp import Chromium
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
@@ -306,8 +306,8 @@ def test_plotly_texts_that_overprint_fail(browser, static_assets, tmp_path):
 
 
 def test_every_course_diagram_fits_at_every_width(browser, static_assets, tmp_path):
-    """The chapters' own diagrams (tools/diagramgallery.py), measured in Chromium at 390, 1280 and 1920 px."""
-    from tools import diagramgallery
+    """The chapters' own diagrams (tools/site/diagramgallery.py), measured in Chromium at 390, 1280 and 1920 px."""
+    from tools.site import diagramgallery
 
     made = [(name, make()) for name, make in diagramgallery.course_diagrams()]
     site = tmp_path / "html"

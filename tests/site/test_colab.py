@@ -3,7 +3,7 @@
 The simulation: a fresh virtual environment holding only packages Colab preinstalls (NumPy,
 plotly, ipywidgets, jsonschema, Numba, ipykernel, not this course), a `google.colab` module the
 kernel imports at start as Colab's does, no PYTHONPATH, and a working folder outside the
-repository. Chapter 0 gets the block tools/colabcell.py writes; the test points its clone at this
+repository. Chapter 0 gets the block tools/site/colabcell.py writes; the test points its clone at this
 repository (file://, its committed HEAD) and /content at a temporary folder, the only changes, and
 runs the notebook with nbclient. It needs a package index for pip (`make test-colab`).
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from tools.site import colabcell
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from tools import colabcell  # noqa: E402
 
 COLAB_LIKE = ["numpy", "plotly", "ipywidgets", "jsonschema", "numba", "ipykernel"]
 

@@ -48,7 +48,7 @@ def test_the_image_recipe_is_repo2docker_s_and_the_page_names_the_files():
     assert "pip install --no-deps -e ." in (ROOT / "postBuild").read_text()
     page = (ROOT / "book" / "jupyterhub.md").read_text()
     for name in ("deploy/z2jh/values.yaml", "environment.yml", "postBuild", "/srv/nbgrader/exchange",
-                 "tools/atlas.py", "matrix.py load"):
+                 "python -m tools.hub.atlas build", "python -m tools.matrix.runner load"):
         assert name in page, name
     assert "book/jupyterhub" in (ROOT / "book" / "_toc.yml").read_text()
 

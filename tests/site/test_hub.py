@@ -1,4 +1,4 @@
-"""A class on a real JupyterHub (tools/hubclass.py): one lab through nbgrader's exchange end to end,
+"""A class on a real JupyterHub (tools/hub/hubclass.py): one lab through nbgrader's exchange end to end,
 graded by the course's sandboxed grader (tools/grader), the path `make grade` takes.
 
 Marker `hub` (run by `make test-hub`, part of `make test`): it starts JupyterHub with its proxy
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,8 +20,7 @@ LAB = ROOT / "labs" / "lab4_buddy_eviction.ipynb"
 
 @pytest.fixture(scope="module")
 def cycle(tmp_path_factory):
-    sys.path.insert(0, str(ROOT / "tools"))
-    import hubclass
+    from tools.hub import hubclass
 
     out = tmp_path_factory.mktemp("hub")
     return hubclass.cycle(LAB, out, browser=True)

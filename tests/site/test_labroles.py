@@ -1,15 +1,14 @@
-"""tools/labroles.py: MyST roles become links that JupyterLab and the site both resolve."""
+"""tools/checks/labroles.py: MyST roles become links that JupyterLab and the site both resolve."""
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from tools.checks import labroles as L
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from tools import labroles as L  # noqa: E402
 
 PAGE = ROOT / "notebooks" / "03_dma_and_copy_engines.ipynb"
 

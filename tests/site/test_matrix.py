@@ -1,4 +1,4 @@
-"""tools/matrix.py: a clean notebook passes, planted leaks are caught, results merge into a table.
+"""tools/matrix/runner.py: a clean notebook passes, planted leaks are caught, results merge into a table.
 
 The leaks are planted for real (no GPU needed): locked host memory that nothing references,
 a child process the kernel started and forgot, and an orphan that outlives the kernel.
@@ -18,7 +18,6 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MATRIX = ROOT / "tools" / "matrix.py"
 
 START = 'from helpers import course\nctx = course.start("matrix test", quiet=True)'
 LEAKY = """\
@@ -49,7 +48,7 @@ def _env() -> dict:
 
 
 def _matrix(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(MATRIX), *args], cwd=ROOT, env=_env(), capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tools.matrix.runner", *args], cwd=ROOT, env=_env(), capture_output=True,
                           text=True, timeout=600)
 
 
@@ -86,10 +85,9 @@ def test_notebook_time_counts_its_cells_not_pytest_or_the_probe(planted):
 
 
 def _matrix_module():
-    spec = importlib.util.spec_from_file_location("matrix_tool", MATRIX)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+    from tools.matrix import runner
+
+    return runner
 
 
 def test_cell_durations_are_summed_without_the_injected_probe_cells():
@@ -139,7 +137,7 @@ def test_the_copy_names_the_cells_it_injected(tmp_path):
     code = [c.source for c in nbformat.read(str(copy), as_version=4).cells if c.cell_type == "code"]
     copy.unlink()
     assert probes == {"Cell 1", "Cell 3"}
-    assert all(code[int(name.split()[1])].startswith("# injected by tools/matrix.py") for name in probes)
+    assert all(code[int(name.split()[1])].startswith("# injected by tools/matrix/runner.py") for name in probes)
     assert not any(code[i].startswith("# injected") for i in (0, 2))
 
 
@@ -205,7 +203,7 @@ def test_a_run_cut_short_still_leaves_what_it_finished(tmp_path):
     first = _notebook(tmp_path / "first.ipynb", "print(1)")
     slow = _notebook(tmp_path / "slow.ipynb", "import time\ntime.sleep(300)")
     out = tmp_path / "r.json"
-    proc = subprocess.Popen([sys.executable, str(MATRIX), "run", "--mode", "replay", "--out", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "tools.matrix.runner", "run", "--mode", "replay", "--out", str(out),
                              str(first), str(slow)], cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -224,11 +222,8 @@ def test_a_run_cut_short_still_leaves_what_it_finished(tmp_path):
 
 
 def test_default_notebooks_pick_up_every_chapter_and_lab():
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        import matrix
-    finally:
-        sys.path.pop(0)
+    from tools.matrix import runner as matrix
+
     found = {p.relative_to(ROOT).as_posix() for p in matrix.default_notebooks()}
     on_disk = {p.relative_to(ROOT).as_posix() for d in ("notebooks", "labs") for p in (ROOT / d).glob("*.ipynb")}
     assert found == on_disk and len(found) >= 11

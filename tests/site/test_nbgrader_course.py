@@ -106,8 +106,7 @@ def test_the_documented_nbgrader_workflow_runs_end_to_end_formgrader_included(tm
         assert released.is_file() and "BEGIN SOLUTION" not in released.read_text()
 
         # the student: fetch, answer every part (the instructor's solutions), submit
-        sys.path.insert(0, str(ROOT / "tools"))
-        import hubclass
+        from tools.hub import hubclass
 
         answer = student_home / "answer.json"
         answer.write_text(json.dumps(hubclass.answered(json.loads(released.read_text()), json.loads(LAB.read_text()),
@@ -149,8 +148,7 @@ def test_the_documented_nbgrader_workflow_runs_end_to_end_formgrader_included(tm
 
 
 def test_the_course_folder_is_refused_inside_the_repository_and_a_changed_lab_is_not_graded(tmp_path):
-    sys.path.insert(0, str(ROOT / "tools"))
-    import nbgradercourse
+    from tools.hub import nbgradercourse
 
     with pytest.raises(SystemExit, match="inside the repository"):
         nbgradercourse.layout(ROOT / "course", [LAB])

@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import nbhygiene, wheelhouse
+from tools.checks import nbhygiene
+from tools.env import wheelhouse
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +69,7 @@ def test_wheelhouse_unknown_extra():
 
 def test_mkvenv_inherit(tmp_path):
     env = tmp_path / "env"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "mkvenv.py"), str(env), "--inherit"], check=True,
+    subprocess.run([sys.executable, "-m", "tools.env.mkvenv", str(env), "--inherit"], check=True, cwd=ROOT,
                    capture_output=True, timeout=180)
     out = subprocess.run([str(env / "bin" / "python"), "-c", "import json, sys; print(json.dumps(sys.path))"],
                          check=True, capture_output=True, text=True).stdout
@@ -77,3 +78,18 @@ def test_mkvenv_inherit(tmp_path):
     assert parent and parent[0] in paths, "the parent's packages must be importable"
     own = next(i for i, p in enumerate(paths) if p.startswith(str(env)))
     assert own < paths.index(parent[0]), "the new environment's own packages must come first"
+
+
+def test_timesteps_stops_at_the_first_failing_step_and_reports_each(tmp_path, capsys):
+    from tools.env import timesteps
+
+    log = tmp_path / "ran"
+    make = tmp_path / "make"
+    make.write_text(f'#!/bin/sh\necho "$2" >> {log}\n[ "$2" != bad ]\n')
+    make.chmod(0o755)
+    assert timesteps.main(["--make", str(make), "one", "two"]) == 0
+    assert "two" in capsys.readouterr().out
+    assert timesteps.main(["--make", str(make), "one", "bad", "never"]) == 1
+    out = capsys.readouterr().out
+    assert log.read_text().split() == ["one", "two", "one", "bad"]
+    assert "make test: bad took" in out and "never" not in out

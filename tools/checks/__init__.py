@@ -1,0 +1,1 @@
+"""tools/checks: see CONTRIBUTING.md, "Tools"."""

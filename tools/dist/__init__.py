@@ -1,0 +1,1 @@
+"""tools/dist: see CONTRIBUTING.md, "Tools"."""

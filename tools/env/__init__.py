@@ -1,0 +1,1 @@
+"""tools/env: see CONTRIBUTING.md, "Tools"."""

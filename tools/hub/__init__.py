@@ -1,0 +1,1 @@
+"""tools/hub: see CONTRIBUTING.md, "Tools"."""

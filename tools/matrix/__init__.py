@@ -1,0 +1,1 @@
+"""tools/matrix: see CONTRIBUTING.md, "Tools"."""

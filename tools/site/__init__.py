@@ -1,0 +1,1 @@
+"""tools/site: see CONTRIBUTING.md, "Tools"."""
