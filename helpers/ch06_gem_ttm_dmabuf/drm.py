@@ -334,8 +334,8 @@ def list_nodes(dev_dir: str = "/dev/dri", sys_dir: str = "/sys/class/drm") -> li
             pci = f"{vendor}:{device}"
         except OSError:
             pass
-        out.append(DRMNode(path, "render" if name.startswith("renderD") else "primary", driver, pci,
-                           os.access(path, os.R_OK | os.W_OK)))
+        out.append(DRMNode(path=path, kind="render" if name.startswith("renderD") else "primary", driver=driver, pci_id=pci,
+                           readable=os.access(path, os.R_OK | os.W_OK)))
     return out
 
 
@@ -476,7 +476,7 @@ class DRMDevice:
         a = ioctl(self._check_open(), DRM_IOCTL_MODE_CREATE_DUMB,
                   DrmModeCreateDumb(height=height, width=width, bpp=bpp), "DRM_IOCTL_MODE_CREATE_DUMB")
         self._handles.add(a.handle)
-        return DumbBuffer(a.handle, width, height, bpp, a.pitch, a.size)
+        return DumbBuffer(handle=a.handle, width=width, height=height, bpp=bpp, pitch=a.pitch, size=a.size)
 
     def map_dumb(self, handle: int) -> int:
         """DRM_IOCTL_MODE_MAP_DUMB: the *fake offset* to pass to mmap(2) on this fd.

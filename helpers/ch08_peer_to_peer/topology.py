@@ -148,7 +148,7 @@ def parse(text: str) -> Topology:
         m = re.match(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$", ln)
         if m:
             nics[m.group(1)] = m.group(2)
-    return Topology(columns, links, cpu, numa, nics)
+    return Topology(devices=columns, links=links, cpu_affinity=cpu, numa_affinity=numa, nic_names=nics)
 
 
 def _is_header(toks: list[str]) -> bool:

@@ -299,14 +299,14 @@ class TTMModel:
             victim.blocks = []
             src = victim.domain
             victim.domain = dst
-            self.moves.append(Move(self.step, victim.name, src, dst, victim.size, link_bytes(victim.size, src, dst),
-                                   self.link.move_seconds(victim.size, src, dst), "evict", waited))
+            self.moves.append(Move(step=self.step, bo=victim.name, src=src, dst=dst, nbytes=victim.size, link_bytes=link_bytes(victim.size, src, dst),
+                                   seconds=self.link.move_seconds(victim.size, src, dst), reason="evict", waited_for=waited))
         else:
             src = victim.domain
             self._release(victim)
             victim.domain = Domain.SYSTEM
-            self.moves.append(Move(self.step, victim.name, src, dst, victim.size, link_bytes(victim.size, src, dst),
-                                   self.link.move_seconds(victim.size, src, dst), "evict", waited))
+            self.moves.append(Move(step=self.step, bo=victim.name, src=src, dst=dst, nbytes=victim.size, link_bytes=link_bytes(victim.size, src, dst),
+                                   seconds=self.link.move_seconds(victim.size, src, dst), reason="evict", waited_for=waited))
         return True
 
     def _place_with_eviction(self, bo: BufferObject, domain: Domain) -> bool:
@@ -345,8 +345,8 @@ class TTMModel:
         bo.blocks = new_blocks if dst is Domain.VRAM else []
         bo.domain = dst
         if src is not None:
-            self.moves.append(Move(self.step, bo.name, src, dst, bo.size, link_bytes(bo.size, src, dst),
-                                   self.link.move_seconds(bo.size, src, dst), reason))
+            self.moves.append(Move(step=self.step, bo=bo.name, src=src, dst=dst, nbytes=bo.size, link_bytes=link_bytes(bo.size, src, dst),
+                                   seconds=self.link.move_seconds(bo.size, src, dst), reason=reason))
 
     # the public operations -------------------------------------------------------------------
     def create(self, name: str, size: int, placements: Sequence[Domain] = (Domain.VRAM, Domain.GTT),
@@ -363,7 +363,7 @@ class TTMModel:
         priority = validate.whole_number(priority, "priority (below TTM_MAX_BO_PRIORITY)", 0, TTM_MAX_BO_PRIORITY - 1)
         if contiguous and Domain.VRAM not in placements:
             raise InputError("contiguous only applies to BOs that may live in VRAM")
-        bo = BufferObject(name, _round_up(size, 4096), placements, priority, contiguous)
+        bo = BufferObject(name=name, size=_round_up(size, 4096), placements=placements, priority=priority, contiguous=contiguous)
         self.bos[name] = bo
         self._reserved = {name}
         try:
@@ -637,7 +637,7 @@ def simulate(ops: Sequence[tuple] | str, vram_bytes: int, gtt_bytes: int | None 
         timeline.append({"step": i, "op": kind, "vram_used": m.used(Domain.VRAM), "gtt_used": m.used(Domain.GTT),
                          "fragmentation": m.vram.fragmentation(), "evictions": ev, "link_bytes": lb,
                          "seconds": secs})
-    return Run(name, m.policy_name, m.vram.size, gtt_bytes, seed, m.link, timeline, m.moves, m.totals(), failures)
+    return Run(workload=name, policy=m.policy_name, vram_bytes=m.vram.size, gtt_bytes=gtt_bytes, seed=seed, link=m.link, timeline=timeline, moves=m.moves, totals=m.totals(), failures=failures)
 
 
 # --------------------------------------------------------------------------------------------

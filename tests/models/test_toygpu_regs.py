@@ -19,7 +19,7 @@ def test_register_map_is_consistent():
 
 
 def test_check_map_catches_overlap(monkeypatch):
-    bad = regs.REGISTERS + (regs.Register("DUP", 0x000, regs.RW, "overlaps ID"),)
+    bad = regs.REGISTERS + (regs.Register(name="DUP", offset=0x000, access=regs.RW, doc="overlaps ID"),)
     monkeypatch.setattr(regs, "REGISTERS", bad)
     with pytest.raises(AssertionError, match="overlaps"):
         regs.check_map()

@@ -1,7 +1,7 @@
 """Chapter 4, part 2: DMA through an IOMMU — QEMU's edu device driven from user space with VFIO.
 
 Experiment ``vfio_dma.edu`` boots the kernel lab's ``edu`` machine (q35 with an emulated Intel
-IOMMU, helpers.measure.edu_vm) and runs ``tools/kernel_lab/edu_probe.py dma`` in the guest:
+IOMMU, helpers.measure.kernel_vm) and runs ``tools/kernel_lab/edu_probe.py dma`` in the guest:
 
 1. edu is handed to ``vfio-pci`` (driver_override); the probe opens the VFIO container, the
    device's IOMMU group and the device, maps BAR0 through the device fd and turns bus
@@ -35,10 +35,9 @@ from __future__ import annotations
 import random
 
 from helpers.core import checks, figures, validate
-from helpers.core.diagrams import Diagram
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
-from helpers.measure import edu_vm
+from helpers.measure import kernel_vm
 from helpers.measure.kernel_vm import transcript
 
 EXPERIMENT = "vfio_dma.edu"
@@ -52,12 +51,8 @@ MAX_PAYLOAD = 4095  # QEMU 7.2's edu aborts the VM on a full 4096-byte transfer
             params={"payload": validate.count(1, MAX_PAYLOAD), "seed": validate.count(0, 2**31 - 1)})
 def edu_dma(quick: bool, payload: int = DEFAULT_PAYLOAD, seed: int = 1) -> dict:
     """Boot the edu machine once and run the probe's `dma` scenario (quick changes nothing)."""
-    run = edu_vm.probe("dma", payload=str(payload), seed=str(seed))
+    run = kernel_vm.run("edu", dict(scenario="dma", payload=str(payload), seed=str(seed)))
     return {**run["result"], "vm": run["vm"]}
-
-
-def source_line(ev: Evidence) -> str:
-    return f"this machine — {transcript.label(ev.data['vm'])}" if ev.live else ev.source
 
 
 def _log(lines: list[str], want: str = "fault addr") -> str:
@@ -113,7 +108,7 @@ def steps_table(ev: Evidence) -> figures.Table:
         ("course helper: a 4096-byte edu DMA", "refused before the device saw it" if f["guard"]["refused"]
          else "NOT refused"),
     ]
-    return figures.Table(rows, ("step", "answer"), caption=f"{ev.mode.value.upper()} · {source_line(ev)}")
+    return figures.Table(rows, ("step", "answer"), caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
 
 
 def provenance_table(ev: Evidence) -> figures.Table:
@@ -123,42 +118,13 @@ def provenance_table(ev: Evidence) -> figures.Table:
     rows = [("kernel", vm["kernel_release"]), ("kernel package", vm["kernel_package"]), ("QEMU", vm["qemu"]),
             ("accelerator", vm["accel"]), ("devices", vm["device"]), ("guest Python", d.get("python", "?")),
             ("QEMU start to power-off", f"{vm['boot_seconds']:.1f} s"), ("host", vm["host"]), ("date", vm["date"])]
-    return figures.Table(rows, ("", ""), caption=f"{ev.mode.value.upper()} · {source_line(ev)}")
+    return figures.Table(rows, ("", ""), caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
 
 
 # --------------------------------------------------------------------------------------------
-# The picture and the exercises
+# The exercises
 # --------------------------------------------------------------------------------------------
 PAGE = 4096
-
-
-def diagram() -> Diagram:
-    """A VFIO user-space driver: who maps what, and the IOMMU between the device and RAM."""
-    d = Diagram(
-        "DMA through the IOMMU: a VFIO driver in user space",
-        "The program opens the VFIO container, edu's IOMMU group and the device. VFIO_IOMMU_MAP_DMA hands the "
-        "kernel a buffer and an IOVA: vfio_iommu_type1 pins the buffer's pages (charging the process's locked "
-        "memory) and writes IOVA-to-physical entries into the IOMMU's page table for that group. The program "
-        "then programs edu's DMA registers through BAR0 with the IOVA; edu's DMA engine issues reads and writes "
-        "with that address, and the IOMMU translates each one, or refuses it and records a fault that the "
-        "kernel's DMAR driver logs.",
-        width=900, height=330)
-    d.box("prog", "user-space driver\n(Python, uid 0 or 1000)", "cpu", 20, 20, 200)
-    d.box("vfio", "vfio / vfio_iommu_type1\npin + map", "kernel", 280, 20, 200)
-    d.box("buf", "your buffer\n(pinned pages)", "memory", 20, 240, 200)
-    d.box("pt", "IOMMU page table\nIOVA -> physical", "link", 280, 140, 200)
-    d.box("iommu", "Intel IOMMU\n(QEMU intel-iommu)", "link", 280, 240, 200)
-    d.box("edu", "edu DMA engine\n4 KiB buffer", "device", 560, 240, 180)
-    d.box("bar", "edu BAR0\nDMA registers", "device", 560, 20, 180)
-    d.box("dmar", "DMAR fault log\n(kernel)", "kernel", 760, 140, 130)
-    d.arrow("prog", "vfio", "MAP_DMA (vaddr, IOVA)", "control")
-    d.arrow("vfio", "pt", "write entries", "control")
-    d.arrow("prog", "bar", "src/dst IOVA, count, run", "control")
-    d.arrow("bar", "edu", "start", "control")
-    d.arrow("edu", "iommu", "DMA at IOVA", "data")
-    d.arrow("iommu", "buf", "translated", "data")
-    d.arrow("iommu", "dmar", "fault", "completion")
-    return d
 
 
 def unmapped_answer(answer, ev: Evidence) -> bool | None:
