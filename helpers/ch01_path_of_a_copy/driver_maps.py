@@ -63,7 +63,7 @@ class MapsFormatError(CourseError, ValueError):
     recording of it, never from a learner, so a malformed one is a data problem."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mapping:
     """One line of /proc/PID/maps."""
 

@@ -348,7 +348,7 @@ def t975(dof: int) -> float:
     return _T975[dof - 1] if dof <= len(_T975) else 1.96
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Growth:
     """How one system call's count depends on N: a straight-line fit over every run, the
     slope's 95 % interval (its uncertainty comes from the scatter of the runs, start-up's own

@@ -24,7 +24,7 @@ from helpers.models import copy_cost
 MIN_SIZE, MAX_SIZE = 4, 256 << 20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Point:
     """One copy placed on the model: what was measured (or recorded) and what the model says."""
 

@@ -296,7 +296,7 @@ def ioctl(fd: int, request: int, arg: ctypes.Structure, call: str = "ioctl") -> 
 # --------------------------------------------------------------------------------------------
 # Finding devices (reads /dev and /sys only; opens nothing)
 # --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DRMNode:
     """One /dev/dri node and what sysfs says about it."""
 
@@ -376,7 +376,7 @@ def default_node(prefer: str = "primary") -> str:
 # --------------------------------------------------------------------------------------------
 # The device
 # --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Version:
     """What DRM_IOCTL_VERSION returns."""
 
@@ -388,7 +388,7 @@ class Version:
     desc: str
 
 
-@dataclass
+@dataclass(kw_only=True)
 class DumbBuffer:
     """A dumb buffer object: its GEM handle in one DRM file, its pitch and size."""
 

@@ -38,7 +38,7 @@ class TopologyError(CourseError):
     """`nvidia-smi topo -m` output that the parser cannot read, or a query it cannot answer."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Topology:
     """The device-to-device link matrix of one machine, as nvidia-smi reports it."""
 

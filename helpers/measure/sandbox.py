@@ -35,7 +35,7 @@ def emit(**values) -> None:
     print(RESULT_PREFIX + json.dumps(values, default=str), flush=True)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Outcome:
     """How a child process ended, and what it reported before it did."""
 

@@ -32,7 +32,7 @@ NVIDIA_VENDOR = 0x10DE
 PCI_ROM_RESOURCE = 6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Bar:
     """One PCI Base Address Register window, decoded from sysfs `resource`."""
 
@@ -85,7 +85,7 @@ def parse_resource(text: str) -> list[Bar]:
     return bars
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PCIDevice:
     """A display-class PCI function (a GPU) and what sysfs says about it."""
 
@@ -164,7 +164,7 @@ def display_devices(sysfs: Path | str = "/sys") -> list[PCIDevice]:
     return found
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SystemReport:
     """What the course needs to know about the learner's machine, and what is missing."""
 

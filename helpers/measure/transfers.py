@@ -25,7 +25,7 @@ MAX_REPS = 10_000
 MEMCPY_KIND = {"h2d": 1, "d2h": 2}  # cudaMemcpyKind: cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TransferResult:
     """Repeated timings of one copy, with what was copied, how, and where."""
 

@@ -59,7 +59,7 @@ def _ilog2(n: int) -> int:
     return n.bit_length() - 1
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, kw_only=True)
 class Block:
     """One node of the buddy tree (struct drm_buddy_block): offset, order, state, links."""
 

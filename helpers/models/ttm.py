@@ -141,7 +141,7 @@ def link_bytes(nbytes: int, src: Domain | None, dst: Domain) -> int:
 # --------------------------------------------------------------------------------------------
 # Buffer objects and the model
 # --------------------------------------------------------------------------------------------
-@dataclass(eq=False)
+@dataclass(eq=False, kw_only=True)
 class BufferObject:
     """A TTM buffer object: size, allowed placements (desired first), priority, pinning."""
 
@@ -166,7 +166,7 @@ class BufferObject:
         return bool(self.fences)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Move:
     """One move the model made: which BO, from where to where, why, and its modelled cost."""
 
@@ -574,7 +574,7 @@ def workload(name: str, vram_bytes: int, *, steps: int = 200, seed: int = 1) -> 
     return ops
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Run:
     """The outcome of :func:`simulate`: per-step timeline, every move, and totals."""
 

@@ -87,7 +87,7 @@ def accelerators() -> list[str]:
     return [want]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Boot:
     """One finished boot: the probe's JSON, how long it took, and how it was run."""
 

@@ -29,7 +29,7 @@ from helpers.models.toygpu.driver import _chunks
 from helpers.models.toygpu.link import FabricParams, card_dma_ns
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FrameReport:
     """What one frame's delivery cost, in the model."""
 

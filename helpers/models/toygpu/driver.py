@@ -118,7 +118,7 @@ ERROR_CLASS: dict[R.ErrorCode, type[DeviceError]] = {
 
 
 # -- counters and buffers -------------------------------------------------------------------
-@dataclass
+@dataclass(kw_only=True)
 class Counters:
     """What the driver did on the bus, and the CPU time the link model charges for it."""
 
