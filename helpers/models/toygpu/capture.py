@@ -25,7 +25,7 @@ import numpy as np
 
 from helpers.core.errors import InputError, InputTypeError
 from helpers.models.toygpu import regs as R
-from helpers.models.toygpu.driver import _chunks
+from helpers.models.toygpu.bus import dma_chunks
 from helpers.models.toygpu.link import FabricParams, card_dma_ns
 
 
@@ -92,7 +92,7 @@ class CaptureCard:
             try:
                 ns = card_dma_ns(self.gpu.link, self.fabric, n, peer=False)
                 stage.view[:] = buf           # the card's DMA into system memory
-                descs = _chunks(stage.addr, dva, n)
+                descs = dma_chunks(stage.addr, dva, n)
                 self.gpu.dma(descs)           # the toy GPU's own DMA engine does the second hop
                 ns += self.gpu.link.dma(n)    # the GPU's DMA engine: system memory -> VRAM
             finally:
