@@ -607,22 +607,7 @@ def tour(path: str | None = None, width: int = 256, height: int = 64, bpp: int =
     with ExitStack() as stack:
         dev = stack.enter_context(DRMDevice(path))
         steps.append(Step("open", f"{dev.path} (fd {dev.fd})"))
-        try:
-            v = dev.version()
-            steps.append(Step("DRM_IOCTL_VERSION", f"{v.name} {v.major}.{v.minor}.{v.patchlevel} ({v.desc})"))
-        except DRMError as e:
-            steps.append(Step("DRM_IOCTL_VERSION", str(e), False))
-        caps = {}
-        for name, cap in (("DRM_CAP_DUMB_BUFFER", DRM_CAP_DUMB_BUFFER), ("DRM_CAP_PRIME", DRM_CAP_PRIME)):
-            try:
-                caps[name] = dev.get_cap(cap)
-                extra = ""
-                if cap == DRM_CAP_PRIME:
-                    extra = (f" (import={bool(caps[name] & DRM_PRIME_CAP_IMPORT)}, "
-                             f"export={bool(caps[name] & DRM_PRIME_CAP_EXPORT)})")
-                steps.append(Step(f"DRM_IOCTL_GET_CAP {name}", f"{caps[name]}{extra}"))
-            except DRMError as e:
-                steps.append(Step(f"DRM_IOCTL_GET_CAP {name}", str(e), False))
+        caps = _version_and_caps(dev, steps)
         if not caps.get("DRM_CAP_DUMB_BUFFER"):
             steps.append(Step("DRM_IOCTL_MODE_CREATE_DUMB", "skipped: the driver reports no dumb buffers", False))
             return steps
@@ -644,20 +629,49 @@ def tour(path: str | None = None, width: int = 256, height: int = 64, bpp: int =
                               f"{buf.size} B written; read back {'identical' if same else 'DIFFERENT'}", same))
         except DRMError as e:
             steps.append(Step("map + mmap", str(e), False))
-        prime = caps.get("DRM_CAP_PRIME", 0)
-        if not prime & DRM_PRIME_CAP_EXPORT:
+        if not caps.get("DRM_CAP_PRIME", 0) & DRM_PRIME_CAP_EXPORT:
             steps.append(Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", "skipped: the driver cannot export", False))
         else:
-            try:
-                dfd = stack.enter_context(dev.exported(buf))
-                steps.append(Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", f"dma-buf fd {dfd}"))
-                info = read_fdinfo(dfd)
-                keep = {k: info[k] for k in ("size", "count", "exp_name", "name", "flags") if k in info}
-                steps.append(Step(f"/proc/self/fdinfo/{dfd}", ", ".join(f"{k}={v}" for k, v in keep.items())))
-                steps.append(_mmap_dmabuf(dfd, buf.size, data))
-            except DRMError as e:
-                steps.append(Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", str(e), False))
+            steps += _export(dev, buf, data, stack)
     steps.append(Step("DRM_IOCTL_MODE_DESTROY_DUMB + close", "handle destroyed, dma-buf and DRM fds closed"))
+    return steps
+
+
+def _version_and_caps(dev: DRMDevice, steps: list[Step]) -> dict[str, int]:
+    """VERSION and GET_CAP(DUMB_BUFFER, PRIME), each a step; the capabilities the node answered."""
+    try:
+        v = dev.version()
+        steps.append(Step("DRM_IOCTL_VERSION", f"{v.name} {v.major}.{v.minor}.{v.patchlevel} ({v.desc})"))
+    except DRMError as e:
+        steps.append(Step("DRM_IOCTL_VERSION", str(e), False))
+    caps = {}
+    for name, cap in (("DRM_CAP_DUMB_BUFFER", DRM_CAP_DUMB_BUFFER), ("DRM_CAP_PRIME", DRM_CAP_PRIME)):
+        try:
+            caps[name] = dev.get_cap(cap)
+            extra = ""
+            if cap == DRM_CAP_PRIME:
+                extra = (f" (import={bool(caps[name] & DRM_PRIME_CAP_IMPORT)}, "
+                         f"export={bool(caps[name] & DRM_PRIME_CAP_EXPORT)})")
+            steps.append(Step(f"DRM_IOCTL_GET_CAP {name}", f"{caps[name]}{extra}"))
+        except DRMError as e:
+            steps.append(Step(f"DRM_IOCTL_GET_CAP {name}", str(e), False))
+    return caps
+
+
+def _export(dev: DRMDevice, buf: DumbBuffer, data: bytes, stack: ExitStack) -> list[Step]:
+    """PRIME_HANDLE_TO_FD, the dma-buf's fdinfo and an mmap of the dma-buf itself (closed by `stack`)."""
+    try:
+        dfd = stack.enter_context(dev.exported(buf))
+    except DRMError as e:
+        return [Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", str(e), False)]
+    steps = [Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", f"dma-buf fd {dfd}")]
+    try:
+        info = read_fdinfo(dfd)
+        keep = {k: info[k] for k in ("size", "count", "exp_name", "name", "flags") if k in info}
+        steps.append(Step(f"/proc/self/fdinfo/{dfd}", ", ".join(f"{k}={v}" for k, v in keep.items())))
+        steps.append(_mmap_dmabuf(dfd, buf.size, data))
+    except DRMError as e:
+        steps.append(Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", str(e), False))
     return steps
 
 
