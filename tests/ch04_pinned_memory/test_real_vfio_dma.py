@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.ch04_pinned_memory import real_vfio_dma
+from helpers.ch04_pinned_memory import real_exercises, real_vfio_dma
 from helpers.core import experiments
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
@@ -37,11 +37,11 @@ def test_the_steps_table_names_the_vm(ev):
 
 
 def test_exercises_accept_the_kernel_and_refuse_wrong_answers(ev):
-    assert real_vfio_dma.unmapped_answer("b", ev) is True and real_vfio_dma.unmapped_answer("a", ev) is False
-    assert real_vfio_dma.above_mask_answer(0x100000, ev) is True and real_vfio_dma.above_mask_answer(0x10100000, ev) is False
-    assert real_vfio_dma.memlock_room_answer(48 * 1024, ev) is True and real_vfio_dma.memlock_room_answer(64 * 1024, ev) is False
-    assert real_vfio_dma.pages_charged_answer(lambda off, size: (off + size + 4095) // 4096, ev) is True
-    assert real_vfio_dma.pages_charged_answer(lambda off, size: (size + 4095) // 4096, ev) is False  # forgets the offset
+    assert real_exercises.unmapped_answer("b", ev) is True and real_exercises.unmapped_answer("a", ev) is False
+    assert real_exercises.above_mask_answer(0x100000, ev) is True and real_exercises.above_mask_answer(0x10100000, ev) is False
+    assert real_exercises.memlock_room_answer(48 * 1024, ev) is True and real_exercises.memlock_room_answer(64 * 1024, ev) is False
+    assert real_exercises.pages_charged_answer(lambda off, size: (off + size + 4095) // 4096, ev) is True
+    assert real_exercises.pages_charged_answer(lambda off, size: (size + 4095) // 4096, ev) is False  # forgets the offset
 
 
 def test_parameters_are_checked_before_any_boot():
