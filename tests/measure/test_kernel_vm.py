@@ -235,3 +235,14 @@ def test_cache_dir_follows_the_setting(monkeypatch, tmp_path):
 def test_initramfs_gzip_is_reproducible():
     entries = [("init", b"x", 0o755)]
     assert gzip.compress(bundle.cpio_newc(entries), mtime=0) == gzip.compress(bundle.cpio_newc(entries), mtime=0)
+
+
+def test_source_line_names_the_vm_live_and_the_transcript_in_replay():
+    from types import SimpleNamespace
+
+    vm = {"kernel_release": "6.1.0-9-amd64", "qemu": "7.2.22 (Debian)", "accel": "TCG", "device": "edu",
+          "date": "2026-11-28T01:02:03+00:00"}
+    live = SimpleNamespace(live=True, data={"vm": vm}, source="ignored when live")
+    assert transcript.source_line(live) == "this machine — Linux 6.1.0-9-amd64 under QEMU 7.2.22 (TCG), edu · 2026-11-28"
+    replay = SimpleNamespace(live=False, data={"vm": vm}, source="data/kernel_lab/real_bar.edu.json · QEMU")
+    assert transcript.source_line(replay) == "data/kernel_lab/real_bar.edu.json · QEMU"
