@@ -168,8 +168,11 @@ def stand_in_recorder(monkeypatch):
     fake_prov = json.loads((reference.data_dir() / "h100-pcie.json").read_text())["provenance"]
     fake_prov.pop("merged", None)  # what the live machine reports, not the file's history
     monkeypatch.setattr(provenance, "live_provenance", lambda argv: dict(fake_prov, command_line=argv))
-    monkeypatch.setattr(sysinfo, "collect", lambda: sysinfo.SystemReport(kernel="k", nvidia_module=None, gpus=[], cuda={}, iommu="none", memlock_soft=None,
-                                                                          memlock_hard=None, dev_nvidia=[], dev_dri=[], absent=[]))
+    monkeypatch.setattr(sysinfo, "collect", lambda: sysinfo.SystemReport(kernel="k", nvidia_module=None,
+                                                                         gpus=[], cuda={}, iommu="none",
+                                                                         memlock_soft=None, memlock_hard=None,
+                                                                         dev_nvidia=[], dev_dri=[],
+                                                                         absent=[]))
 
     def use(registry: dict) -> None:
         monkeypatch.setattr(experiments, "_REGISTRY", dict(registry))

@@ -467,7 +467,9 @@ def fit(name: str, by_n: dict[int, list[int]]) -> Growth:
         verdict = "flat"
     else:
         verdict = "unclear"
-    return Growth(name=name, counts=by_n, baseline=float(np.mean(base)), startup_spread=int(max(base) - min(base)), per_round=slope, half_width=half, verdict=verdict)
+    return Growth(name=name, counts=by_n, baseline=float(np.mean(base)),
+                  startup_spread=int(max(base) - min(base)), per_round=slope, half_width=half,
+                  verdict=verdict)
 
 
 def growth(data: dict, name: str) -> Growth:

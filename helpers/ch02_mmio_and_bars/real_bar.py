@@ -77,7 +77,8 @@ def register_table(ev: Evidence) -> figures.Table:
         rows.append((f"write {r['wrote']:#010x} to 0x04, read 0x04", f"{r['read']:#010x}"))
     for f in d["factorials"]:
         rows.append((f"write {f['n']} to 0x08, poll 0x20, read 0x08", f"{f['result']} ({f['polls']} status polls)"))
-    return figures.Table(rows, ("access", "device answered"), caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
+    return figures.Table(rows, ("access", "device answered"),
+                         caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
 
 
 def facts(ev: Evidence) -> dict:

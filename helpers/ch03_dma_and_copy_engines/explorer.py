@@ -61,8 +61,9 @@ def recorded_point(sweep: Evidence, fits: dict, nbytes: int, direction: str, hos
     i = int(np.argmin(np.abs(np.log2(sizes) - np.log2(nbytes))))
     n = int(sizes[i])
     f = fits[(host_kind, direction)]
-    return Point(nbytes=n, direction=direction, host_kind=host_kind, measured_gbps=n / s["median_s"][i] / 1e9, model_gbps=float(f.predict_gbps(n)),
-                 source="measured now" if sweep.live else "recorded", _b=f.bandwidth_gbps)
+    return Point(nbytes=n, direction=direction, host_kind=host_kind, measured_gbps=n / s["median_s"][i] / 1e9,
+                 model_gbps=float(f.predict_gbps(n)), source="measured now" if sweep.live else "recorded",
+                 _b=f.bandwidth_gbps)
 
 
 def live_point(fits: dict, nbytes: int, direction: str, host_kind: str) -> Point:
@@ -71,8 +72,8 @@ def live_point(fits: dict, nbytes: int, direction: str, host_kind: str) -> Point
     copy_cost.series_for({"series": [{"host_kind": host_kind, "direction": direction}]}, host_kind, direction)
     r = measure_copy(nbytes, direction, host_kind, reps=20)
     f = fits[(host_kind, direction)]
-    return Point(nbytes=nbytes, direction=direction, host_kind=host_kind, measured_gbps=r.bandwidth_gbps, model_gbps=float(f.predict_gbps(nbytes)), source="measured now",
-                 _b=f.bandwidth_gbps)
+    return Point(nbytes=nbytes, direction=direction, host_kind=host_kind, measured_gbps=r.bandwidth_gbps,
+                 model_gbps=float(f.predict_gbps(nbytes)), source="measured now", _b=f.bandwidth_gbps)
 
 
 def explorer_figure(sweep: Evidence, fits: dict, point: Point) -> CourseFigure:

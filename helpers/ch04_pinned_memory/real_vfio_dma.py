@@ -106,7 +106,8 @@ def steps_table(ev: Evidence) -> figures.Table:
         ("course helper: a 4096-byte edu DMA", "refused before the device saw it" if f["guard"]["refused"]
          else "NOT refused"),
     ]
-    return figures.Table(rows, ("step", "answer"), caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
+    return figures.Table(rows, ("step", "answer"),
+                         caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
 
 
 def provenance_table(ev: Evidence) -> figures.Table:

@@ -334,8 +334,8 @@ def list_nodes(dev_dir: str = "/dev/dri", sys_dir: str = "/sys/class/drm") -> li
             pci = f"{vendor}:{device}"
         except OSError:
             pass
-        out.append(DRMNode(path=path, kind="render" if name.startswith("renderD") else "primary", driver=driver, pci_id=pci,
-                           readable=os.access(path, os.R_OK | os.W_OK)))
+        out.append(DRMNode(path=path, kind="render" if name.startswith("renderD") else "primary",
+                           driver=driver, pci_id=pci, readable=os.access(path, os.R_OK | os.W_OK)))
     return out
 
 

@@ -229,8 +229,9 @@ def collect(sysfs: Path | str = "/sys", dev: Path | str = "/dev", proc: Path | s
     cuda = _cuda_info() if use_cuda else {"usable": False, "reason": "not asked"}
     if not cuda.get("usable"):
         absent.append(f"CUDA not usable: {cuda.get('reason')}")
-    return SystemReport(kernel=platform.release(), nvidia_module=module, gpus=gpus, cuda=cuda, iommu=iommu, memlock_soft=_limit(soft), memlock_hard=_limit(hard),
-                        dev_nvidia=nvidia_nodes, dev_dri=dri_nodes, absent=absent, vm=vm)
+    return SystemReport(kernel=platform.release(), nvidia_module=module, gpus=gpus, cuda=cuda, iommu=iommu,
+                        memlock_soft=_limit(soft), memlock_hard=_limit(hard), dev_nvidia=nvidia_nodes,
+                        dev_dri=dri_nodes, absent=absent, vm=vm)
 
 
 # What an IOMMU row says when this OS sees no IOMMU. The first wording, kept in recordings made
@@ -354,14 +355,16 @@ def from_dict(d: dict) -> SystemReport:
     """Rebuild a SystemReport from its as_dict() form (e.g. a reference file's `system`)."""
     gpus = []
     for g in d.get("gpus", []):
-        bars = [Bar(index=b["index"], start=b["start"], end=b["end"], flags=b["flags"], write_combine_file=b.get("write_combine_file", False))
+        bars = [Bar(index=b["index"], start=b["start"], end=b["end"], flags=b["flags"],
+                    write_combine_file=b.get("write_combine_file", False))
                 for b in g.get("bars", [])]
         fields = {k: g.get(k) for k in ("address", "vendor", "device", "pci_class", "driver",
                                         "numa_node", "link_current", "link_max", "iommu_group")}
         gpus.append(PCIDevice(**fields, bars=bars))
-    return SystemReport(kernel=d.get("kernel", "?"), nvidia_module=d.get("nvidia_module"), gpus=gpus, cuda=d.get("cuda", {}),
-                        iommu=d.get("iommu", "?"), memlock_soft=d.get("memlock_soft"), memlock_hard=d.get("memlock_hard"),
-                        dev_nvidia=d.get("dev_nvidia", []), dev_dri=d.get("dev_dri", []), absent=d.get("absent", []), vm=d.get("vm"))
+    return SystemReport(kernel=d.get("kernel", "?"), nvidia_module=d.get("nvidia_module"), gpus=gpus,
+                        cuda=d.get("cuda", {}), iommu=d.get("iommu", "?"), memlock_soft=d.get("memlock_soft"),
+                        memlock_hard=d.get("memlock_hard"), dev_nvidia=d.get("dev_nvidia", []),
+                        dev_dri=d.get("dev_dri", []), absent=d.get("absent", []), vm=d.get("vm"))
 
 
 def link_gbps(link: str | None) -> float | None:

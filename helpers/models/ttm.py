@@ -299,14 +299,18 @@ class TTMModel:
             victim.blocks = []
             src = victim.domain
             victim.domain = dst
-            self.moves.append(Move(step=self.step, bo=victim.name, src=src, dst=dst, nbytes=victim.size, link_bytes=link_bytes(victim.size, src, dst),
-                                   seconds=self.link.move_seconds(victim.size, src, dst), reason="evict", waited_for=waited))
+            self.moves.append(Move(step=self.step, bo=victim.name, src=src, dst=dst, nbytes=victim.size,
+                                   link_bytes=link_bytes(victim.size, src, dst),
+                                   seconds=self.link.move_seconds(victim.size, src, dst), reason="evict",
+                                   waited_for=waited))
         else:
             src = victim.domain
             self._release(victim)
             victim.domain = Domain.SYSTEM
-            self.moves.append(Move(step=self.step, bo=victim.name, src=src, dst=dst, nbytes=victim.size, link_bytes=link_bytes(victim.size, src, dst),
-                                   seconds=self.link.move_seconds(victim.size, src, dst), reason="evict", waited_for=waited))
+            self.moves.append(Move(step=self.step, bo=victim.name, src=src, dst=dst, nbytes=victim.size,
+                                   link_bytes=link_bytes(victim.size, src, dst),
+                                   seconds=self.link.move_seconds(victim.size, src, dst), reason="evict",
+                                   waited_for=waited))
         return True
 
     def _place_with_eviction(self, bo: BufferObject, domain: Domain) -> bool:
@@ -345,7 +349,8 @@ class TTMModel:
         bo.blocks = new_blocks if dst is Domain.VRAM else []
         bo.domain = dst
         if src is not None:
-            self.moves.append(Move(step=self.step, bo=bo.name, src=src, dst=dst, nbytes=bo.size, link_bytes=link_bytes(bo.size, src, dst),
+            self.moves.append(Move(step=self.step, bo=bo.name, src=src, dst=dst, nbytes=bo.size,
+                                   link_bytes=link_bytes(bo.size, src, dst),
                                    seconds=self.link.move_seconds(bo.size, src, dst), reason=reason))
 
     # the public operations -------------------------------------------------------------------
@@ -363,7 +368,8 @@ class TTMModel:
         priority = validate.whole_number(priority, "priority (below TTM_MAX_BO_PRIORITY)", 0, TTM_MAX_BO_PRIORITY - 1)
         if contiguous and Domain.VRAM not in placements:
             raise InputError("contiguous only applies to BOs that may live in VRAM")
-        bo = BufferObject(name=name, size=_round_up(size, 4096), placements=placements, priority=priority, contiguous=contiguous)
+        bo = BufferObject(name=name, size=_round_up(size, 4096), placements=placements, priority=priority,
+                          contiguous=contiguous)
         self.bos[name] = bo
         self._reserved = {name}
         try:

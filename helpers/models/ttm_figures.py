@@ -79,8 +79,9 @@ def figure_vram_map(model_or_run_blocks: BuddyAllocator, title: str = "VRAM map"
     fig = go.Figure()
     for state, colour in (("allocated", "#b2182b"), ("free", "#d9d9d9")):
         bl = [b for b in a.leaves() if b.state == state]
-        fig.add_trace(go.Bar(x=[b.size / MiB for b in bl], base=[b.offset / MiB for b in bl], y=["VRAM"] * len(bl),
-                             orientation="h", name=state, marker={"color": colour, "line": {"width": 1, "color": "white"}},
+        fig.add_trace(go.Bar(x=[b.size / MiB for b in bl], base=[b.offset / MiB for b in bl],
+                             y=["VRAM"] * len(bl), orientation="h", name=state,
+                             marker={"color": colour, "line": {"width": 1, "color": "white"}},
                              hovertext=[f"{b.offset:#x}, order {b.order}, {b.size // 1024} KiB" for b in bl]))
     fig.update_layout(title=title, barmode="overlay", height=220, xaxis_title="VRAM offset (MiB)")
     return CourseFigure(fig, [(Mode.SIMULATED, f"drm_buddy model, {a.size // MiB} MiB, chunk {a.chunk_size // 1024} KiB")])

@@ -95,7 +95,9 @@ def test_the_machine_map_carries_the_recorded_facts():
 
 
 def test_the_machine_map_of_a_machine_without_gpu_says_so(tmp_path):
-    empty = sysinfo.SystemReport(kernel="6.0", nvidia_module=None, gpus=[], cuda={"usable": False}, iommu="none", memlock_soft=None, memlock_hard=None, dev_nvidia=[], dev_dri=[], absent=[])
+    empty = sysinfo.SystemReport(kernel="6.0", nvidia_module=None, gpus=[], cuda={"usable": False},
+                                 iommu="none", memlock_soft=None, memlock_hard=None, dev_nvidia=[],
+                                 dev_dri=[], absent=[])
     d = diagrams.machine_diagram(empty, None, vm=False)
     assert "not visible" in d.svg() and "size unknown" in d.svg()
     assert "shows no GPU on the PCI bus" in d.description and "sits behind a PCIe link" not in d.description
@@ -121,7 +123,8 @@ def test_a_new_report_says_whether_it_is_a_vm(tmp_path):
 
 
 def _gpu(vendor: int) -> sysinfo.PCIDevice:
-    return sysinfo.PCIDevice(address="0000:00:06.0", vendor=vendor, device=0x2330, pci_class=0x030200, driver="nvidia", numa_node=None, link_current=None, link_max=None)
+    return sysinfo.PCIDevice(address="0000:00:06.0", vendor=vendor, device=0x2330, pci_class=0x030200,
+                             driver="nvidia", numa_node=None, link_current=None, link_max=None)
 
 
 @pytest.mark.parametrize("vm, vendors, says, never", [

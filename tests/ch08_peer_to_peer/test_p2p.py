@@ -457,8 +457,10 @@ def test_verdicts_follow_the_numbers():
 def _outcome(status: str, results: dict | None = None, stderr: str = ""):
     from helpers.measure import sandbox
 
-    return sandbox.Outcome(status=status, returncode=0 if status == "ok" else (None if status == "timeout" else 1), signal_number=None, signal_name=None,
-                           duration_s=1.0, timeout_s=5.0, results=results or {}, stdout_tail="", stderr_tail=stderr)
+    return sandbox.Outcome(status=status,
+                           returncode=0 if status == "ok" else (None if status == "timeout" else 1),
+                           signal_number=None, signal_name=None, duration_s=1.0, timeout_s=5.0,
+                           results=results or {}, stdout_tail="", stderr_tail=stderr)
 
 
 @pytest.mark.parametrize("case, expected", [

@@ -108,8 +108,9 @@ def test_command_uses_nodefaults_the_device_and_two_serial_ports(tmp_path):
 
 
 def test_a_machine_brings_its_board_memory_devices_and_command_line(monkeypatch, tmp_path):
-    m = machines.Machine(name="iommu", devices=("-device", "intel-iommu,intremap=on", "-device", "edu"), modules=("vfio",),
-                         board="q35,kernel-irqchip=split", memory_mb=512, cmdline="intel_iommu=on")
+    m = machines.Machine(name="iommu", devices=("-device", "intel-iommu,intremap=on", "-device", "edu"),
+                         modules=("vfio",), board="q35,kernel-irqchip=split", memory_mb=512,
+                         cmdline="intel_iommu=on")
     monkeypatch.setitem(machines.MACHINES, "iommu", m)
     cmd = qemu.command("qemu", tmp_path / "k", tmp_path / "i", "iommu", {"run": "x"}, "tcg", tmp_path / "c",
                        tmp_path / "r")

@@ -55,7 +55,8 @@ def test_adaptive_reps_bounds():
 
 
 def test_results_to_series_groups():
-    rs = [TransferResult(direction=d, host_kind=k, nbytes=n, times_s=[n * 1e-10], warmup=0) for k in ("pinned", "pageable") for d in ("h2d", "d2h")
+    rs = [TransferResult(direction=d, host_kind=k, nbytes=n, times_s=[n * 1e-10],
+                         warmup=0) for k in ("pinned", "pageable") for d in ("h2d", "d2h")
           for n in (4, 8)]
     out = transfers.results_to_series(rs)
     assert len(out["series"]) == 4

@@ -95,7 +95,8 @@ def fake_sweep(kinds=("pageable", "pinned")):
             b = B if kind == "pinned" else B / 4
             n, t = synthetic(b=b, noise=0.01, seed=3)
             for ni, ti in zip(n.astype(int), t, strict=True):
-                out.append(TransferResult(direction=d, host_kind=kind, nbytes=int(ni), times_s=[ti * 0.99, ti, ti * 1.02], warmup=1))
+                out.append(TransferResult(direction=d, host_kind=kind, nbytes=int(ni),
+                                          times_s=[ti * 0.99, ti, ti * 1.02], warmup=1))
     return results_to_series(out)
 
 

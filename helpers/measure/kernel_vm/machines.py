@@ -51,7 +51,8 @@ MACHINES: dict[str, Machine] = {m.name: m for m in (
             modules=(*DRM, "drm_shmem_helper", "vgem", "virtio_pci", "virtio-gpu")),
     Machine(name="evict", devices=("-device", "bochs-display,vgamem=16M"),
             modules=(*DRM, "ttm", "drm_vram_helper", "bochs")),
-    Machine(name="fences", devices=(), modules=(*DRM, "drm_shmem_helper", "vgem"), device_label="vgem (no device)"),
+    Machine(name="fences", devices=(), modules=(*DRM, "drm_shmem_helper", "vgem"),
+            device_label="vgem (no device)"),
     # QEMU's teaching PCI device behind an emulated Intel IOMMU (interrupt remapping needs the split
     # irqchip; caching-mode lets VFIO's mappings reach the emulated IOMMU), for VFIO (Chapters 2b/4b, Lab 6)
     Machine(name="edu", devices=("-device", "intel-iommu,intremap=on,caching-mode=on", "-device", "edu"),

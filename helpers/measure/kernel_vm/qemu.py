@@ -190,7 +190,8 @@ def boot(kernel: Path, initrd: Path, machine: str, params: dict[str, str], *,
         except SkipExperiment as exc:
             tail = (log[-1500:] + "\n" + stderr[-500:]).strip()
             raise SkipExperiment(f"{exc}; QEMU exit {rc}{device_abort(stderr)}; last console lines:\n{tail}") from None
-        return Boot(result=data, accel=accel, qemu_version=version, seconds=seconds, command=cmd, console_tail=log[-3000:], notes=notes, stderr_tail=stderr[-2000:])
+        return Boot(result=data, accel=accel, qemu_version=version, seconds=seconds, command=cmd,
+                    console_tail=log[-3000:], notes=notes, stderr_tail=stderr[-2000:])
     raise SkipExperiment("no accelerator could start QEMU: " + "; ".join(notes))
 
 

@@ -86,7 +86,8 @@ class CaptureCard:
             finally:
                 self.gpu.bar1_unmap(at - at % R.PAGE_SIZE, at % R.PAGE_SIZE + n)
             rc = n if self.fabric.peer_crosses_root_complex else 0
-            return FrameReport(route="peer", placement=self.fabric.placement, nbytes=n, root_complex_bytes=rc, dram_bytes=0, model_ns=ns, page_runs=len(runs))
+            return FrameReport(route="peer", placement=self.fabric.placement, nbytes=n, root_complex_bytes=rc,
+                               dram_bytes=0, model_ns=ns, page_runs=len(runs))
         if route == "bounce":
             stage = self.gpu.alloc_sys(n, align=64)
             try:
@@ -97,5 +98,6 @@ class CaptureCard:
                 ns += self.gpu.link.dma(n)    # the GPU's DMA engine: system memory -> VRAM
             finally:
                 self.gpu.free_sys(stage)
-            return FrameReport(route="bounce", placement=self.fabric.placement, nbytes=n, root_complex_bytes=2 * n, dram_bytes=2 * n, model_ns=ns, page_runs=len(descs))
+            return FrameReport(route="bounce", placement=self.fabric.placement, nbytes=n,
+                               root_complex_bytes=2 * n, dram_bytes=2 * n, model_ns=ns, page_runs=len(descs))
         raise InputError(f"route must be 'bounce' or 'peer', got {route!r}")

@@ -93,9 +93,9 @@ def _shutdown(device: DeviceProcess, block: SharedBlock) -> None:
 
 
 def _check_config(vram_bytes, sysmem_bytes, bar1_bytes, reserved_bytes, seed, link, timeout, start_timeout,
-                  ring_entries) -> int:
+                  ring_entries, bring_up) -> int:
     """ToyGPU's arguments checked before any process starts (InputError / InputTypeError naming the
-    bad one); returns the BAR1 size (VRAM's when None). `ring_entries` None: no bring-up, not checked."""
+    bad one); returns the BAR1 size (VRAM's when None). `ring_entries` is checked only for a bring-up."""
     for name, v in (("vram_bytes", vram_bytes), ("sysmem_bytes", sysmem_bytes)):
         _int(name, v, R.PAGE_SIZE * 8, (1 << 30) + 1)
         if v % R.PAGE_SIZE:
@@ -112,7 +112,7 @@ def _check_config(vram_bytes, sysmem_bytes, bar1_bytes, reserved_bytes, seed, li
         raise InputTypeError(f"link must be LinkParams, got {type(link).__name__}")
     for name, t in (("timeout", timeout), ("start_timeout", start_timeout)):
         _check_timeout(name, t)
-    if ring_entries is not None:
+    if bring_up:
         _check_ring_entries(ring_entries)  # before the device process starts, not after
     return bar1_bytes
 
@@ -127,7 +127,7 @@ class ToyGPU:
                  bring_up: bool = True, bar1_bytes: int | None = None, reserved_bytes: int = 0,
                  firmware: bool = True):
         bar1_bytes = _check_config(vram_bytes, sysmem_bytes, bar1_bytes, reserved_bytes, seed, link,
-                                   timeout, start_timeout, ring_entries if bring_up else None)
+                                   timeout, start_timeout, ring_entries, bring_up)
         self.seed, self.timeout, self.ring_entries = int(seed), float(timeout), ring_entries
         self.link = LinkModel(link, seed=seed)
         self.counters = Counters()
