@@ -477,24 +477,6 @@ class TTMModel:
                 "seconds": sum(m.seconds for m in self.moves)}
 
 
-def move_rows(model: TTMModel) -> list[tuple]:
-    """One row per move the model made: step, BO, from, to, why, and the jobs it waited for."""
-    return [(mv.step, mv.bo, str(mv.src), str(mv.dst), mv.reason, ", ".join(mv.waited_for) or "-")
-            for mv in model.moves]
-
-
-def bo_rows(model: TTMModel) -> list[tuple[str, str, str, str]]:
-    """One row per BO: where it is, what moved it (and which fences each move waited for), and the
-    fences it still carries."""
-    rows = []
-    for name, bo in sorted(model.bos.items()):
-        moved = [f"{mv.reason} {mv.src}→{mv.dst}" + (f" after waiting for {', '.join(mv.waited_for)}"
-                                                     if mv.waited_for else "")
-                 for mv in model.moves if mv.bo == name]
-        rows.append((name, str(bo.domain), "; ".join(moved) or "not moved", ", ".join(sorted(bo.fences)) or "none"))
-    return rows
-
-
 def _round_up(n: int, a: int) -> int:
     return -(-n // a) * a
 

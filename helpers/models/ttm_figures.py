@@ -1,13 +1,14 @@
-"""Figures and an interactive panel for the TTM model (helpers.models.ttm): VRAM occupancy and
-fragmentation, evictions and bytes moved, and a buddy allocator's VRAM map; each says it is a
-software model (and, where the move costs come from a recorded sweep, which one)."""
+"""Figures, tables and an interactive panel for the TTM model (helpers.models.ttm): VRAM occupancy
+and fragmentation, evictions and bytes moved, a buddy allocator's VRAM map, and rows of the moves
+and buffer objects; each figure says it is a software model (and, where the move costs come from
+a recorded sweep, which one)."""
 
 from __future__ import annotations
 
 from helpers.core import widgets
 from helpers.core.errors import InputTypeError
 from helpers.models.buddy import BuddyAllocator
-from helpers.models.ttm import POLICIES, WORKLOADS, GiB, LinkModel, MiB, Run, simulate
+from helpers.models.ttm import POLICIES, WORKLOADS, GiB, LinkModel, MiB, Run, TTMModel, simulate
 
 
 def _provenance(run: Run) -> list[tuple]:
@@ -115,3 +116,21 @@ def panel(link: LinkModel | None = None):
         c.observe(redraw, names="value")
     redraw()
     return w.VBox([w.HBox([vram, wl]), w.HBox([pol, seed]), out])
+
+
+def move_rows(model: TTMModel) -> list[tuple]:
+    """One row per move the model made: step, BO, from, to, why, and the jobs it waited for."""
+    return [(mv.step, mv.bo, str(mv.src), str(mv.dst), mv.reason, ", ".join(mv.waited_for) or "-")
+            for mv in model.moves]
+
+
+def bo_rows(model: TTMModel) -> list[tuple[str, str, str, str]]:
+    """One row per BO: where it is, what moved it (and which fences each move waited for), and the
+    fences it still carries."""
+    rows = []
+    for name, bo in sorted(model.bos.items()):
+        moved = [f"{mv.reason} {mv.src}→{mv.dst}" + (f" after waiting for {', '.join(mv.waited_for)}"
+                                                     if mv.waited_for else "")
+                 for mv in model.moves if mv.bo == name]
+        rows.append((name, str(bo.domain), "; ".join(moved) or "not moved", ", ".join(sorted(bo.fences)) or "none"))
+    return rows
