@@ -207,8 +207,11 @@ def stand_in_recorder(monkeypatch):
     fake_prov.update(git_commit="0" * 40, recorded_by="stand-in")
     monkeypatch.setattr(live, "live_provenance",
                         lambda argv, by=None: dict(fake_prov, command_line=argv, recorded_by=by or "stand-in"))
-    monkeypatch.setattr(sysinfo, "collect", lambda: sysinfo.SystemReport("k", None, [], {}, "none", None,
-                                                                          None, [], [], []))
+    monkeypatch.setattr(sysinfo, "collect", lambda: sysinfo.SystemReport(kernel="k", nvidia_module=None,
+                                                                         gpus=[], cuda={}, iommu="none",
+                                                                         memlock_soft=None, memlock_hard=None,
+                                                                         dev_nvidia=[], dev_dri=[],
+                                                                         absent=[]))
 
     def use(registry: dict) -> None:
         monkeypatch.setattr(experiments, "_REGISTRY", dict(registry))

@@ -89,7 +89,8 @@ def record_pinned_vs_pageable(quick: bool, lo: int = SWEEP_LO, hi: int = SWEEP_H
         for d in DIRECTIONS:
             for n in sizes:
                 times = code(n, d, kind == "pinned", 5 if quick else adaptive_reps(n))
-                results.append(TransferResult(d, kind, n, checked_times(times, code.__name__, n, d), warmup=3))
+                results.append(TransferResult(direction=d, host_kind=kind, nbytes=n,
+                                              times_s=checked_times(times, code.__name__, n, d), warmup=3))
                 gpu.release_pools()  # hand each size's pinned and device buffers back before the next
                 bar.step(f"{kind} {d} {n} B")
     return results_to_series(results)

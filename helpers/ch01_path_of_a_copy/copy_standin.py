@@ -34,7 +34,7 @@ class Copy:
     host_pinned: bool    # the host side lies inside pinned (or registered) memory
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Log:
     """What the learner's loop did with the stand-in."""
 

@@ -63,7 +63,7 @@ class MapsFormatError(CourseError, ValueError):
     recording of it, never from a learner, so a malformed one is a data problem."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mapping:
     """One line of /proc/PID/maps."""
 
@@ -124,7 +124,7 @@ def parse_line(line: str) -> Mapping:
     start, end = int(m["start"], 16), int(m["end"], 16)
     if end <= start:
         raise MapsFormatError(f"mapping ends before it starts: {line.strip()!r}")
-    return Mapping(start, end, m["perms"], int(m["offset"], 16), m["path"] or "")
+    return Mapping(start=start, end=end, perms=m["perms"], offset=int(m["offset"], 16), path=m["path"] or "")
 
 
 def parse(text: str) -> list[Mapping]:

@@ -348,7 +348,7 @@ def t975(dof: int) -> float:
     return _T975[dof - 1] if dof <= len(_T975) else 1.96
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Growth:
     """How one system call's count depends on N: a straight-line fit over every run, the
     slope's 95 % interval (its uncertainty comes from the scatter of the runs, start-up's own
@@ -467,7 +467,9 @@ def fit(name: str, by_n: dict[int, list[int]]) -> Growth:
         verdict = "flat"
     else:
         verdict = "unclear"
-    return Growth(name, by_n, float(np.mean(base)), int(max(base) - min(base)), slope, half, verdict)
+    return Growth(name=name, counts=by_n, baseline=float(np.mean(base)),
+                  startup_spread=int(max(base) - min(base)), per_round=slope, half_width=half,
+                  verdict=verdict)
 
 
 def growth(data: dict, name: str) -> Growth:

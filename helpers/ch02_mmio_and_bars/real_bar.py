@@ -1,6 +1,6 @@
 """Chapter 2, part 2: a real BAR — QEMU's edu device, mapped and used from the guest's user space.
 
-Experiment ``real_bar.edu`` boots the kernel lab's ``edu`` machine (helpers.measure.edu_vm)
+Experiment ``real_bar.edu`` boots the kernel lab's ``edu`` machine (helpers.measure.kernel_vm)
 and runs ``tools/kernel_lab/edu_probe.py bar`` as root in the guest: edu's configuration
 space and BARs from sysfs (as Chapter 2 read the H100's), BAR0 mapped through sysfs
 ``resource0`` (what the host refused with EPERM), the identification register, the liveness
@@ -22,14 +22,11 @@ by iomem_is_exclusive unless the kernel booted with iomem=relaxed, as the lab's 
 
 from __future__ import annotations
 
-import random
-
-from helpers.core import checks, figures, validate
-from helpers.core.diagrams import Diagram
+from helpers.core import figures, validate
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
-from helpers.measure import edu_vm
+from helpers.measure import kernel_vm
 from helpers.measure.kernel_vm import transcript
 
 EXPERIMENT = "real_bar.edu"
@@ -51,13 +48,9 @@ def factorial_list(value, what: str = "factorials") -> list[int]:
             params={"factorials": factorial_list})
 def edu_bar(quick: bool, factorials=DEFAULT_FACTORIALS) -> dict:
     """Boot the edu machine once and run the probe's `bar` scenario (quick changes nothing)."""
-    run = edu_vm.probe("bar", factorials=",".join(map(str, factorials)), accesses=str(ACCESSES))
+    run = kernel_vm.run("edu", dict(scenario="bar", factorials=",".join(map(str, factorials)),
+                                    accesses=str(ACCESSES)))
     return {**run["result"], "vm": run["vm"]}
-
-
-def source_line(ev: Evidence) -> str:
-    """Where the data came from: a real kernel under QEMU, and which."""
-    return f"this machine — {transcript.label(ev.data['vm'])}" if ev.live else ev.source
 
 
 def config_table(ev: Evidence) -> figures.Table:
@@ -72,7 +65,7 @@ def config_table(ev: Evidence) -> figures.Table:
         kind = "64-bit" if (b["raw"] >> 1) & 3 == 2 else "32-bit"
         rows.append((f"BAR{b['bar']}", f"{b['start']:#x}, {b['size'] // 1024} KiB, {kind} memory, "
                                        f"{'prefetchable' if b['raw'] & 8 else 'not prefetchable'}"))
-    return figures.Table(rows, ("", ""), caption=f"{ev.mode.value.upper()} · {source_line(ev)}")
+    return figures.Table(rows, ("", ""), caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
 
 
 def register_table(ev: Evidence) -> figures.Table:
@@ -84,7 +77,8 @@ def register_table(ev: Evidence) -> figures.Table:
         rows.append((f"write {r['wrote']:#010x} to 0x04, read 0x04", f"{r['read']:#010x}"))
     for f in d["factorials"]:
         rows.append((f"write {f['n']} to 0x08, poll 0x20, read 0x08", f"{f['result']} ({f['polls']} status polls)"))
-    return figures.Table(rows, ("access", "device answered"), caption=f"{ev.mode.value.upper()} · {source_line(ev)}")
+    return figures.Table(rows, ("access", "device answered"),
+                         caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
 
 
 def facts(ev: Evidence) -> dict:
@@ -111,83 +105,5 @@ def figure_costs(ev: Evidence) -> figures.CourseFigure:
     fig.update_layout(title=f"One access from Python in the guest, mean of {ev.data['costs']['accesses']} "
                             f"(QEMU {vm['accel']} emulation, not hardware)", height=420, showlegend=False)
     fig.update_yaxes(title="time per access (ns, emulated machine)", rangemode="tozero")
-    return figures.CourseFigure(fig, [(ev.mode, f"{source_line(ev)} — {vm['accel']} emulation: each BAR access "
+    return figures.CourseFigure(fig, [(ev.mode, f"{transcript.source_line(ev)} — {vm['accel']} emulation: each BAR access "
                                                 "is a call into QEMU's device model")])
-
-
-# --------------------------------------------------------------------------------------------
-# The picture and the exercises
-# --------------------------------------------------------------------------------------------
-def diagram() -> Diagram:
-    """What one BAR access crosses in the guest: page tables to an uncached MMIO page, QEMU's device model."""
-    d = Diagram(
-        "A register access to edu's BAR0, from user space in the guest",
-        "The probe opens sysfs resource0 and maps it: the kernel's pci_mmap_resource_uc puts BAR0's physical "
-        "page into the process's page table, uncached. A store to that page then leaves the CPU as a memory "
-        "write to the device (posted: the CPU does not wait for it); a load is a read request that waits for "
-        "the device's answer (non-posted). Under QEMU each access exits to the emulator, which calls edu's "
-        "edu_mmio_write or edu_mmio_read; the factorial is computed in a thread of the device, so the program "
-        "polls the status register until it is done.",
-        width=860, height=280)
-    d.box("prog", "probe (root)\nstore / load", "cpu", 20, 30, 170)
-    d.box("pt", "page table:\nBAR0 page, uncached", "kernel", 240, 30, 170)
-    d.box("bar", "BAR0 (1 MiB)\nregisters", "link", 460, 30, 160)
-    d.box("dev", "edu device model\n(QEMU)", "device", 670, 30, 170)
-    d.box("thr", "edu factorial thread", "device", 670, 170, 170)
-    d.box("sysfs", "sysfs resource0\nmmap", "kernel", 240, 170, 170)
-    d.arrow("prog", "sysfs", "mmap", "control")
-    d.arrow("sysfs", "pt", "map BAR page", "control")
-    d.arrow("prog", "pt", "store (posted)", "data")
-    d.arrow("pt", "bar", "", "data")
-    d.arrow("bar", "dev", "edu_mmio_write", "data")
-    d.arrow("dev", "thr", "start", "control")
-    d.arrow("dev", "prog", "load answers (non-posted)", "completion", bend=-60)
-    return d
-
-
-def liveness_answer(answer, ev: Evidence) -> bool | None:
-    """Prediction: what reading 0x04 returns after writing 0x12345678."""
-    row = next(r for r in ev.require()["liveness"]["rows"] if r["wrote"] == 0x12345678)
-    return checks.equal("liveness read-back", answer, row["read"],
-                        "edu does not store what you write to 0x04 as it is", why="edu_mmio_write stores ~val in "
-                        "addr4: a read-back proves a live device answered, not memory that kept a value")
-
-
-def factorial13_answer(answer, ev: Evidence) -> bool | None:
-    """Derivation: what edu's 32-bit factorial register holds after computing 13!."""
-    got = facts(ev)["factorials"].get(13)
-    if got is None:
-        return checks.verdict("13! in 32 bits", None, "this recording has no n = 13")
-    return checks.equal("13! in 32 bits", answer, got, "13! = 6 227 020 800 needs 33 bits; keep what fits",
-                        why="the device multiplies in a uint32_t: the result is 13! mod 2^32")
-
-
-def decode_bar_trial(fn, ev: Evidence) -> list[str]:
-    """Run a learner's decode_bar(raw) on the recorded BARs and on drawn ones; the problems found."""
-    problems = []
-    cases = [b["raw"] for b in ev.require()["config"]["bars"]]
-    rng = random.Random(2)
-    for _ in range(20):
-        base = rng.randrange(0, 1 << 20) << 12
-        cases.append(base | rng.choice([0, 8]) | rng.choice([0, 4]))
-        cases.append((rng.randrange(0, 1 << 14) << 2) | 1)
-    for raw in cases:
-        want = _decode(raw)
-        got = fn(raw)
-        if tuple(got) != want:
-            problems.append(f"decode_bar({raw:#010x}) gave {tuple(got)}, expected a different answer")
-            break
-    return problems
-
-
-def _decode(raw: int) -> tuple[str, int, bool]:
-    if raw & 1:
-        return ("io", 32, False)
-    return ("memory", 64 if (raw >> 1) & 3 == 2 else 32, bool(raw & 8))
-
-
-def decode_bar_answer(fn, ev: Evidence) -> bool | None:
-    """Coding: decode a BAR register's low bits."""
-    return checks.code("decode a BAR register", fn, lambda f: decode_bar_trial(f, ev),
-                       why="bit 0 tells I/O from memory; for memory, bits 2-1 give the width (10b: 64-bit) "
-                           "and bit 3 prefetchable")

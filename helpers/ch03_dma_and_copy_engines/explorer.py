@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helpers.ch03_dma_and_copy_engines import cost_view
+from helpers.ch03_dma_and_copy_engines import views
 from helpers.core import validate, widgets
 from helpers.core.evidence import Evidence
 from helpers.core.figures import CourseFigure
@@ -24,7 +24,7 @@ from helpers.models import copy_cost
 MIN_SIZE, MAX_SIZE = 4, 256 << 20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Point:
     """One copy placed on the model: what was measured (or recorded) and what the model says."""
 
@@ -61,8 +61,9 @@ def recorded_point(sweep: Evidence, fits: dict, nbytes: int, direction: str, hos
     i = int(np.argmin(np.abs(np.log2(sizes) - np.log2(nbytes))))
     n = int(sizes[i])
     f = fits[(host_kind, direction)]
-    return Point(n, direction, host_kind, n / s["median_s"][i] / 1e9, float(f.predict_gbps(n)),
-                 "measured now" if sweep.live else "recorded", f.bandwidth_gbps)
+    return Point(nbytes=n, direction=direction, host_kind=host_kind, measured_gbps=n / s["median_s"][i] / 1e9,
+                 model_gbps=float(f.predict_gbps(n)), source="measured now" if sweep.live else "recorded",
+                 _b=f.bandwidth_gbps)
 
 
 def live_point(fits: dict, nbytes: int, direction: str, host_kind: str) -> Point:
@@ -71,13 +72,13 @@ def live_point(fits: dict, nbytes: int, direction: str, host_kind: str) -> Point
     copy_cost.series_for({"series": [{"host_kind": host_kind, "direction": direction}]}, host_kind, direction)
     r = measure_copy(nbytes, direction, host_kind, reps=20)
     f = fits[(host_kind, direction)]
-    return Point(nbytes, direction, host_kind, r.bandwidth_gbps, float(f.predict_gbps(nbytes)), "measured now",
-                 f.bandwidth_gbps)
+    return Point(nbytes=nbytes, direction=direction, host_kind=host_kind, measured_gbps=r.bandwidth_gbps,
+                 model_gbps=float(f.predict_gbps(nbytes)), source="measured now", _b=f.bandwidth_gbps)
 
 
 def explorer_figure(sweep: Evidence, fits: dict, point: Point) -> CourseFigure:
     """The sweep and its models, with the chosen point as a star."""
-    return cost_view.bandwidth_figure(
+    return views.bandwidth_figure(
         sweep, fits, highlight=(point.nbytes, point.measured_gbps,
                                 f"chosen: {point.host_kind} {point.direction}, {point.source}"))
 

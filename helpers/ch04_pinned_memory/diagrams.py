@@ -61,3 +61,32 @@ def gdrcopy_diagram() -> Diagram:
     d.arrow("app", "bar1", "CPU stores (posted writes)", "data")
     d.arrow("bar1", "vram", "", "data")
     return d
+
+
+def vfio_dma_diagram() -> Diagram:
+    """A VFIO user-space driver: who maps what, and the IOMMU between the device and RAM."""
+    d = Diagram(
+        "DMA through the IOMMU: a VFIO driver in user space",
+        "The program opens the VFIO container, edu's IOMMU group and the device. VFIO_IOMMU_MAP_DMA hands the "
+        "kernel a buffer and an IOVA: vfio_iommu_type1 pins the buffer's pages (charging the process's locked "
+        "memory) and writes IOVA-to-physical entries into the IOMMU's page table for that group. The program "
+        "then programs edu's DMA registers through BAR0 with the IOVA; edu's DMA engine issues reads and writes "
+        "with that address, and the IOMMU translates each one, or refuses it and records a fault that the "
+        "kernel's DMAR driver logs.",
+        width=900, height=330)
+    d.box("prog", "user-space driver\n(Python, uid 0 or 1000)", "cpu", 20, 20, 200)
+    d.box("vfio", "vfio / vfio_iommu_type1\npin + map", "kernel", 280, 20, 200)
+    d.box("buf", "your buffer\n(pinned pages)", "memory", 20, 240, 200)
+    d.box("pt", "IOMMU page table\nIOVA -> physical", "link", 280, 140, 200)
+    d.box("iommu", "Intel IOMMU\n(QEMU intel-iommu)", "link", 280, 240, 200)
+    d.box("edu", "edu DMA engine\n4 KiB buffer", "device", 560, 240, 180)
+    d.box("bar", "edu BAR0\nDMA registers", "device", 560, 20, 180)
+    d.box("dmar", "DMAR fault log\n(kernel)", "kernel", 760, 140, 130)
+    d.arrow("prog", "vfio", "MAP_DMA (vaddr, IOVA)", "control")
+    d.arrow("vfio", "pt", "write entries", "control")
+    d.arrow("prog", "bar", "src/dst IOVA, count, run", "control")
+    d.arrow("bar", "edu", "start", "control")
+    d.arrow("edu", "iommu", "DMA at IOVA", "data")
+    d.arrow("iommu", "buf", "translated", "data")
+    d.arrow("iommu", "dmar", "fault", "completion")
+    return d

@@ -296,7 +296,7 @@ def ioctl(fd: int, request: int, arg: ctypes.Structure, call: str = "ioctl") -> 
 # --------------------------------------------------------------------------------------------
 # Finding devices (reads /dev and /sys only; opens nothing)
 # --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DRMNode:
     """One /dev/dri node and what sysfs says about it."""
 
@@ -334,8 +334,8 @@ def list_nodes(dev_dir: str = "/dev/dri", sys_dir: str = "/sys/class/drm") -> li
             pci = f"{vendor}:{device}"
         except OSError:
             pass
-        out.append(DRMNode(path, "render" if name.startswith("renderD") else "primary", driver, pci,
-                           os.access(path, os.R_OK | os.W_OK)))
+        out.append(DRMNode(path=path, kind="render" if name.startswith("renderD") else "primary",
+                           driver=driver, pci_id=pci, readable=os.access(path, os.R_OK | os.W_OK)))
     return out
 
 
@@ -376,7 +376,7 @@ def default_node(prefer: str = "primary") -> str:
 # --------------------------------------------------------------------------------------------
 # The device
 # --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Version:
     """What DRM_IOCTL_VERSION returns."""
 
@@ -388,7 +388,7 @@ class Version:
     desc: str
 
 
-@dataclass
+@dataclass(kw_only=True)
 class DumbBuffer:
     """A dumb buffer object: its GEM handle in one DRM file, its pitch and size."""
 
@@ -476,7 +476,7 @@ class DRMDevice:
         a = ioctl(self._check_open(), DRM_IOCTL_MODE_CREATE_DUMB,
                   DrmModeCreateDumb(height=height, width=width, bpp=bpp), "DRM_IOCTL_MODE_CREATE_DUMB")
         self._handles.add(a.handle)
-        return DumbBuffer(a.handle, width, height, bpp, a.pitch, a.size)
+        return DumbBuffer(handle=a.handle, width=width, height=height, bpp=bpp, pitch=a.pitch, size=a.size)
 
     def map_dumb(self, handle: int) -> int:
         """DRM_IOCTL_MODE_MAP_DUMB: the *fake offset* to pass to mmap(2) on this fd.
@@ -607,22 +607,7 @@ def tour(path: str | None = None, width: int = 256, height: int = 64, bpp: int =
     with ExitStack() as stack:
         dev = stack.enter_context(DRMDevice(path))
         steps.append(Step("open", f"{dev.path} (fd {dev.fd})"))
-        try:
-            v = dev.version()
-            steps.append(Step("DRM_IOCTL_VERSION", f"{v.name} {v.major}.{v.minor}.{v.patchlevel} ({v.desc})"))
-        except DRMError as e:
-            steps.append(Step("DRM_IOCTL_VERSION", str(e), False))
-        caps = {}
-        for name, cap in (("DRM_CAP_DUMB_BUFFER", DRM_CAP_DUMB_BUFFER), ("DRM_CAP_PRIME", DRM_CAP_PRIME)):
-            try:
-                caps[name] = dev.get_cap(cap)
-                extra = ""
-                if cap == DRM_CAP_PRIME:
-                    extra = (f" (import={bool(caps[name] & DRM_PRIME_CAP_IMPORT)}, "
-                             f"export={bool(caps[name] & DRM_PRIME_CAP_EXPORT)})")
-                steps.append(Step(f"DRM_IOCTL_GET_CAP {name}", f"{caps[name]}{extra}"))
-            except DRMError as e:
-                steps.append(Step(f"DRM_IOCTL_GET_CAP {name}", str(e), False))
+        caps = _version_and_caps(dev, steps)
         if not caps.get("DRM_CAP_DUMB_BUFFER"):
             steps.append(Step("DRM_IOCTL_MODE_CREATE_DUMB", "skipped: the driver reports no dumb buffers", False))
             return steps
@@ -644,20 +629,49 @@ def tour(path: str | None = None, width: int = 256, height: int = 64, bpp: int =
                               f"{buf.size} B written; read back {'identical' if same else 'DIFFERENT'}", same))
         except DRMError as e:
             steps.append(Step("map + mmap", str(e), False))
-        prime = caps.get("DRM_CAP_PRIME", 0)
-        if not prime & DRM_PRIME_CAP_EXPORT:
+        if not caps.get("DRM_CAP_PRIME", 0) & DRM_PRIME_CAP_EXPORT:
             steps.append(Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", "skipped: the driver cannot export", False))
         else:
-            try:
-                dfd = stack.enter_context(dev.exported(buf))
-                steps.append(Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", f"dma-buf fd {dfd}"))
-                info = read_fdinfo(dfd)
-                keep = {k: info[k] for k in ("size", "count", "exp_name", "name", "flags") if k in info}
-                steps.append(Step(f"/proc/self/fdinfo/{dfd}", ", ".join(f"{k}={v}" for k, v in keep.items())))
-                steps.append(_mmap_dmabuf(dfd, buf.size, data))
-            except DRMError as e:
-                steps.append(Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", str(e), False))
+            steps += _export(dev, buf, data, stack)
     steps.append(Step("DRM_IOCTL_MODE_DESTROY_DUMB + close", "handle destroyed, dma-buf and DRM fds closed"))
+    return steps
+
+
+def _version_and_caps(dev: DRMDevice, steps: list[Step]) -> dict[str, int]:
+    """VERSION and GET_CAP(DUMB_BUFFER, PRIME), each a step; the capabilities the node answered."""
+    try:
+        v = dev.version()
+        steps.append(Step("DRM_IOCTL_VERSION", f"{v.name} {v.major}.{v.minor}.{v.patchlevel} ({v.desc})"))
+    except DRMError as e:
+        steps.append(Step("DRM_IOCTL_VERSION", str(e), False))
+    caps = {}
+    for name, cap in (("DRM_CAP_DUMB_BUFFER", DRM_CAP_DUMB_BUFFER), ("DRM_CAP_PRIME", DRM_CAP_PRIME)):
+        try:
+            caps[name] = dev.get_cap(cap)
+            extra = ""
+            if cap == DRM_CAP_PRIME:
+                extra = (f" (import={bool(caps[name] & DRM_PRIME_CAP_IMPORT)}, "
+                         f"export={bool(caps[name] & DRM_PRIME_CAP_EXPORT)})")
+            steps.append(Step(f"DRM_IOCTL_GET_CAP {name}", f"{caps[name]}{extra}"))
+        except DRMError as e:
+            steps.append(Step(f"DRM_IOCTL_GET_CAP {name}", str(e), False))
+    return caps
+
+
+def _export(dev: DRMDevice, buf: DumbBuffer, data: bytes, stack: ExitStack) -> list[Step]:
+    """PRIME_HANDLE_TO_FD, the dma-buf's fdinfo and an mmap of the dma-buf itself (closed by `stack`)."""
+    try:
+        dfd = stack.enter_context(dev.exported(buf))
+    except DRMError as e:
+        return [Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", str(e), False)]
+    steps = [Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", f"dma-buf fd {dfd}")]
+    try:
+        info = read_fdinfo(dfd)
+        keep = {k: info[k] for k in ("size", "count", "exp_name", "name", "flags") if k in info}
+        steps.append(Step(f"/proc/self/fdinfo/{dfd}", ", ".join(f"{k}={v}" for k, v in keep.items())))
+        steps.append(_mmap_dmabuf(dfd, buf.size, data))
+    except DRMError as e:
+        steps.append(Step("DRM_IOCTL_PRIME_HANDLE_TO_FD", str(e), False))
     return steps
 
 

@@ -52,13 +52,6 @@ def gem_prime(quick: bool) -> dict:
     return {"devices": res["devices"], "kernel_version": res.get("kernel_version"), "vm": run["vm"]}
 
 
-def source_line(ev: Evidence) -> str:
-    """Where the data came from, for figures and tables: a real kernel under QEMU, and which."""
-    if ev.live:
-        return f"this machine — {transcript.label(ev.data['vm'])}"
-    return ev.source
-
-
 def fdinfo(device: dict) -> dict[str, str]:
     """The dma-buf's /proc/self/fdinfo lines as {field: value}."""
     out = {}
@@ -116,7 +109,7 @@ def table(ev: Evidence) -> figures.Table:
                                               for f in fs]),
     ]
     return figures.Table(rows, ("step", *[f["driver"] for f in fs]),
-                         caption=f"{ev.mode.value.upper()} · {source_line(ev)}")
+                         caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
 
 
 def bufinfo(ev: Evidence, driver: str = "vgem") -> str:
@@ -135,7 +128,7 @@ def provenance_table(ev: Evidence) -> figures.Table:
             ("QEMU start to power-off", f"{vm['boot_seconds']:.1f} s"),
             ("bundle (vmlinuz + initramfs)", f"{vm['vmlinuz_bytes'] / 2**20:.1f} MiB + {vm['initrd_bytes'] / 2**20:.1f} MiB"),
             ("host", vm["host"]), ("date", vm["date"])]
-    return figures.Table(rows, ("", ""), caption=f"{ev.mode.value.upper()} · {source_line(ev)}")
+    return figures.Table(rows, ("", ""), caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
 
 
 def on_this_machine() -> dict | str:

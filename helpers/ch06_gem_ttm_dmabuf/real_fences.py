@@ -37,12 +37,12 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable
 
-from helpers.ch06_gem_ttm_dmabuf import real_drm
 from helpers.core import figures, validate
 from helpers.core.errors import InputTypeError, SkipExperiment
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
 from helpers.measure import kernel_vm
+from helpers.measure.kernel_vm import transcript
 
 EXPERIMENT = "real_fences.implicit_sync"
 DEFAULT_DELAY_MS = 200
@@ -234,7 +234,7 @@ def table(ev: Evidence) -> figures.Table:
                      f"{n['poll_limit_s']:.0f} s)", f"ready after {n['waited_s']:.1f} s (vgem's timer); signalling it "
                                                     f"then: {n['late_signal']}"))
     return figures.Table(rows, ("question", "the kernel's answer"),
-                         caption=f"{ev.mode.value.upper()} · {real_drm.source_line(ev)}")
+                         caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
 
 
 def waits(ev: Evidence) -> list[dict]:
@@ -268,7 +268,7 @@ def figure_waits(ev: Evidence) -> figures.CourseFigure:
                       margin={"l": 20})
     fig.update_xaxes(title="time waited (ms, log scale; the guest's CLOCK_MONOTONIC)", type="log", range=[1, 4.5])
     fig.update_yaxes(autorange="reversed")
-    return figures.CourseFigure(fig, [(ev.mode, f"{real_drm.source_line(ev)} — a real Linux kernel (vgem) under "
+    return figures.CourseFigure(fig, [(ev.mode, f"{transcript.source_line(ev)} — a real Linux kernel (vgem) under "
                                                 "QEMU; emulated timings, not hardware")])
 
 

@@ -159,18 +159,12 @@ def comparison_table(ev: Evidence, run_index: int = 0) -> figures.Table:
     rows = [(k["step"], f"fb{k['show']}", _names(k["evicted"]), _names(m["evicted"]),
              "yes" if k["evicted"] == m["evicted"] else "NO") for k, m in zip(kernel, model, strict=True)]
     return figures.Table(rows, ("flip", "shown", "kernel evicted", "model evicted (LRU)", "same"),
-                         caption=f"kernel: {ev.mode.value.upper()} · {_source(ev)}; model: SIMULATED · "
+                         caption=f"kernel: {ev.mode.value.upper()} · {transcript.source_line(ev)}; model: SIMULATED · "
                                  "helpers.models.ttm.scanout_flips")
 
 
 def _names(idx: list[int]) -> str:
     return ", ".join(f"fb{i}" for i in idx) or "—"
-
-
-def _source(ev: Evidence) -> str:
-    if ev.live:
-        return f"this machine — {transcript.label(ev.data['vm'])}"
-    return ev.source
 
 
 # --------------------------------------------------------------------------------------------
@@ -221,7 +215,7 @@ def figure_timeline(ev: Evidence, run_index: int = 0) -> figures.CourseFigure:
     fig.update_xaxes(title="flip (SETCRTC) number; label below: the buffer shown", tickvals=[t["step"] for t in tl],
                      ticktext=[f"{t['step']}<br>fb{t['show']}" for t in tl])
     fig.update_yaxes(title="VRAM offset (MiB)", range=[0, top + 6])
-    parts = [(ev.mode, f"{_source(ev)} — a real Linux kernel (bochs, TTM) under QEMU; placements from debugfs "
+    parts = [(ev.mode, f"{transcript.source_line(ev)} — a real Linux kernel (bochs, TTM) under QEMU; placements from debugfs "
                        "vram-mm and BAR0"),
              (Mode.SIMULATED, "the course's TTM model on the same flips (helpers.models.ttm.scanout_flips)")]
     return figures.CourseFigure(fig, parts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.ch08_peer_to_peer import view
+from helpers.ch08_peer_to_peer import views
 from helpers.core import checks
 from helpers.core.checks import Hint, factor_hint
 from helpers.core.evidence import Evidence
@@ -19,7 +19,7 @@ from helpers.core.evidence import Evidence
 
 def speedup(answer, mats: Evidence) -> bool | None:
     """8.1 — how many times faster is the direct peer copy than staging (large copies, mean over pairs)?"""
-    expected = view.peer_vs_staged(mats.require())
+    expected = views.peer_vs_staged(mats.require())
     return checks.close(
         "8.1 peer vs staged speed-up", answer, expected, rel_tol=0.15,
         hints=[Hint(lambda a, e: a < 1, "the direct copy is the faster one: divide the staged time by the peer time "
@@ -34,7 +34,7 @@ def capture_bytes(bounce, peer, frame_bytes: int = 1920 * 1080 * 4) -> bool | No
     """8.2 — payload bytes through the root complex for one frame below a shared PCIe switch."""
     if bounce is None and peer is None:  # one exercise, one "not answered yet"
         return checks.verdict("8.2 bytes through the root complex", None)
-    r = {x["route"]: x for x in view.capture_rows(frame_bytes, placements=("same_switch",))}
+    r = {x["route"]: x for x in views.capture_rows(frame_bytes, placements=("same_switch",))}
     a = checks.equal("8.2 bounce: bytes through the root complex", bounce, r["bounce"]["root_complex_bytes"],
                      hint="the card writes the frame to DRAM, then the GPU reads it back: how many times does "
                           "each byte pass the root complex?",

@@ -109,7 +109,7 @@ def peer_copy(src, dst, stream):
 class _Pair:
     """Buffers, staging memory, streams and events for copies between two devices."""
 
-    def __init__(self, cp, a: int, b: int, nbytes: int, code=peer_copy):
+    def __init__(self, cp, a: int, b: int, *, nbytes: int, code=peer_copy):
         self.cp, self.n, self.code = cp, nbytes, code
         self.dev = {}
         for d in (a, b):
@@ -175,7 +175,7 @@ def time_copy(method: str, src: int, dst: int, nbytes: int, *, both: bool = Fals
     nbytes = validate.byte_size(nbytes, "nbytes", 1, 1 << 32)
     cp = gpu.cupy()
     _set_peer([src, dst], method == "peer")  # "driver" and "staged" run with peer access off
-    pair = _Pair(cp, src, dst, int(nbytes), code)
+    pair = _Pair(cp, src, dst, nbytes=int(nbytes), code=code)
     fwd, back = [], []
     try:
         for r in range(warmup + reps):

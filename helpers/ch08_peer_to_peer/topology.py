@@ -38,7 +38,7 @@ class TopologyError(CourseError):
     """`nvidia-smi topo -m` output that the parser cannot read, or a query it cannot answer."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Topology:
     """The device-to-device link matrix of one machine, as nvidia-smi reports it."""
 
@@ -148,7 +148,7 @@ def parse(text: str) -> Topology:
         m = re.match(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$", ln)
         if m:
             nics[m.group(1)] = m.group(2)
-    return Topology(columns, links, cpu, numa, nics)
+    return Topology(devices=columns, links=links, cpu_affinity=cpu, numa_affinity=numa, nic_names=nics)
 
 
 def _is_header(toks: list[str]) -> bool:

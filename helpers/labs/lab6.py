@@ -25,7 +25,7 @@ import sys
 import textwrap
 
 from helpers.core.errors import InputError, SkipExperiment
-from helpers.measure import edu_vm
+from helpers.measure import kernel_vm
 
 PARTS = ("open", "identify", "factorial", "map", "dma", "refuse", "faults")
 DRIVER_FUNCTIONS = ("open_device", "identify", "check_alive", "factorial", "map_buffer", "dma_to_device",
@@ -143,7 +143,7 @@ def run(parts: dict[str, dict], learner: dict, reference: dict | None = None, *,
     blob = json.dumps(plan, sort_keys=True).encode()
     key = hashlib.sha256(blob).hexdigest()
     if key not in _CACHE:
-        out = edu_vm.run_guest(MAIN, {}, files={"plan.json": blob}, timeout_s=timeout_s, parse=parse_stream)
+        out = kernel_vm.run("edu", {}, main=MAIN, files={"plan.json": blob}, timeout_s=timeout_s, parse=parse_stream)
         _CACHE[key] = out
     out = _CACHE[key]
     rows = {r["part"]: r for r in out["result"]["rows"] if "part" in r}

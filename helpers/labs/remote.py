@@ -117,10 +117,10 @@ class RemoteCuda:
 def course_exceptions() -> dict[str, type]:
     """The course's exception classes a learner's driver may meet or raise (by name)."""
     from helpers.core import errors
-    from helpers.models.toygpu import driver
+    from helpers.models.toygpu import errors as toygpu_errors
 
     out = {}
-    for mod in (errors, driver):
+    for mod in (errors, toygpu_errors):
         for name, obj in vars(mod).items():
             if isinstance(obj, type) and issubclass(obj, Exception) and obj.__module__ == mod.__name__:
                 out[name] = obj
@@ -190,7 +190,7 @@ class RemoteMemory:
 
 
 def _buffer(ask, addr: int, nbytes: int):
-    from helpers.models.toygpu.driver import Buffer
+    from helpers.models.toygpu.bus import Buffer
 
     return Buffer(int(addr), int(nbytes), RemoteMemory(ask, addr, nbytes))
 

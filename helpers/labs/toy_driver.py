@@ -36,14 +36,9 @@ from helpers.core import validate
 from helpers.core.errors import DeviceTimeoutError
 from helpers.models.toygpu import commands as cmd
 from helpers.models.toygpu import regs
-from helpers.models.toygpu.driver import (
-    Buffer,
-    CommandError,
-    MemoryFaultError,
-    RingFullError,
-    ToyGPU,
-    ToyGPUError,
-)
+from helpers.models.toygpu.bus import Buffer
+from helpers.models.toygpu.driver import ToyGPU
+from helpers.models.toygpu.errors import CommandError, MemoryFaultError, RingFullError, ToyGPUError
 
 VISIBLE_SEEDS = (11, 12)
 PAGE = regs.PAGE_SIZE

@@ -27,7 +27,8 @@ from helpers.core.errors import InputTypeError
 from helpers.labs import toy_driver
 from helpers.models.toygpu import commands as cmd
 from helpers.models.toygpu import regs
-from helpers.models.toygpu.driver import Buffer, ToyGPU
+from helpers.models.toygpu.bus import Buffer
+from helpers.models.toygpu.driver import ToyGPU
 
 PAGE = regs.PAGE_SIZE
 

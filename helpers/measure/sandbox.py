@@ -35,7 +35,7 @@ def emit(**values) -> None:
     print(RESULT_PREFIX + json.dumps(values, default=str), flush=True)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Outcome:
     """How a child process ended, and what it reported before it did."""
 
@@ -126,8 +126,9 @@ def run_python(code: str, timeout_s: float = 60.0, *, env: dict | None = None) -
     rc = proc.returncode
     signum = -rc if (rc is not None and rc < 0 and not timed_out) else None
     status = "timeout" if timed_out else "signal" if signum else "error" if rc else "ok"
-    return Outcome(status, None if timed_out else rc, signum, signal_name(signum), round(dt, 3), t,
-                   parse_results(out), out[-TAIL_CHARS:], err[-TAIL_CHARS:])
+    return Outcome(status=status, returncode=None if timed_out else rc, signal_number=signum,
+                   signal_name=signal_name(signum), duration_s=round(dt, 3), timeout_s=t,
+                   results=parse_results(out), stdout_tail=out[-TAIL_CHARS:], stderr_tail=err[-TAIL_CHARS:])
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -35,7 +35,7 @@ NVIDIA_VENDOR = 0x10DE
 PCI_ROM_RESOURCE = 6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Bar:
     """One PCI Base Address Register window, decoded from sysfs `resource`."""
 
@@ -84,11 +84,11 @@ def parse_resource(text: str) -> list[Bar]:
         except ValueError:
             raise InputError(f"resource line {i} is not three hex numbers: {line!r}") from None
         if i <= PCI_ROM_RESOURCE and end >= start and (flags or end > start):
-            bars.append(Bar(i, start, end, flags))
+            bars.append(Bar(index=i, start=start, end=end, flags=flags))
     return bars
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PCIDevice:
     """A display-class PCI function (a GPU) and what sysfs says about it."""
 
@@ -138,7 +138,7 @@ def read_pci_device(dev: Path) -> PCIDevice:
             raise SystemInfoError(f"{dev / 'resource'}: {exc}") from None
         for b in parsed:
             wc = (dev / f"resource{b.index}_wc").exists()
-            bars.append(Bar(b.index, b.start, b.end, b.flags, wc))
+            bars.append(Bar(index=b.index, start=b.start, end=b.end, flags=b.flags, write_combine_file=wc))
     numa = _read(dev / "numa_node")
     drv = dev / "driver"
     group = dev / "iommu_group"
@@ -188,7 +188,7 @@ def display_devices(sysfs: Path | str = "/sys") -> list[PCIDevice]:
     return found
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SystemReport:
     """What the course needs to know about the learner's machine, and what is missing."""
 
@@ -256,8 +256,9 @@ def collect(sysfs: Path | str = "/sys", dev: Path | str = "/dev", proc: Path | s
     cuda = _cuda_info() if use_cuda else {"usable": False, "reason": "not asked"}
     if not cuda.get("usable"):
         absent.append(f"CUDA not usable: {cuda.get('reason')}")
-    return SystemReport(platform.release(), module, gpus, cuda, iommu, _limit(soft), _limit(hard),
-                        nvidia_nodes, dri_nodes, absent, vm)
+    return SystemReport(kernel=platform.release(), nvidia_module=module, gpus=gpus, cuda=cuda, iommu=iommu,
+                        memlock_soft=_limit(soft), memlock_hard=_limit(hard), dev_nvidia=nvidia_nodes,
+                        dev_dri=dri_nodes, absent=absent, vm=vm)
 
 
 # What an IOMMU row says when this OS sees no IOMMU. The first wording, kept in recordings made
@@ -385,15 +386,17 @@ def from_dict(d: dict) -> SystemReport:
     """Rebuild a SystemReport from its as_dict() form (e.g. a reference file's `system`)."""
     gpus = []
     for g in d.get("gpus", []):
-        bars = [Bar(b["index"], b["start"], b["end"], b["flags"], b.get("write_combine_file", False))
+        bars = [Bar(index=b["index"], start=b["start"], end=b["end"], flags=b["flags"],
+                    write_combine_file=b.get("write_combine_file", False))
                 for b in g.get("bars", [])]
         fields = {k: g.get(k) for k in ("address", "vendor", "device", "pci_class", "driver",
                                         "numa_node", "link_current", "link_max", "iommu_group",
                                         "gsp_firmware")}
         gpus.append(PCIDevice(**fields, bars=bars))
-    return SystemReport(d.get("kernel", "?"), d.get("nvidia_module"), gpus, d.get("cuda", {}),
-                        d.get("iommu", "?"), d.get("memlock_soft"), d.get("memlock_hard"),
-                        d.get("dev_nvidia", []), d.get("dev_dri", []), d.get("absent", []), d.get("vm"))
+    return SystemReport(kernel=d.get("kernel", "?"), nvidia_module=d.get("nvidia_module"), gpus=gpus,
+                        cuda=d.get("cuda", {}), iommu=d.get("iommu", "?"), memlock_soft=d.get("memlock_soft"),
+                        memlock_hard=d.get("memlock_hard"), dev_nvidia=d.get("dev_nvidia", []),
+                        dev_dri=d.get("dev_dri", []), absent=d.get("absent", []), vm=d.get("vm"))
 
 
 def link_gbps(link: str | None) -> float | None:

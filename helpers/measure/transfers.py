@@ -25,7 +25,7 @@ MAX_REPS = 10_000
 MEMCPY_KIND = {"h2d": 1, "d2h": 2}  # cudaMemcpyKind: cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TransferResult:
     """Repeated timings of one copy, with what was copied, how, and where."""
 
@@ -128,7 +128,7 @@ def measure_copy(nbytes: int, direction: str = "h2d", host_kind: str = "pinned",
     gpu.cupy()  # no GPU: a clear NoGPUError before any host memory is taken
     with HostBuffer(n, host_kind) as host:
         times = time_copies(host.ptr, n, direction, reps=reps, warmup=warmup, timeout_s=timeout_s)
-    return TransferResult(direction, host_kind, n, times, warmup)
+    return TransferResult(direction=direction, host_kind=host_kind, nbytes=n, times_s=times, warmup=warmup)
 
 
 def sweep(sizes: Iterable[int], directions: Iterable[str] = DIRECTIONS,

@@ -59,7 +59,7 @@ def _ilog2(n: int) -> int:
     return n.bit_length() - 1
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, kw_only=True)
 class Block:
     """One node of the buddy tree (struct drm_buddy_block): offset, order, state, links."""
 
@@ -108,7 +108,7 @@ class BuddyAllocator:
         offset, left = 0, size
         while left:  # one root per set bit of size, largest first
             order = _ilog2(left) - _ilog2(chunk_size)
-            root = Block(offset, order, chunk_size)
+            root = Block(offset=offset, order=order, chunk_size=chunk_size)
             self._mark_free(root)
             self.roots.append(root)
             offset += root.size
@@ -130,8 +130,8 @@ class BuddyAllocator:
         if b.state != FREE or b.order == 0:
             raise AssertionError("only a free block of order > 0 can be split")
         half = b.chunk_size << (b.order - 1)
-        b.left = Block(b.offset, b.order - 1, b.chunk_size, parent=b)
-        b.right = Block(b.offset + half, b.order - 1, b.chunk_size, parent=b)
+        b.left = Block(offset=b.offset, order=b.order - 1, chunk_size=b.chunk_size, parent=b)
+        b.right = Block(offset=b.offset + half, order=b.order - 1, chunk_size=b.chunk_size, parent=b)
         self._mark_free(b.left)
         self._mark_free(b.right)
         self._unlist(b)

@@ -65,7 +65,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from helpers.core import validate, widgets
+from helpers.core import validate
 from helpers.core.errors import InputError, InputTypeError
 from helpers.models.buddy import BuddyAllocator, OutOfSpace
 
@@ -141,7 +141,7 @@ def link_bytes(nbytes: int, src: Domain | None, dst: Domain) -> int:
 # --------------------------------------------------------------------------------------------
 # Buffer objects and the model
 # --------------------------------------------------------------------------------------------
-@dataclass(eq=False)
+@dataclass(eq=False, kw_only=True)
 class BufferObject:
     """A TTM buffer object: size, allowed placements (desired first), priority, pinning."""
 
@@ -166,7 +166,7 @@ class BufferObject:
         return bool(self.fences)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Move:
     """One move the model made: which BO, from where to where, why, and its modelled cost."""
 
@@ -299,14 +299,18 @@ class TTMModel:
             victim.blocks = []
             src = victim.domain
             victim.domain = dst
-            self.moves.append(Move(self.step, victim.name, src, dst, victim.size, link_bytes(victim.size, src, dst),
-                                   self.link.move_seconds(victim.size, src, dst), "evict", waited))
+            self.moves.append(Move(step=self.step, bo=victim.name, src=src, dst=dst, nbytes=victim.size,
+                                   link_bytes=link_bytes(victim.size, src, dst),
+                                   seconds=self.link.move_seconds(victim.size, src, dst), reason="evict",
+                                   waited_for=waited))
         else:
             src = victim.domain
             self._release(victim)
             victim.domain = Domain.SYSTEM
-            self.moves.append(Move(self.step, victim.name, src, dst, victim.size, link_bytes(victim.size, src, dst),
-                                   self.link.move_seconds(victim.size, src, dst), "evict", waited))
+            self.moves.append(Move(step=self.step, bo=victim.name, src=src, dst=dst, nbytes=victim.size,
+                                   link_bytes=link_bytes(victim.size, src, dst),
+                                   seconds=self.link.move_seconds(victim.size, src, dst), reason="evict",
+                                   waited_for=waited))
         return True
 
     def _place_with_eviction(self, bo: BufferObject, domain: Domain) -> bool:
@@ -345,8 +349,9 @@ class TTMModel:
         bo.blocks = new_blocks if dst is Domain.VRAM else []
         bo.domain = dst
         if src is not None:
-            self.moves.append(Move(self.step, bo.name, src, dst, bo.size, link_bytes(bo.size, src, dst),
-                                   self.link.move_seconds(bo.size, src, dst), reason))
+            self.moves.append(Move(step=self.step, bo=bo.name, src=src, dst=dst, nbytes=bo.size,
+                                   link_bytes=link_bytes(bo.size, src, dst),
+                                   seconds=self.link.move_seconds(bo.size, src, dst), reason=reason))
 
     # the public operations -------------------------------------------------------------------
     def create(self, name: str, size: int, placements: Sequence[Domain] = (Domain.VRAM, Domain.GTT),
@@ -363,7 +368,8 @@ class TTMModel:
         priority = validate.whole_number(priority, "priority (below TTM_MAX_BO_PRIORITY)", 0, TTM_MAX_BO_PRIORITY - 1)
         if contiguous and Domain.VRAM not in placements:
             raise InputError("contiguous only applies to BOs that may live in VRAM")
-        bo = BufferObject(name, _round_up(size, 4096), placements, priority, contiguous)
+        bo = BufferObject(name=name, size=_round_up(size, 4096), placements=placements, priority=priority,
+                          contiguous=contiguous)
         self.bos[name] = bo
         self._reserved = {name}
         try:
@@ -471,24 +477,6 @@ class TTMModel:
                 "seconds": sum(m.seconds for m in self.moves)}
 
 
-def move_rows(model: TTMModel) -> list[tuple]:
-    """One row per move the model made: step, BO, from, to, why, and the jobs it waited for."""
-    return [(mv.step, mv.bo, str(mv.src), str(mv.dst), mv.reason, ", ".join(mv.waited_for) or "-")
-            for mv in model.moves]
-
-
-def bo_rows(model: TTMModel) -> list[tuple[str, str, str, str]]:
-    """One row per BO: where it is, what moved it (and which fences each move waited for), and the
-    fences it still carries."""
-    rows = []
-    for name, bo in sorted(model.bos.items()):
-        moved = [f"{mv.reason} {mv.src}→{mv.dst}" + (f" after waiting for {', '.join(mv.waited_for)}"
-                                                     if mv.waited_for else "")
-                 for mv in model.moves if mv.bo == name]
-        rows.append((name, str(bo.domain), "; ".join(moved) or "not moved", ", ".join(sorted(bo.fences)) or "none"))
-    return rows
-
-
 def _round_up(n: int, a: int) -> int:
     return -(-n // a) * a
 
@@ -535,30 +523,41 @@ def workload(name: str, vram_bytes: int, *, steps: int = 200, seed: int = 1) -> 
     def size() -> int:
         return rng.randint(lo, hi) * unit
 
+    if name == "scanout":
+        return _scanout_ops(rng, size, _round_up(vram_bytes // 10, unit), steps)
+    return _working_set_ops(name, rng, size, vram_bytes, steps)
+
+
+def _working_set_ops(name: str, rng: random.Random, size: Callable[[], int], vram_bytes: int,
+                     steps: int) -> list[tuple]:
+    """fits, hot-cold, cyclic: create a working set of a share of VRAM, then use it `steps` times."""
     ops: list[tuple] = []
     vr = (Domain.VRAM, Domain.GTT)
-    if name in ("fits", "hot-cold", "cyclic"):
-        target = {"fits": 0.6, "hot-cold": 1.5, "cyclic": 1.3}[name] * vram_bytes
-        names, total = [], 0
-        while total < target:
-            s = size()
-            n = f"bo{len(names)}"
-            prio = 1 if rng.random() < 0.1 else 0  # a few higher-priority BOs (page tables, rings)
-            ops.append(("create", n, s, vr, prio, False))
-            names.append(n)
-            total += s
-        hot = names[: max(1, len(names) // 5)]
-        for i in range(steps):
-            if name == "cyclic":
-                k = 3
-                ops.append(("use", [names[(i * k + j) % len(names)] for j in range(k)]))
-            elif name == "hot-cold":
-                ops.append(("use", [rng.choice(hot) if rng.random() < 0.8 else rng.choice(names) for _ in range(3)]))
-            else:
-                ops.append(("use", rng.sample(names, min(3, len(names)))))
-        return ops
-    # scanout: two pinned framebuffers, then churn of short-lived BOs
-    fb = _round_up(vram_bytes // 10, unit)
+    target = {"fits": 0.6, "hot-cold": 1.5, "cyclic": 1.3}[name] * vram_bytes
+    names, total = [], 0
+    while total < target:
+        s = size()
+        n = f"bo{len(names)}"
+        prio = 1 if rng.random() < 0.1 else 0  # a few higher-priority BOs (page tables, rings)
+        ops.append(("create", n, s, vr, prio, False))
+        names.append(n)
+        total += s
+    hot = names[: max(1, len(names) // 5)]
+    for i in range(steps):
+        if name == "cyclic":
+            k = 3
+            ops.append(("use", [names[(i * k + j) % len(names)] for j in range(k)]))
+        elif name == "hot-cold":
+            ops.append(("use", [rng.choice(hot) if rng.random() < 0.8 else rng.choice(names) for _ in range(3)]))
+        else:
+            ops.append(("use", rng.sample(names, min(3, len(names)))))
+    return ops
+
+
+def _scanout_ops(rng: random.Random, size: Callable[[], int], fb: int, steps: int) -> list[tuple]:
+    """scanout: two pinned framebuffers of `fb` bytes, then churn of short-lived BOs."""
+    vr = (Domain.VRAM, Domain.GTT)
+    ops: list[tuple] = []
     for i in range(2):
         ops.append(("create", f"fb{i}", fb, (Domain.VRAM,), 3, True))
         ops.append(("pin", f"fb{i}"))
@@ -574,7 +573,7 @@ def workload(name: str, vram_bytes: int, *, steps: int = 200, seed: int = 1) -> 
     return ops
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Run:
     """The outcome of :func:`simulate`: per-step timeline, every move, and totals."""
 
@@ -637,122 +636,14 @@ def simulate(ops: Sequence[tuple] | str, vram_bytes: int, gtt_bytes: int | None 
         timeline.append({"step": i, "op": kind, "vram_used": m.used(Domain.VRAM), "gtt_used": m.used(Domain.GTT),
                          "fragmentation": m.vram.fragmentation(), "evictions": ev, "link_bytes": lb,
                          "seconds": secs})
-    return Run(name, m.policy_name, m.vram.size, gtt_bytes, seed, m.link, timeline, m.moves, m.totals(), failures)
-
-
-# --------------------------------------------------------------------------------------------
-# Figures and the panel
-# --------------------------------------------------------------------------------------------
-def _provenance(run: Run) -> list[tuple]:
-    from helpers.core.mode import Mode
-
-    parts = [(Mode.SIMULATED, f"TTM + drm_buddy model, workload '{run.workload}', policy '{run.policy}', "
-                              f"seed {run.seed}; moves are simulated")]
-    if run.link.source.startswith("pinned-copy fit of"):
-        parts.append((Mode.REPLAY, f"{run.link.source.removeprefix('pinned-copy fit of ')} — used only for the "
-                                   f"move-cost parameters ({run.link.h2d_bytes_per_s / 1e9:.1f} GB/s h2d, "
-                                   f"{run.link.latency_s * 1e6:.1f} us latency)"))
-    return parts
-
-
-def figure_occupancy(run: Run):
-    """VRAM and GTT in use, and VRAM fragmentation, against the operation number."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    from helpers.core.figures import CourseFigure
-
-    x = [t["step"] for t in run.timeline]
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Scatter(x=x, y=[t["vram_used"] / MiB for t in run.timeline], name="VRAM in use (MiB)",
-                             fill="tozeroy"), secondary_y=False)
-    fig.add_trace(go.Scatter(x=x, y=[t["gtt_used"] / MiB for t in run.timeline], name="GTT in use (MiB)"),
-                  secondary_y=False)
-    fig.add_trace(go.Scatter(x=x, y=[t["fragmentation"] for t in run.timeline], name="VRAM fragmentation",
-                             line={"dash": "dot"}), secondary_y=True)
-    fig.add_hline(y=run.vram_bytes / MiB, line_dash="dash", annotation_text="VRAM size")
-    fig.update_layout(title=f"VRAM occupancy over time ({run.vram_bytes // MiB} MiB VRAM)", height=420)
-    fig.update_xaxes(title="operation number (model time)")
-    fig.update_yaxes(title="MiB", secondary_y=False)
-    fig.update_yaxes(title="1 - largest free block / free bytes", range=[0, 1], secondary_y=True)
-    return CourseFigure(fig, _provenance(run))
-
-
-def figure_moves(run: Run):
-    """Cumulative evictions and bytes moved over the link against the operation number."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    from helpers.core.figures import CourseFigure
-
-    x = [t["step"] for t in run.timeline]
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Scatter(x=x, y=[t["link_bytes"] / MiB for t in run.timeline], name="bytes over the link (MiB)"),
-                  secondary_y=False)
-    fig.add_trace(go.Scatter(x=x, y=[t["evictions"] for t in run.timeline], name="evictions",
-                             line={"dash": "dot"}), secondary_y=True)
-    fig.update_layout(title=f"Evictions and bytes moved (modelled copy time {run.totals['seconds'] * 1e3:.2f} ms)",
-                      height=420)
-    fig.update_xaxes(title="operation number (model time)")
-    fig.update_yaxes(title="cumulative MiB over PCIe", secondary_y=False)
-    fig.update_yaxes(title="cumulative evictions", secondary_y=True)
-    return CourseFigure(fig, _provenance(run))
-
-
-def figure_vram_map(model_or_run_blocks: BuddyAllocator, title: str = "VRAM map"):
-    """One bar per buddy leaf block, coloured free/allocated, along the VRAM address range."""
-    import plotly.graph_objects as go
-
-    from helpers.core.figures import CourseFigure
-    from helpers.core.mode import Mode
-
-    a = model_or_run_blocks
-    if not isinstance(a, BuddyAllocator):
-        raise InputTypeError(f"expected a BuddyAllocator, got {type(a).__name__}")
-    fig = go.Figure()
-    for state, colour in (("allocated", "#b2182b"), ("free", "#d9d9d9")):
-        bl = [b for b in a.leaves() if b.state == state]
-        fig.add_trace(go.Bar(x=[b.size / MiB for b in bl], base=[b.offset / MiB for b in bl], y=["VRAM"] * len(bl),
-                             orientation="h", name=state, marker={"color": colour, "line": {"width": 1, "color": "white"}},
-                             hovertext=[f"{b.offset:#x}, order {b.order}, {b.size // 1024} KiB" for b in bl]))
-    fig.update_layout(title=title, barmode="overlay", height=220, xaxis_title="VRAM offset (MiB)")
-    return CourseFigure(fig, [(Mode.SIMULATED, f"drm_buddy model, {a.size // MiB} MiB, chunk {a.chunk_size // 1024} KiB")])
+    return Run(workload=name, policy=m.policy_name, vram_bytes=m.vram.size, gtt_bytes=gtt_bytes, seed=seed,
+               link=m.link, timeline=timeline, moves=m.moves, totals=m.totals(), failures=failures)
 
 
 def compare(workload_name: str, vram_bytes: int, policies: Sequence[str | Policy] = ("lru", "largest", "random"),
             *, seed: int = 1, steps: int = 200, link: LinkModel | None = None) -> list[Run]:
     """The same workload under several policies (for a table or a bar chart)."""
     return [simulate(workload_name, vram_bytes, policy=p, seed=seed, steps=steps, link=link) for p in policies]
-
-
-def panel(link: LinkModel | None = None):
-    """An ipywidgets panel: VRAM size, workload, policy and seed; both figures redraw.
-
-    Optional: the chapter runs top to bottom without it (and without ipywidgets).
-
-    The figures are written into the Output widget's state (helpers.core.widgets.show), never
-    captured with ``with out:``, which can stall a headless executor (see helpers.core.widgets).
-    """
-    import ipywidgets as w
-
-    vram = w.Dropdown(options=[("64 MiB", 64 * MiB), ("256 MiB", 256 * MiB), ("1 GiB", GiB)], value=256 * MiB,
-                      description="VRAM")
-    wl = w.Dropdown(options=list(WORKLOADS), value="hot-cold", description="workload")
-    pol = w.Dropdown(options=sorted(POLICIES), value="lru", description="policy")
-    seed = w.IntSlider(value=1, min=1, max=20, description="seed")
-    out = w.Output()
-
-    def redraw(*_):
-        run = simulate(wl.value, vram.value, policy=pol.value, seed=seed.value, link=link)
-        t = run.totals
-        line = (f"{t['evictions']} evictions, {t['link_bytes'] / MiB:.0f} MiB over the link, "
-                f"{t['seconds'] * 1e3:.2f} ms modelled copy time, {run.failures} failed operations\n")
-        widgets.show(out, line, figure_occupancy(run), figure_moves(run))
-
-    for c in (vram, wl, pol, seed):
-        c.observe(redraw, names="value")
-    redraw()
-    return w.VBox([w.HBox([vram, wl]), w.HBox([pol, seed]), out])
 
 
 # --------------------------------------------------------------------------------------------

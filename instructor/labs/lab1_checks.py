@@ -21,7 +21,8 @@ from helpers.core import grading
 from helpers.core.grading import CheckFailed
 from helpers.labs import remote, toy_driver, wire
 from helpers.labs.toy_driver import FakeBus, LabDriver
-from helpers.models.toygpu.driver import Buffer, ToyGPU
+from helpers.models.toygpu.bus import Buffer
+from helpers.models.toygpu.driver import ToyGPU
 from instructor.labs import lab1_driver as ref
 from tools.grader.api import Part, StudentRaised
 from tools.grader.session import WorkerGone

@@ -16,7 +16,7 @@ from helpers.core.errors import DeviceTimeoutError
 from helpers.labs.toy_driver import PAGE, LabDriver
 from helpers.models.toygpu import commands as cmd
 from helpers.models.toygpu import regs
-from helpers.models.toygpu.driver import RingFullError, ToyGPUError
+from helpers.models.toygpu.errors import RingFullError, ToyGPUError
 
 #: device seeds of the hidden tests, per graded check
 SEEDS = {

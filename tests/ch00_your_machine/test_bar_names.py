@@ -17,7 +17,8 @@ MEM32 = 0x40200  # memory, 32-bit, not prefetchable
 
 
 def gpu(bars, vendor=sysinfo.NVIDIA_VENDOR) -> sysinfo.PCIDevice:
-    return sysinfo.PCIDevice("0000:01:00.0", vendor, 0x2330, 0x0302, "nvidia", 0, None, None, bars)
+    return sysinfo.PCIDevice(address="0000:01:00.0", vendor=vendor, device=0x2330, pci_class=0x0302,
+                             driver="nvidia", numa_node=0, link_current=None, link_max=None, bars=bars)
 
 
 def test_an_h100s_windows_are_resource_0_2_4_and_nvidias_bar0_bar1():
@@ -26,7 +27,10 @@ def test_an_h100s_windows_are_resource_0_2_4_and_nvidias_bar0_bar1():
 
 
 def test_a_32_bit_bar0_puts_bar1_in_resource1():
-    g = gpu([sysinfo.Bar(0, 0x1000_0000, 0x10FF_FFFF, MEM32), sysinfo.Bar(1, 0x2_0000_0000, 0x2_0FFF_FFFF, MEM64)])
+    g = gpu([sysinfo.Bar(index=0, start=0x1000_0000, end=0x10FF_FFFF, flags=MEM32), sysinfo.Bar(index=1,
+                                                                                                start=0x2_0000_0000,
+                                                                                                end=0x2_0FFF_FFFF,
+                                                                                                flags=MEM64)])
     assert [sysinfo.window_label(g, b) for b in g.bars] == ["resource0 (BAR0)", "resource1 (BAR1)"]
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from conftest import recorded_machine
 
-from helpers.ch00_your_machine import copy_sweeps, exercises, first_copy, machine_map, system_report
+from helpers.ch00_your_machine import copy_sweeps, diagrams, exercises, first_copy, system_report
 from helpers.core import errors, provenance
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
@@ -87,7 +87,7 @@ def test_checked_times_names_the_function():
 
 
 def test_the_machine_map_carries_the_recorded_facts():
-    d = machine_map.machine_diagram(recorded_report(), REF["provenance"]["gpu"]["memory_bytes"], vm=True)
+    d = diagrams.machine_diagram(recorded_report(), REF["provenance"]["gpu"]["memory_bytes"], vm=True)
     svg = d.svg()
     for fact in ("16 MiB", "128 GiB", "32.0 GT/s PCIe x16", "asyncEngineCount 3", "79.2 GiB"):
         assert fact in svg and fact in d.description
@@ -95,8 +95,10 @@ def test_the_machine_map_carries_the_recorded_facts():
 
 
 def test_the_machine_map_of_a_machine_without_gpu_says_so(tmp_path):
-    empty = sysinfo.SystemReport("6.0", None, [], {"usable": False}, "none", None, None, [], [], [])
-    d = machine_map.machine_diagram(empty, None, vm=False)
+    empty = sysinfo.SystemReport(kernel="6.0", nvidia_module=None, gpus=[], cuda={"usable": False},
+                                 iommu="none", memlock_soft=None, memlock_hard=None, dev_nvidia=[],
+                                 dev_dri=[], absent=[])
+    d = diagrams.machine_diagram(empty, None, vm=False)
     assert "not visible" in d.svg() and "size unknown" in d.svg()
     assert "shows no GPU on the PCI bus" in d.description and "sits behind a PCIe link" not in d.description
 
@@ -121,7 +123,8 @@ def test_a_new_report_says_whether_it_is_a_vm(tmp_path):
 
 
 def _gpu(vendor: int) -> sysinfo.PCIDevice:
-    return sysinfo.PCIDevice("0000:00:06.0", vendor, 0x2330, 0x030200, "nvidia", None, None, None)
+    return sysinfo.PCIDevice(address="0000:00:06.0", vendor=vendor, device=0x2330, pci_class=0x030200,
+                             driver="nvidia", numa_node=None, link_current=None, link_max=None)
 
 
 @pytest.mark.parametrize("vm, vendors, says, never", [
@@ -138,9 +141,9 @@ def test_the_iommu_row_says_only_what_the_report_shows(vm, vendors, says, never)
 
 def test_a_live_report_of_a_guest_without_a_gpu_is_worded_from_its_facts():
     """Reports collected with the earlier wording (GPU passed through, whatever the bus held) are worded again."""
-    report = sysinfo.SystemReport("6.18", None, [], {"usable": False, "reason": "no GPU"},
-                                  "none visible to this guest (a VM): the GPU is passed through, so the host's "
-                                  "IOMMU translates its DMA", None, None, [], [], [], vm=True)
+    report = sysinfo.SystemReport(kernel="6.18", nvidia_module=None, gpus=[], cuda={"usable": False, "reason": "no GPU"},
+                                  iommu="none visible to this guest (a VM): the GPU is passed through, so the host's "
+                                  "IOMMU translates its DMA", memlock_soft=None, memlock_hard=None, dev_nvidia=[], dev_dri=[], absent=[], vm=True)
     row = dict((r[0], r[1]) for r in sysinfo.rows(report))
     assert "passed through" not in row["IOMMU"] and "no NVIDIA GPU" in row["IOMMU"]
     assert "replay what the reference machines recorded" in dict((r[0], r[2]) for r in sysinfo.rows(report))["CUDA"]

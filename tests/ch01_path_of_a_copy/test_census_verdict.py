@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.ch01_path_of_a_copy import syscalls, view
+from helpers.ch01_path_of_a_copy import diagrams, findings, syscalls
 from helpers.core import reference
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.evidence import Evidence
@@ -109,9 +109,9 @@ def test_the_fresh_census_grows_in_nothing_and_says_why_runs_differ(runs):
         assert "Start-up alone (N = 0) took more than one path" in text
     else:  # every N = 0 run of the first 16 took the top path: the groups' order tells instead
         assert {c for c in mmap.counts[0]} <= {2007, 2008} and "do not follow N" in text
-    v = view.verdicts(data, _maps(), _cpu())
+    v = findings.verdicts(data, _maps(), _cpu())
     assert v[0].verdict.startswith("refuted") and v[4].verdict.startswith("does not hold")
-    assert "No system call is made per copy" in view.path_diagram(evidence_of(data)).description
+    assert "No system call is made per copy" in diagrams.path_diagram(evidence_of(data)).description
 
 
 def test_the_plan_repeats_every_n_interleaved():
@@ -186,9 +186,9 @@ def test_a_growth_on_the_reference_recording_is_found_and_judged():
         {"host_kind": k, "direction": "h2d", "nbytes": 1 << 28, "reps": 1, "wall": 0.1, "user": 0.1,
          "sys": 0.0, "thread_user": 0.1, "thread_sys": 0.0} for k in ("pageable", "pinned")]}
         for s in ("auto", "blocking")]}
-    v = view.verdicts(data, maps, cpu)
+    v = findings.verdicts(data, maps, cpu)
     assert v[0].verdict.startswith("supported") and v[3].verdict.startswith("not confirmed")
-    pic = view.path_diagram(evidence_of(data))
+    pic = diagrams.path_diagram(evidence_of(data))
     assert "No system call is made per copy" not in pic.description
     assert "grow with the copies" in pic.description
 
@@ -200,7 +200,7 @@ def test_too_few_runs_to_tell_say_so():
         run["counts"]["read"]["calls"] = calls
     g = syscalls.growth(data, "read")
     assert g.verdict == "unclear" and "unclear" in g.describe()
-    assert view.verdicts(data, _maps(), _cpu())[0].verdict.startswith("undecided")
+    assert findings.verdicts(data, _maps(), _cpu())[0].verdict.startswith("undecided")
 
 
 def _maps() -> dict:
@@ -219,7 +219,7 @@ def _cpu() -> dict:
 def test_the_diagram_and_its_note_agree_with_the_fit(census):
     data = census()
     total = syscalls.total_growth(data)
-    pic = view.path_diagram(evidence_of(data))
+    pic = diagrams.path_diagram(evidence_of(data))
     assert total.verdict == "flat"
     assert "No system call is made per copy: the census finds none" in pic.description
     assert total.slope_text(2) in pic.description and "0 within the noise" in pic.description
@@ -236,7 +236,7 @@ def test_an_exact_fit_prints_zero_not_float_noise():
 
 
 def test_hypothesis_one_counts_two_copies_and_a_launch():
-    v = view.verdicts(reference_census(), _maps(), _cpu())
+    v = findings.verdicts(reference_census(), _maps(), _cpu())
     assert "2 copies and 1 kernel launch" in v[0].measured and "3 transfers" not in v[0].measured
 
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import write_reference
 
 from helpers import course
-from helpers.ch01_path_of_a_copy import cpu_time, driver_maps, ioctls, syscalls, view
+from helpers.ch01_path_of_a_copy import cpu_time, diagrams, driver_maps, findings, ioctls, syscalls
 from helpers.core import errors, evidence, figures
 from helpers.core.mode import Mode
 
@@ -74,13 +74,13 @@ def test_every_chapter1_figure_and_verdict_renders_in_replay(fake_reference, mon
     for f in figs:
         assert isinstance(f, figures.CourseFigure) and "text/html" in f._repr_mimebundle_()
     assert figs[1].modes == [Mode.REPLAY]
-    pic = view.path_diagram(census, maps)
+    pic = diagrams.path_diagram(census, maps)
     assert "REPLAY" in pic.description and "ioctl calls at start-up" in pic.description
     assert "mappings of /dev/nvidia0" in pic.description and "REPLAY" in pic.svg()
-    assert "measured" not in view.path_diagram().description.lower()
+    assert "measured" not in diagrams.path_diagram().description.lower()
     assert "no ioctl at all" in ioctls.loop_summary(t)
     assert len(driver_maps.stage_changes(maps.data["stages"])) == 3
-    v = view.verdicts(g, maps.data, cpu.data, [])
+    v = findings.verdicts(g, maps.data, cpu.data, [])
     assert v[0].verdict.startswith("refuted") and v[1].verdict.startswith("supported")
     assert v[4].verdict.startswith("does not hold")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.ch01_path_of_a_copy import syscalls, view
+from helpers.ch01_path_of_a_copy import findings, syscalls
 from helpers.core.errors import InputError, InputTypeError
 from helpers.recording import recorder
 
@@ -102,7 +102,7 @@ def test_hypothesis_one_verdict_follows_the_data():
         {"host_kind": k, "direction": "h2d", "nbytes": 1 << 28, "reps": 1, "wall": 0.1, "user": 0.1,
          "sys": 0.0, "thread_user": 0.1, "thread_sys": 0.0} for k in ("pageable", "pinned")]}
         for s in ("auto", "blocking")]}
-    v = view.verdicts(data, fake_maps, cpu)
+    v = findings.verdicts(data, fake_maps, cpu)
     assert v[0].verdict.startswith("supported")
     assert "not supported" in v[1].verdict  # no device-node mapping in this fake
 

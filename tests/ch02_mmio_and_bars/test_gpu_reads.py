@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers.ch02_mmio_and_bars import exercises, gpu_reads, mmio, pictures
+from helpers.ch02_mmio_and_bars import diagrams, exercises, gpu_reads, mmio
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
@@ -149,10 +149,10 @@ def test_chase_trial_passes_a_right_follow_and_catches_a_planted_wrong_one():
 
 
 def test_diagrams_describe_themselves():
-    for d in (pictures.bars_diagram(), pictures.transactions_diagram()):
+    for d in (diagrams.bars_diagram(), diagrams.transactions_diagram()):
         svg = d.svg()
         assert "<title" in svg and "<desc" in svg and d.description
-    assert "page tables" in pictures.bars_diagram().description
+    assert "page tables" in diagrams.bars_diagram().description
 
 
 def test_cost_line_counts_transactions_in_words():

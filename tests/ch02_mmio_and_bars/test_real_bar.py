@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.ch02_mmio_and_bars import real_bar
+from helpers.ch02_mmio_and_bars import real_bar, real_exercises
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
@@ -32,10 +32,10 @@ def test_tables_and_figure_carry_the_vm_and_say_emulation(ev):
 
 
 def test_exercises_accept_the_device_and_refuse_wrong_answers(ev, capsys):
-    assert real_bar.liveness_answer(0xEDCBA987, ev) is True
-    assert real_bar.liveness_answer(0x12345678, ev) is False
-    assert real_bar.factorial13_answer(6227020800 % 2**32, ev) is True
-    assert real_bar.factorial13_answer(6227020800, ev) is False
+    assert real_exercises.liveness_answer(0xEDCBA987, ev) is True
+    assert real_exercises.liveness_answer(0x12345678, ev) is False
+    assert real_exercises.factorial13_answer(6227020800 % 2**32, ev) is True
+    assert real_exercises.factorial13_answer(6227020800, ev) is False
 
     def right(raw):
         return ("io", 32, False) if raw & 1 else ("memory", 64 if (raw >> 1) & 3 == 2 else 32, bool(raw & 8))
@@ -43,8 +43,8 @@ def test_exercises_accept_the_device_and_refuse_wrong_answers(ev, capsys):
     def ignores_width(raw):
         return ("io", 32, False) if raw & 1 else ("memory", 32, bool(raw & 8))
 
-    assert real_bar.decode_bar_answer(right, ev) is True
-    assert real_bar.decode_bar_answer(ignores_width, ev) is False
+    assert real_exercises.decode_bar_answer(right, ev) is True
+    assert real_exercises.decode_bar_answer(ignores_width, ev) is False
 
 
 @pytest.mark.parametrize("bad", [[], [21], [-1], ["5"], list(range(9)), 5])

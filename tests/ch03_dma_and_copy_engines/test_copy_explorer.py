@@ -7,7 +7,7 @@ import pytest
 from conftest import write_reference
 
 from helpers import course
-from helpers.ch03_dma_and_copy_engines import copy_engines, cost_view, explorer
+from helpers.ch03_dma_and_copy_engines import copy_engines, explorer, views
 from helpers.core.errors import InputError, InputTypeError, ReferenceDataError
 from helpers.core.figures import CourseFigure
 from helpers.core.mode import Mode
@@ -49,7 +49,7 @@ def test_every_chapter3_figure_renders_in_replay(fake_ref_dir):
     sweep = ctx.get(SWEEP_ID)
     assert sweep.mode is Mode.REPLAY
     fits = copy_cost.fit_all(sweep.data)
-    figs = [cost_view.bandwidth_figure(sweep, fits)]
+    figs = [views.bandwidth_figure(sweep, fits)]
     gated = ctx.get("copy_engines.gated_small_copies")
     figs.append(copy_engines.gated_figure(gated))
     figs.append(copy_engines.bidirectional_figure(ctx.get("copy_engines.bidirectional")))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import run_on_simulator
 
-from helpers.ch03_dma_and_copy_engines import crosscheck, engine_vs_sm, exercises, pcie, pictures
+from helpers.ch03_dma_and_copy_engines import crosscheck, diagrams, engine_vs_sm, exercises, pcie
 from helpers.core import checks, reference
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.evidence import Evidence
@@ -222,9 +222,9 @@ def test_the_c_program_builds_the_courses_chains(tmp_path):
 
 
 def test_diagrams_describe_themselves():
-    for d in (pictures.copy_path_diagram(), pictures.pcie_reads_writes_diagram()):
+    for d in (diagrams.copy_path_diagram(), diagrams.pcie_reads_writes_diagram()):
         assert "<desc" in d.svg() and d.title
-    assert "staging" in pictures.copy_path_diagram().description
+    assert "staging" in diagrams.copy_path_diagram().description
 
 
 def test_bwcheck_source_has_the_new_modes():

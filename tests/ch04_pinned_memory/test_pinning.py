@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from helpers.ch04_pinned_memory import pinning
+from helpers.ch04_pinned_memory import memlock, pinning
 from helpers.ch04_pinned_memory.pinning import (
     PAGE,
     PinnedAlloc,
@@ -189,26 +189,26 @@ def test_filesystem_of_root(tmp_path):
 
 def test_child_timeout_is_enforced():
     with pytest.raises(PinningError, match="did not finish within 1 s"):
-        pinning.run_child("import time; time.sleep(30)", [], timeout_s=1)
+        memlock.run_child("import time; time.sleep(30)", [], timeout_s=1)
 
 
 @pytest.mark.parametrize("t,err", [(0, InputError), (-1, InputError), (601, InputError), ("5", InputTypeError)])
 def test_child_timeout_must_be_sane(t, err):
     with pytest.raises(err, match="timeout_s"):
-        pinning.run_child("pass", [], timeout_s=t)
+        memlock.run_child("pass", [], timeout_s=t)
 
 
 @pytest.mark.parametrize("limit,ask,err", [(0, PAGE, InputError), (PAGE, -1, InputError),
                                            (PAGE, 1 << 50, InputError), (True, PAGE, InputTypeError)])
 def test_memlock_probe_bad_arguments(limit, ask, err):
     with pytest.raises(err, match="memlock probe"):
-        pinning.memlock_probe(limit, ask)
+        memlock.memlock_probe(limit, ask)
 
 
 def test_memlock_limit_binds_mlock_without_cap_ipc_lock():
     """As root the child drops to 'nobody'; otherwise it already lacks CAP_IPC_LOCK."""
     root = os.geteuid() == 0
-    p = pinning.memlock_probe(1 << 20, 8 << 20, drop_privileges=root, timeout_s=120)
+    p = memlock.memlock_probe(1 << 20, 8 << 20, drop_privileges=root, timeout_s=120)
     assert p["limit"] == 1 << 20 and p["request"] == 8 << 20
     if not p["cap_ipc_lock"]:
         assert p["mlock"] != "ok", "mlock beyond RLIMIT_MEMLOCK succeeded without CAP_IPC_LOCK"
@@ -216,9 +216,9 @@ def test_memlock_limit_binds_mlock_without_cap_ipc_lock():
 
 
 def test_memlock_probe_failure_is_reported(monkeypatch):
-    monkeypatch.setattr(pinning, "_MEMLOCK_CHILD", "import sys; sys.exit('boom')")
+    monkeypatch.setattr(memlock, "_MEMLOCK_CHILD", "import sys; sys.exit('boom')")
     with pytest.raises(PinningError, match="child failed.*boom"):
-        pinning.memlock_probe(PAGE, PAGE)
+        memlock.memlock_probe(PAGE, PAGE)
 
 
 def _probe(cap, mlock, alloc="ok", register="ok"):
@@ -228,14 +228,14 @@ def _probe(cap, mlock, alloc="ok", register="ok"):
 
 def test_memlock_verdicts_follow_the_probes():
     root = _probe(True, "ok")
-    assert pinning.memlock_verdict({"probes": [root]}).startswith("undecided")
-    assert pinning.memlock_verdict({"probes": [root, _probe(False, "Cannot allocate memory")]}).startswith("not honoured")
-    assert pinning.memlock_verdict({"probes": [_probe(False, "Cannot allocate memory", "cudaErrorMemoryAllocation",
+    assert memlock.memlock_verdict({"probes": [root]}).startswith("undecided")
+    assert memlock.memlock_verdict({"probes": [root, _probe(False, "Cannot allocate memory")]}).startswith("not honoured")
+    assert memlock.memlock_verdict({"probes": [_probe(False, "Cannot allocate memory", "cudaErrorMemoryAllocation",
                                                       "cudaErrorMemoryAllocation")]}).startswith("honoured")
     nocuda = dict(_probe(False, "Cannot allocate memory"), cuda="unavailable: x")
     del nocuda["hostAlloc"], nocuda["hostRegister"]
-    assert "not usable" in pinning.memlock_verdict({"probes": [nocuda]})
-    assert len(pinning.memlock_rows({"probes": [root, nocuda]})) == 2
+    assert "not usable" in memlock.memlock_verdict({"probes": [nocuda]})
+    assert len(memlock.memlock_rows({"probes": [root, nocuda]})) == 2
 
 
 # ---------------------------------------------------------------- replay conversions
@@ -346,7 +346,7 @@ def test_live_run_passes_the_parameters(monkeypatch):
         seen.update(limit=limit, request=request, **kw)
         return {"limit": limit, "request": request}
 
-    monkeypatch.setattr(pinning, "memlock_probe", fake_probe)
+    monkeypatch.setattr(memlock, "memlock_probe", fake_probe)
     monkeypatch.setattr(pinning.os, "geteuid", lambda: 1000)
     monkeypatch.setattr(pinning.gpu, "release_pools", lambda: None)
     ctx = course.Context(Mode.LIVE, "test", "Stand-in GPU", "h100-pcie")

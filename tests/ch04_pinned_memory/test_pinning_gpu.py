@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import needs_gpu
 
-from helpers.ch04_pinned_memory import pinning, write_combined, zero_copy
+from helpers.ch04_pinned_memory import memlock, pinning, write_combined, zero_copy
 from helpers.ch04_pinned_memory.pinning import (
     PAGE,
     PinnedAlloc,
@@ -72,7 +72,7 @@ def test_pin_cost_is_positive_and_releases():
 
 
 def test_memlock_probe_live():
-    p = pinning.memlock_probe(1 << 20, 4 << 20, timeout_s=120)
+    p = memlock.memlock_probe(1 << 20, 4 << 20, timeout_s=120)
     assert p["cuda"] == "ok" and p["hostAlloc"] and p["hostRegister"]
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import run_on_simulator
 
-from helpers.ch04_pinned_memory import write_combined, zero_copy
+from helpers.ch04_pinned_memory import memlock, write_combined, zero_copy
 from helpers.ch04_pinned_memory.pinning import PinRequestError
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.evidence import Evidence
@@ -33,7 +33,7 @@ def test_bad_buffer_sizes(n, err):
 
 def test_numba_kernels_on_the_simulator():
     """Both ways (mapped_array and a device copy) give the exact sums on Numba's simulator."""
-    code = ("from helpers.ch04_pinned_memory import zero_copy as z; r = z.numba_check(); "
+    code = ("from helpers.ch04_pinned_memory import memlock, zero_copy as z; r = z.numba_check(); "
             "assert set(r) == set(z.PATTERNS), r; print('OK', r)")
     assert run_on_simulator(code).startswith("OK")
 
@@ -141,8 +141,7 @@ def test_the_pat_option_and_ratios_are_named_not_raw():
 
 
 def test_memlock_is_shown_with_units():
-    from helpers.ch04_pinned_memory import pinning
 
-    text = pinning.memlock_text({"soft": 64 << 20, "hard": None, "euid": 1000, "cap_ipc_lock": False})
+    text = memlock.memlock_text({"soft": 64 << 20, "hard": None, "euid": 1000, "cap_ipc_lock": False})
     assert text == "RLIMIT_MEMLOCK soft 64 MiB, hard unlimited; effective uid 1000; CAP_IPC_LOCK no"
-    assert "None" not in pinning.memlock_text(pinning.process_memlock())
+    assert "None" not in memlock.memlock_text(memlock.process_memlock())

@@ -6,7 +6,7 @@ import pytest
 from conftest import run_on_simulator
 
 from helpers import course
-from helpers.ch08_peer_to_peer import exercises, local, view
+from helpers.ch08_peer_to_peer import diagrams, exercises, local, views
 from helpers.core import experiments
 from helpers.core.mode import Mode
 
@@ -18,7 +18,7 @@ def replay():
 
 def test_speedup_expects_the_recorded_ratio_and_hints_at_slips(replay, capsys):
     mats = replay.get("p2p.matrices")
-    r = view.peer_vs_staged(mats.data)
+    r = views.peer_vs_staged(mats.data)
     assert 10 < r < 20  # NVLink vs two PCIe legs on the H200 pair
     assert exercises.speedup(r, mats) is True
     assert exercises.speedup(1 / r, mats) is False
@@ -28,12 +28,12 @@ def test_speedup_expects_the_recorded_ratio_and_hints_at_slips(replay, capsys):
 
 def test_verdict_never_judges_a_pcie_claim_with_nvlink_data(replay):
     mats, topo = replay.get("p2p.matrices"), replay.get("p2p.topology")
-    link = view.link_kind(topo.data)
+    link = views.link_kind(topo.data)
     assert link == "NV18"
-    text = view.source_verdict(mats.data, link)
+    text = views.source_verdict(mats.data, link)
     assert "says nothing about the source's PCIe claim" in text and "confirmed" not in text
-    assert "confirmed" in view.source_verdict(mats.data, "PIX") or "not what" in view.source_verdict(mats.data, "PIX")
-    assert "cannot judge" in view.source_verdict(mats.data, None)
+    assert "confirmed" in views.source_verdict(mats.data, "PIX") or "not what" in views.source_verdict(mats.data, "PIX")
+    assert "cannot judge" in views.source_verdict(mats.data, None)
 
 
 def test_capture_bytes_and_the_conceptual_question(capsys):
@@ -46,15 +46,15 @@ def test_capture_bytes_and_the_conceptual_question(capsys):
 
 
 def test_rdma_pages_are_64_kib():
-    assert view.rdma_pages(4 << 20) == 64 and view.rdma_pages(1) == 1
-    rows = view.capture_rows(4 << 20, placements=("same_switch",))
+    assert views.rdma_pages(4 << 20) == 64 and views.rdma_pages(1) == 1
+    rows = views.capture_rows(4 << 20, placements=("same_switch",))
     assert {r["rdma_pages_64k"] for r in rows} == {64}
-    assert "64 KiB pages" in " ".join(view.capture_table(rows).headers)
+    assert "64 KiB pages" in " ".join(views.capture_table(rows).headers)
 
 
 def test_copy_kernel_check_passes_a_grid_stride_loop_and_catches_wrong_ones():
     run_on_simulator('''
-from helpers.ch08_peer_to_peer import exercises
+from helpers.ch08_peer_to_peer import diagrams, exercises
 from numba import cuda
 
 @cuda.jit
@@ -94,7 +94,7 @@ assert exercises.copy_kernel(None) is None
 
 
 def test_paths_diagram_shows_the_three_routes():
-    svg = view.p2p_paths_diagram().svg()
+    svg = diagrams.p2p_paths_diagram().svg()
     for word in ("NVSwitch", "PCIe switch", "pinned host buffer", "root complex"):
         assert word in svg
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import declare_optional, write_reference
 
 from helpers import course
-from helpers.ch08_peer_to_peer import p2p, view
+from helpers.ch08_peer_to_peer import p2p, views
 from helpers.ch08_peer_to_peer import topology as topo
 from helpers.core import config, evidence, experiments, gpu, reference
 from helpers.core.errors import InputError, InputTypeError
@@ -287,24 +287,24 @@ def test_one_gpu_replays_the_two_gpu_recording_and_says_why(tmp_path, monkeypatc
     ctx = course.Context(Mode.LIVE, "a GPU", "One GPU", "h100-pcie", "fake-two")
     ev = ctx.get("p2p.matrices")
     assert ev.mode is Mode.REPLAY and "this machine has 1 GPU: p2p.matrices needs two" in ev.why
-    assert isinstance(view.bandwidth_figure(ev), CourseFigure)
-    assert view.matrices_table(ev, "large", "GB/s").caption.endswith(f"(REPLAY: recorded on {ev.source})")
+    assert isinstance(views.bandwidth_figure(ev), CourseFigure)
+    assert views.matrices_table(ev, "large", "GB/s").caption.endswith(f"(REPLAY: recorded on {ev.source})")
 
 
 def test_topology_here_follows_the_context(monkeypatch):
     """This machine's topology is live on any number of GPUs and absent without one."""
     replay = course.Context(Mode.REPLAY, "no GPU", None, "h100-pcie")
-    assert view.topology_here(replay) == (None, "no GPU here: the topology below is the recording's")
+    assert views.topology_here(replay) == (None, "no GPU here: the topology below is the recording's")
     one = course.Context(Mode.LIVE, "a GPU", "One GPU", "h100-pcie")
     text = ("\t\x1b[4mGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
             "GPU0\t X \t0-15\t0\t\tN/A\n\nLegend:\n\n  X    = Self\n")
     monkeypatch.setattr(topo, "nvidia_smi_topo", lambda: text)
-    got, note = view.topology_here(one)
+    got, note = views.topology_here(one)
     assert got == text and note.startswith("live")
-    table = view.here_table(one, got)
+    table = views.here_table(one, got)
     assert table.caption == "nvidia-smi topo -m (LIVE: measured now on One GPU)" and table.rows == [("GPU0", "X")]
     monkeypatch.setattr(topo, "nvidia_smi_topo", lambda: None)
-    assert view.topology_here(one) == (None, "nvidia-smi is not on PATH here")
+    assert views.topology_here(one) == (None, "nvidia-smi is not on PATH here")
 
 
 def test_nccl_view_says_why_when_there_is_nothing(tmp_path, monkeypatch, no_gpu):
@@ -312,13 +312,13 @@ def test_nccl_view_says_why_when_there_is_nothing(tmp_path, monkeypatch, no_gpu)
         "ndev": 2, "nccl_version": 22805, "timer": "wall clock", "rows": [
             {"nbytes": 4096, "median_s": 1e-5, "algbw_gbps": 0.4, "busbw_gbps": 0.4, "checked": True}]}})
     ctx = course.start(quiet=True)
-    table = view.nccl_table(ctx.get("p2p.nccl_allreduce"))
+    table = views.nccl_table(ctx.get("p2p.nccl_allreduce"))
     assert isinstance(table, Table) and table.rows[0][-1] == "yes" and "NCCL 22805" in table.caption
     write_reference(tmp_path, "empty-two", only_added=True, add={"p2p.matrices": fake_matrices()})  # no NCCL
     monkeypatch.setenv("COURSE_P2P_REFERENCE", "empty-two")
     declare_optional(monkeypatch, "p2p.nccl_allreduce", "p2p")
     missing = course.start(quiet=True).get("p2p.nccl_allreduce")
-    assert view.nccl_table(missing) is missing and "no recording" in missing.missing
+    assert views.nccl_table(missing) is missing and "no recording" in missing.missing
 
 
 def test_experiments_skip_on_fewer_than_two_gpus(no_gpu):
@@ -438,20 +438,20 @@ def test_one_gpu_topology():
 
 
 def test_verdicts_follow_the_numbers():
-    from helpers.ch08_peer_to_peer import view
+    from helpers.ch08_peer_to_peer import views
 
     # a PCIe claim is judged only on a PCIe link; NVLink data says what it measured and no more
-    fast_nvlink = view.source_verdict(fake_matrices(peer_gbps=300, staged_gbps=25), "NV18")
-    same = view.source_verdict(fake_matrices(peer_gbps=26, staged_gbps=25), "PIX")
-    twice = view.source_verdict(fake_matrices(peer_gbps=50, staged_gbps=25), "PHB")
+    fast_nvlink = views.source_verdict(fake_matrices(peer_gbps=300, staged_gbps=25), "NV18")
+    same = views.source_verdict(fake_matrices(peer_gbps=26, staged_gbps=25), "PIX")
+    twice = views.source_verdict(fake_matrices(peer_gbps=50, staged_gbps=25), "PHB")
     assert "x faster" in fast_nvlink and "says nothing about the source's PCIe claim" in fast_nvlink
     assert "confirmed" not in fast_nvlink
     assert "not what this machine shows" in same and "is confirmed" in twice
-    assert "cannot judge" in view.source_verdict(fake_matrices(peer_gbps=50, staged_gbps=25), None)
-    assert view.peer_vs_staged(fake_matrices(peer_gbps=50, staged_gbps=25)) == pytest.approx(2.0, rel=0.01)
+    assert "cannot judge" in views.source_verdict(fake_matrices(peer_gbps=50, staged_gbps=25), None)
+    assert views.peer_vs_staged(fake_matrices(peer_gbps=50, staged_gbps=25)) == pytest.approx(2.0, rel=0.01)
     d = fake_matrices(peer_gbps=300, staged_gbps=25)
     d["matrices"]["driver"] = fake_matrices(peer_gbps=40)["matrices"]["peer"]
-    assert "overlaps the two legs" in view.driver_vs_staged(d)
+    assert "overlaps the two legs" in views.driver_vs_staged(d)
 
 
 # --- NCCL runs in a child process -----------------------------------------------------
@@ -459,8 +459,10 @@ def test_verdicts_follow_the_numbers():
 def _outcome(status: str, results: dict | None = None, stderr: str = ""):
     from helpers.measure import sandbox
 
-    return sandbox.Outcome(status, 0 if status == "ok" else (None if status == "timeout" else 1), None, None,
-                           1.0, 5.0, results or {}, "", stderr)
+    return sandbox.Outcome(status=status,
+                           returncode=0 if status == "ok" else (None if status == "timeout" else 1),
+                           signal_number=None, signal_name=None, duration_s=1.0, timeout_s=5.0,
+                           results=results or {}, stdout_tail="", stderr_tail=stderr)
 
 
 @pytest.mark.parametrize("case, expected", [

@@ -207,7 +207,8 @@ def test_link_model_arguments():
         link.FabricParams(card_gbps=0)
     assert link.FabricParams(rc_p2p_gbps=0).peer_gbps() > 0  # same switch: the root complex is not on the path
     with pytest.raises(InputError, match="no peer path on placement 'root_ports'"):
-        link.card_dma_ns(link.LinkModel(), link.FabricParams(placement="root_ports", rc_p2p_gbps=0), 4096, peer=True)
+        link.card_dma_ns(link.LinkModel(), link.FabricParams(placement="root_ports",
+                                                             rc_p2p_gbps=0), 4096, peer=True)
     assert link.LinkModel(seed=0).params == link.LinkParams()
 
 

@@ -137,7 +137,8 @@ def test_wrong_ways_use_the_sandbox_with_a_finite_timeout(monkeypatch):
 
     def fake(code, timeout_s=60.0, *, env=None):
         seen.append((code, timeout_s))
-        return sandbox.Outcome("signal", None, 11, "SIGSEGV", 0.1, timeout_s)
+        return sandbox.Outcome(status="signal", returncode=None, signal_number=11, signal_name="SIGSEGV",
+                               duration_s=0.1, timeout_s=timeout_s)
 
     monkeypatch.setattr(sandbox, "run_python", fake)
     pointer_access.host_write_through_device_pointer()

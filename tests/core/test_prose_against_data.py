@@ -15,11 +15,11 @@ import pytest
 
 from helpers.ch00_your_machine import first_copy
 from helpers.ch02_mmio_and_bars import gpu_reads
-from helpers.ch03_dma_and_copy_engines import copy_engines, cost_view
+from helpers.ch03_dma_and_copy_engines import copy_engines, views
 from helpers.ch04_pinned_memory import exercises as ex4
 from helpers.ch04_pinned_memory import l2_reread, mapped_kernel, pinning, zero_copy
 from helpers.ch05_unified_memory import first_touch
-from helpers.ch08_peer_to_peer import view as p2p_view
+from helpers.ch08_peer_to_peer import views as p2p_view
 from helpers.core import evidence, reference
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
@@ -103,7 +103,7 @@ def test_ch0_ch3_pageable_sentences_follow_the_data(name, data, ref, case):
     d = _slower_pageable(data, PAGEABLE[case])
     live, replay, theirs = _evs("transfers.pinned_vs_pageable", d, ref)
     for ev in (live, replay):
-        for line in cost_view.pageable_steps(ev):
+        for line in views.pageable_steps(ev):
             s = next(x for x in d["series"] if x["host_kind"] == "pageable" and line.startswith(f"pageable {x['direction']}"))
             n = np.asarray(s["nbytes"], float)
             bw = (n / np.asarray(s["median_s"]))[n >= 1 << 20]
@@ -115,15 +115,15 @@ def test_ch0_ch3_pageable_sentences_follow_the_data(name, data, ref, case):
         then = first_copy.SEED_2009["pinned"] / first_copy.SEED_2009["pageable"]
         assert ("still pays" in claim) == (bw[("pinned", "h2d")] / bw[("pageable", "h2d")] > then), claim
         fits = copy_cost.fit_all(d)
-        for d_, line in zip(("h2d", "d2h"), cost_view.residual_lines(ev, fits), strict=True):
+        for d_, line in zip(("h2d", "d2h"), views.residual_lines(ev, fits), strict=True):
             closer = fits[("pinned", d_)].max_relative_residual() < fits[("pageable", d_)].max_relative_residual()
             assert ("pinned follows the model more closely" in line) == closer, line
-        key = cost_view.n_half_key_point(ev, fits)
-        least = min(fits[("pinned", x)].n_half for x in ("h2d", "d2h")) / cost_view.SEED_002_OVERHEAD_BYTES
+        key = views.n_half_key_point(ev, fits)
+        least = min(fits[("pinned", x)].n_half for x in ("h2d", "d2h")) / views.SEED_002_OVERHEAD_BYTES
         if least >= 2:
             assert f"at least {int(least)}x" in key and int(least) <= least, key
         _worded(key, ev)
-        for line in cost_view.fits_beside(ev, fits, theirs, copy_cost.fit_all(theirs.data)):
+        for line in views.fits_beside(ev, fits, theirs, copy_cost.fit_all(theirs.data)):
             _worded(line, ev)
     lines = first_copy.beside_lines(live, theirs, 64 << 20)
     for line in lines:

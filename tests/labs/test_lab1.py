@@ -48,7 +48,7 @@ from helpers.core.errors import DeviceTimeoutError
 from helpers.labs.toy_driver import LabDriver, vram_alloc
 from helpers.models.toygpu import commands as cmd
 from helpers.models.toygpu import regs
-from helpers.models.toygpu.driver import RingFullError, ToyGPUError
+from helpers.models.toygpu.errors import RingFullError, ToyGPUError
 PAGE = regs.PAGE_SIZE
 """
 HELPERS = ("_u64", "_program_ring", "_check_length", "_dma")

@@ -9,7 +9,7 @@ import pytest
 
 from helpers.core.errors import InputError
 from helpers.labs import lab6
-from helpers.measure import edu_vm
+from helpers.measure import kernel_vm
 from helpers.measure.kernel_vm import qemu
 from instructor.labs import lab6 as ref
 
@@ -58,11 +58,11 @@ def test_a_run_cut_short_keeps_finished_parts_and_says_why_the_rest_failed(monke
     parsed = lab6.parse_stream(text)
     assert [r.get("part") for r in parsed["rows"]] == [None, "open", "identify"] and not parsed["complete"]
 
-    def fake_run_guest(main_py, params, *, files, timeout_s, parse):
-        assert b"lab6_harness" in main_py and b'"factorial"' in files["plan.json"]
+    def fake_run(machine, params, *, main, files, timeout_s, parse):
+        assert machine == "edu" and b"lab6_harness" in main and b'"factorial"' in files["plan.json"]
         return {"result": parse(text), "vm": {"device_abort": "QEMU's emulated device stopped the VM (EDU: DMA range)"}}
 
-    monkeypatch.setattr(edu_vm, "run_guest", fake_run_guest)
+    monkeypatch.setattr(kernel_vm, "run", fake_run)
     lab6._CACHE.clear()
     out = lab6.run({p: lab6.examples(p) for p in ("open", "identify", "factorial")}, {})["parts"]
     assert out["open"]["ok"] and not out["identify"]["ok"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.labs import lab6
-from helpers.measure import edu_vm
+from helpers.measure import kernel_vm
 from instructor.labs import lab6 as ref
 
 pytestmark = pytest.mark.kernel_vm
@@ -21,7 +21,7 @@ SEED = 424242
 
 @pytest.fixture(autouse=True)
 def _edu_here():
-    hint = edu_vm.missing()
+    hint = kernel_vm.missing("edu")
     assert hint is None, hint
 
 

@@ -16,7 +16,7 @@ import pytest
 from test_lab_parts_on_their_own import run_student
 
 from helpers.labs import lab6
-from helpers.measure import edu_vm
+from helpers.measure import kernel_vm
 from instructor.labs import lab6 as ref
 
 pytestmark = pytest.mark.kernel_vm
@@ -28,7 +28,7 @@ CELLS = {"open_device": "open", "identify": "identify", "factorial": "factorial"
 
 @pytest.fixture(autouse=True)
 def _edu_here(monkeypatch):
-    hint = edu_vm.missing()
+    hint = kernel_vm.missing("edu")
     assert hint is None, hint
     monkeypatch.setenv("NBGRADER_EXECUTION", "validate")  # a failed check raises CheckFailed
     monkeypatch.setenv("COURSE_MODE", "replay")

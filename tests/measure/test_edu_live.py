@@ -6,17 +6,17 @@ from __future__ import annotations
 import pytest
 
 from helpers.ch02_mmio_and_bars import real_bar
-from helpers.ch04_pinned_memory import vfio_dma
+from helpers.ch04_pinned_memory import real_vfio_dma
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
-from helpers.measure import edu_vm
+from helpers.measure import kernel_vm
 
 pytestmark = pytest.mark.kernel_vm
 
 
 @pytest.fixture(autouse=True)
 def _edu_here():
-    hint = edu_vm.missing()
+    hint = kernel_vm.missing("edu")
     assert hint is None, hint
 
 
@@ -30,8 +30,8 @@ def test_edu_answers_through_a_user_space_mapping_live():
 
 
 def test_dma_goes_through_the_iommu_live():
-    data = vfio_dma.edu_dma(quick=True, payload=3000, seed=9)
-    f = vfio_dma.facts(Evidence(vfio_dma.EXPERIMENT, data, Mode.LIVE, "this machine", "live"))
+    data = real_vfio_dma.edu_dma(quick=True, payload=3000, seed=9)
+    f = real_vfio_dma.facts(Evidence(real_vfio_dma.EXPERIMENT, data, Mode.LIVE, "this machine", "live"))
     assert f["driver"] == "vfio-pci" and f["equal"] and f["bytes"] == 3000
     assert "fault addr 0x900000" in f["fault_line"] and f["mask_landed_low"]
     assert f["big_errno"] == 12 and "RLIMIT_MEMLOCK" in f["memlock_line"] and f["small_ok"]

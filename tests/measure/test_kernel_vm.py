@@ -108,8 +108,9 @@ def test_command_uses_nodefaults_the_device_and_two_serial_ports(tmp_path):
 
 
 def test_a_machine_brings_its_board_memory_devices_and_command_line(monkeypatch, tmp_path):
-    m = machines.Machine("iommu", ("-device", "intel-iommu,intremap=on", "-device", "edu"), ("vfio",),
-                         board="q35,kernel-irqchip=split", memory_mb=512, cmdline="intel_iommu=on")
+    m = machines.Machine(name="iommu", devices=("-device", "intel-iommu,intremap=on", "-device", "edu"),
+                         modules=("vfio",), board="q35,kernel-irqchip=split", memory_mb=512,
+                         cmdline="intel_iommu=on")
     monkeypatch.setitem(machines.MACHINES, "iommu", m)
     cmd = qemu.command("qemu", tmp_path / "k", tmp_path / "i", "iommu", {"run": "x"}, "tcg", tmp_path / "c",
                        tmp_path / "r")
@@ -234,3 +235,14 @@ def test_cache_dir_follows_the_setting(monkeypatch, tmp_path):
 def test_initramfs_gzip_is_reproducible():
     entries = [("init", b"x", 0o755)]
     assert gzip.compress(bundle.cpio_newc(entries), mtime=0) == gzip.compress(bundle.cpio_newc(entries), mtime=0)
+
+
+def test_source_line_names_the_vm_live_and_the_transcript_in_replay():
+    from types import SimpleNamespace
+
+    vm = {"kernel_release": "6.1.0-9-amd64", "qemu": "7.2.22 (Debian)", "accel": "TCG", "device": "edu",
+          "date": "2026-11-28T01:02:03+00:00"}
+    live = SimpleNamespace(live=True, data={"vm": vm}, source="ignored when live")
+    assert transcript.source_line(live) == "this machine — Linux 6.1.0-9-amd64 under QEMU 7.2.22 (TCG), edu · 2026-11-28"
+    replay = SimpleNamespace(live=False, data={"vm": vm}, source="data/kernel_lab/real_bar.edu.json · QEMU")
+    assert transcript.source_line(replay) == "data/kernel_lab/real_bar.edu.json · QEMU"

@@ -7,17 +7,17 @@ from __future__ import annotations
 import gzip
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
+from test_kernel_vm import _fake_qemu  # the same stand-in for QEMU
 
-from helpers.core.errors import SkipExperiment
+from helpers.core.errors import InputError, SkipExperiment
 from helpers.measure import kernel_vm
 from helpers.measure.kernel_vm import guest_python, machines, qemu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "kernel_lab"))
-import edu  # noqa: E402  (the guest library; standard library only, importable on the host too)
-from test_kernel_vm import _fake_qemu  # noqa: E402  (the same stand-in for QEMU)
+edu = kernel_vm.guest_module()  # the guest library; standard library only, importable on the host too
 
 
 def test_the_edu_machine_has_an_iommu_split_irqchip_and_python():
@@ -108,3 +108,71 @@ def test_the_guest_modules_use_only_the_archives_standard_library():
             "print(bad)")
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+# ----------------------------------------------------------------------------- the one way in: kernel_vm.run
+def test_missing_names_the_device_this_qemu_lacks(monkeypatch, tmp_path):
+    listing = """echo 'name "intel-iommu", bus System'; echo 'name "virtio-gpu-pci", bus PCI'"""
+    monkeypatch.setenv("COURSE_QEMU", str(_fake_qemu(tmp_path, listing)))
+    kernel_vm._device_list.cache_clear()
+    try:
+        hint = kernel_vm.missing("edu")
+        assert "no edu (QEMU's educational PCI device)" in hint and "intel-iommu (" not in hint
+        assert "qemu-system-x86" in hint
+        assert kernel_vm.missing("gem") is None  # a machine without needs_devices: QEMU is enough
+    finally:
+        kernel_vm._device_list.cache_clear()
+    with pytest.raises(InputError, match="unknown kernel lab machine"):
+        kernel_vm.missing("edu2")
+
+
+class _Booted:
+    def __init__(self, result):
+        self.result, self.qemu_version, self.accel, self.seconds, self.notes = result, "QEMU 7.2", "tcg", 1.0, []
+        self.stderr_tail = ""
+
+
+def _stub_vm(monkeypatch, tmp_path, result) -> list[dict]:
+    """kernel_vm.run with the bundle, the guest's Python and the boot stubbed: the calls it made."""
+    calls = []
+    fake_bundle = types.SimpleNamespace(kernel=tmp_path / "k", initrd=tmp_path / "i", kernel_release="6.1",
+                                        manifest={"kernel_deb": "linux-image", "vmlinuz_bytes": 1, "initrd_bytes": 1})
+    (tmp_path / "python.cpio.gz").write_bytes(b"PY")
+    monkeypatch.setattr(kernel_vm, "missing", lambda machine: None)
+    monkeypatch.setattr(kernel_vm.bundle, "ensure", lambda log=print: fake_bundle)
+    monkeypatch.setattr(kernel_vm.bundle, "bundle_bytes", lambda b: 2)
+    monkeypatch.setattr(kernel_vm.guest_python, "ensure", lambda log=print: tmp_path / "python.cpio.gz")
+
+    def boot(kernel, initrd, machine, params, *, timeout_s, extra_initrd, parse):
+        calls.append({"machine": machine, "params": params, "timeout_s": timeout_s, "extra": extra_initrd})
+        return _Booted(result)
+
+    monkeypatch.setattr(kernel_vm.qemu, "boot", boot)
+    return calls
+
+
+def test_run_on_edu_runs_the_probe_unless_given_a_program(monkeypatch, tmp_path):
+    calls = _stub_vm(monkeypatch, tmp_path, {"ok": 1})
+    out = kernel_vm.run("edu", {"scenario": "dma"})
+    assert out["result"] == {"ok": 1} and out["vm"]["machine"] == "edu"
+    assert calls[0]["params"] == {"run": "python", "scenario": "dma"}
+    assert calls[0]["timeout_s"] == qemu.PYTHON_TIMEOUT_S
+    work = gzip.decompress(calls[0]["extra"][2:])
+    assert calls[0]["extra"].startswith(b"PY") and kernel_vm.PROBE_MAIN in work
+    kernel_vm.run("edu", {}, main=b"print('mine')\n", files={"plan.json": b"{}"}, timeout_s=9)
+    work = gzip.decompress(calls[1]["extra"][2:])
+    assert b"print('mine')\n" in work and kernel_vm.PROBE_MAIN not in work and b"work/plan.json\0" in work
+    assert calls[1]["timeout_s"] == 9
+
+
+def test_run_refuses_a_probe_that_reported_an_error(monkeypatch, tmp_path):
+    _stub_vm(monkeypatch, tmp_path, {"error": "no edu device in sysfs"})
+    with pytest.raises(SkipExperiment, match=r"probe failed in the VM \(edu\): no edu device in sysfs"):
+        kernel_vm.run("edu", {"scenario": "bar"})
+
+
+def test_run_says_what_is_missing_before_booting(monkeypatch, tmp_path):
+    monkeypatch.setattr(kernel_vm, "missing", lambda machine: f"{machine}: no QEMU here")
+    monkeypatch.setattr(kernel_vm.bundle, "ensure", lambda log=print: pytest.fail("built a bundle without QEMU"))
+    with pytest.raises(SkipExperiment, match="edu: no QEMU here"):
+        kernel_vm.run("edu", {"scenario": "bar"})

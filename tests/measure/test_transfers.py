@@ -28,7 +28,7 @@ def test_no_gpu_is_a_clear_error(no_gpu):
 
 
 def test_result_statistics():
-    r = TransferResult("h2d", "pinned", 1_000_000, [4e-5, 1e-5, 2e-5], warmup=1)
+    r = TransferResult(direction="h2d", host_kind="pinned", nbytes=1_000_000, times_s=[4e-5, 1e-5, 2e-5], warmup=1)
     assert r.median_s == 2e-5 and r.min_s == 1e-5
     assert r.bandwidth_gbps == pytest.approx(50.0) and r.peak_gbps == pytest.approx(100.0)
     d = r.to_dict()
@@ -55,7 +55,8 @@ def test_adaptive_reps_bounds():
 
 
 def test_results_to_series_groups():
-    rs = [TransferResult(d, k, n, [n * 1e-10], 0) for k in ("pinned", "pageable") for d in ("h2d", "d2h")
+    rs = [TransferResult(direction=d, host_kind=k, nbytes=n, times_s=[n * 1e-10],
+                         warmup=0) for k in ("pinned", "pageable") for d in ("h2d", "d2h")
           for n in (4, 8)]
     out = transfers.results_to_series(rs)
     assert len(out["series"]) == 4

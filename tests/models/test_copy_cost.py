@@ -4,7 +4,7 @@ data it cannot use with a clear error, and reads the sweep's series format."""
 import numpy as np
 import pytest
 
-from helpers.ch03_dma_and_copy_engines import cost_view
+from helpers.ch03_dma_and_copy_engines import views
 from helpers.core.errors import CourseError, InputError
 from helpers.measure.transfers import TransferResult, results_to_series, sweep_sizes
 from helpers.models import copy_cost as lm
@@ -95,7 +95,8 @@ def fake_sweep(kinds=("pageable", "pinned")):
             b = B if kind == "pinned" else B / 4
             n, t = synthetic(b=b, noise=0.01, seed=3)
             for ni, ti in zip(n.astype(int), t, strict=True):
-                out.append(TransferResult(d, kind, int(ni), [ti * 0.99, ti, ti * 1.02], warmup=1))
+                out.append(TransferResult(direction=d, host_kind=kind, nbytes=int(ni),
+                                          times_s=[ti * 0.99, ti, ti * 1.02], warmup=1))
     return results_to_series(out)
 
 
@@ -124,13 +125,13 @@ def test_missing_series_is_named():
                                          (110e3, "dated"), (2e3, "fewer bytes")])
 def test_seed_verdict_follows_the_numbers(n_half, word):
     f = lm.LinearFit(2e-6, n_half / 2e-6, (1, 2), (1.0, 2.0))
-    text = cost_view.seed_verdict(f)
+    text = views.seed_verdict(f)
     assert word in text
     assert f"{n_half / 1e3:.1f} kB" in text
 
 
 def test_seed_verdict_says_whether_the_fixed_cost_shrank():
-    slower = cost_view.seed_verdict(lm.LinearFit(4.5e-6, 53e9, (1, 2), (1.0, 2.0)))
+    slower = views.seed_verdict(lm.LinearFit(4.5e-6, 53e9, (1, 2), (1.0, 2.0)))
     assert "did not shrink (1.4x)" in slower and "17x faster" in slower
-    quicker = cost_view.seed_verdict(lm.LinearFit(1.0e-6, 53e9, (1, 2), (1.0, 2.0)))
+    quicker = views.seed_verdict(lm.LinearFit(1.0e-6, 53e9, (1, 2), (1.0, 2.0)))
     assert "shrank 3.1x" in quicker

@@ -8,7 +8,7 @@ from toygpu_util import start_device
 
 from helpers.core.errors import DeviceTimeoutError
 from helpers.models.toygpu import commands as C
-from helpers.models.toygpu import driver as drv
+from helpers.models.toygpu import errors
 from helpers.models.toygpu import regs as R
 from helpers.models.toygpu.driver import ToyGPU
 
@@ -91,7 +91,7 @@ def test_indirect_buffers_nest_two_deep(gpu):
     assert list(gpu.download(dva, 40).view("<u4")) == [5] * 4 + [6] * 4 + [7] * 2
     too_deep = gpu.alloc_sys(64, align=64)
     gpu.write_commands(too_deep, [C.indirect(outer.addr, n_outer)])
-    expect(gpu, [C.indirect(too_deep.addr, 1)], drv.CommandError, E.IB_DEPTH)
+    expect(gpu, [C.indirect(too_deep.addr, 1)], errors.CommandError, E.IB_DEPTH)
     for b in (inner, outer, too_deep):
         gpu.free_sys(b)
 
@@ -138,7 +138,7 @@ def test_the_device_writes_its_read_pointer_back(gpu):
 def test_a_polling_wait_sees_the_written_back_error_code(gpu):
     assert gpu.error_code() == 0
     v = gpu.submit([C.fill(0, 8, 0)], interrupt=False)  # DVA 0 is never mapped
-    with pytest.raises(drv.MemoryFaultError, match="MMU_FAULT"):
+    with pytest.raises(errors.MemoryFaultError, match="MMU_FAULT"):
         gpu.wait(v, how="poll", timeout=3.0)
     assert gpu.error_code() == E.MMU_FAULT
     gpu.clear_error()
@@ -150,7 +150,7 @@ def test_bad_read_pointer_address(gpu):
     for bad in (gpu.rptr_slot.addr + 4, len(gpu.sys_view) - 8):
         gpu.write("CONTROL", 0)
         gpu.write("RPTR_ADDR", bad)
-        with pytest.raises(drv.RingError, match="RING_CONFIG"):
+        with pytest.raises(errors.RingError, match="RING_CONFIG"):
             gpu.write("CONTROL", R.Control.RING_ENABLE)
         assert gpu.read("ERROR_INFO") == bad
         gpu.recover()
@@ -164,14 +164,14 @@ def test_wait_times_out_instead_of_hanging(gpu):
 
 def test_masked_error_still_surfaces_at_timeout(gpu):
     gpu.write("INT_MASK", 0)
-    with pytest.raises(drv.MemoryFaultError):
+    with pytest.raises(errors.MemoryFaultError):
         gpu.run([C.fill(0, 8, 0)], timeout=0.3)
 
 
 def test_clear_error_resumes_after_the_failed_command(gpu):
     d = gpu.alloc_vram(4096)
     v = gpu.submit([C.fill(d, 8, 1), C.fill(3, 8, 2), C.fill(d + 8, 8, 3)])
-    with pytest.raises(drv.CommandError, match="MISALIGNED"):
+    with pytest.raises(errors.CommandError, match="MISALIGNED"):
         gpu.wait(v, timeout=2.0)
     gpu.clear_error()
     gpu.wait(v, timeout=2.0)
@@ -187,14 +187,14 @@ def test_misaligned_and_bad_descriptors(gpu):
         desc.view[:32] = C.descriptors([triple]).astype("<u8").view(np.uint8)
         return [C.dma(desc.addr if addr is None else addr, count)]
 
-    expect(gpu, dma_with((buf.addr + 4, dva, 64)), drv.CommandError, E.MISALIGNED, buf.addr + 4)
-    expect(gpu, dma_with((buf.addr, dva + 4, 64)), drv.CommandError, E.MISALIGNED, dva + 4)
-    expect(gpu, dma_with((buf.addr, dva, 60)), drv.CommandError, E.MISALIGNED, 60)
-    expect(gpu, dma_with((buf.addr, dva, 0)), drv.CommandError, E.BAD_DESCRIPTOR, 0)
-    expect(gpu, dma_with((buf.addr, dva, C.MAX_DMA_BYTES + 8)), drv.CommandError, E.BAD_DESCRIPTOR)
-    expect(gpu, dma_with((buf.addr, dva, 64), count=0), drv.CommandError, E.BAD_DESCRIPTOR, 0)
-    expect(gpu, dma_with((buf.addr, dva, 64), count=C.MAX_DESCRIPTORS + 1), drv.CommandError, E.BAD_DESCRIPTOR)
-    expect(gpu, dma_with((buf.addr, dva, 64), addr=desc.addr + 8), drv.CommandError, E.MISALIGNED)
+    expect(gpu, dma_with((buf.addr + 4, dva, 64)), errors.CommandError, E.MISALIGNED, buf.addr + 4)
+    expect(gpu, dma_with((buf.addr, dva + 4, 64)), errors.CommandError, E.MISALIGNED, dva + 4)
+    expect(gpu, dma_with((buf.addr, dva, 60)), errors.CommandError, E.MISALIGNED, 60)
+    expect(gpu, dma_with((buf.addr, dva, 0)), errors.CommandError, E.BAD_DESCRIPTOR, 0)
+    expect(gpu, dma_with((buf.addr, dva, C.MAX_DMA_BYTES + 8)), errors.CommandError, E.BAD_DESCRIPTOR)
+    expect(gpu, dma_with((buf.addr, dva, 64), count=0), errors.CommandError, E.BAD_DESCRIPTOR, 0)
+    expect(gpu, dma_with((buf.addr, dva, 64), count=C.MAX_DESCRIPTORS + 1), errors.CommandError, E.BAD_DESCRIPTOR)
+    expect(gpu, dma_with((buf.addr, dva, 64), addr=desc.addr + 8), errors.CommandError, E.MISALIGNED)
     gpu.free_sys(buf)
     gpu.free_sys(desc)
 
@@ -206,14 +206,14 @@ def test_out_of_range_addresses_never_corrupt_memory(gpu):
     desc = gpu.alloc_sys(32, align=32)
     desc.view[:] = C.descriptors([(size - 8, dva, 64)]).astype("<u8").view(np.uint8)
     sys_before[desc.addr:desc.addr + 32] = desc.view
-    expect(gpu, [C.dma(desc.addr, 1, to_host=True)], drv.MemoryFaultError, E.SYSMEM_RANGE, size - 8)
-    expect(gpu, [C.dma(size + 64, 1)], drv.MemoryFaultError, E.SYSMEM_RANGE)
-    expect(gpu, [C.fence(size, 1)], drv.MemoryFaultError, E.SYSMEM_RANGE, size)
-    expect(gpu, [C.fill(0, 8, 1)], drv.MemoryFaultError, E.MMU_FAULT, 0)  # DVA 0 is never mapped
-    expect(gpu, [C.fill(dva + 4096 - 8, 16, 1)], drv.MemoryFaultError, E.MMU_FAULT, dva + 4096)
+    expect(gpu, [C.dma(desc.addr, 1, to_host=True)], errors.MemoryFaultError, E.SYSMEM_RANGE, size - 8)
+    expect(gpu, [C.dma(size + 64, 1)], errors.MemoryFaultError, E.SYSMEM_RANGE)
+    expect(gpu, [C.fence(size, 1)], errors.MemoryFaultError, E.SYSMEM_RANGE, size)
+    expect(gpu, [C.fill(0, 8, 1)], errors.MemoryFaultError, E.MMU_FAULT, 0)  # DVA 0 is never mapped
+    expect(gpu, [C.fill(dva + 4096 - 8, 16, 1)], errors.MemoryFaultError, E.MMU_FAULT, dva + 4096)
     beyond = gpu.pt_entries * R.PAGE_SIZE
-    expect(gpu, [C.saxpy(beyond, dva, 4, 1.0)], drv.MemoryFaultError, E.MMU_FAULT, beyond)
-    expect(gpu, [C.fill(1 << 62, 8, 1)], drv.MemoryFaultError, E.MMU_FAULT, 1 << 62)
+    expect(gpu, [C.saxpy(beyond, dva, 4, 1.0)], errors.MemoryFaultError, E.MMU_FAULT, beyond)
+    expect(gpu, [C.fill(1 << 62, 8, 1)], errors.MemoryFaultError, E.MMU_FAULT, 1 << 62)
     # nothing outside the driver's own fence/ring traffic changed
     assert np.array_equal(gpu.vram_view, vram_before)
     ring = slice(gpu.ring.addr, gpu.ring.addr + gpu.ring.nbytes)
@@ -229,57 +229,57 @@ def test_unmapped_and_read_only_pages(gpu):
     ro = gpu.alloc_vram(4096, writable=False)
     rw = gpu.alloc_vram(4096)
     gpu.run([C.saxpy(ro, rw, 16, 1.0)])  # reading a read-only page is fine
-    expect(gpu, [C.fill(ro, 8, 1)], drv.MemoryFaultError, E.MMU_WRITE_FAULT, ro)
-    expect(gpu, [C.saxpy(rw, ro, 16, 1.0)], drv.MemoryFaultError, E.MMU_WRITE_FAULT, ro)
+    expect(gpu, [C.fill(ro, 8, 1)], errors.MemoryFaultError, E.MMU_WRITE_FAULT, ro)
+    expect(gpu, [C.saxpy(rw, ro, 16, 1.0)], errors.MemoryFaultError, E.MMU_WRITE_FAULT, ro)
     gpu.unmap(rw, 4096)
     assert gpu.translate(rw) is None
-    expect(gpu, [C.fill(rw, 8, 1)], drv.MemoryFaultError, E.MMU_FAULT, rw)
+    expect(gpu, [C.fill(rw, 8, 1)], errors.MemoryFaultError, E.MMU_FAULT, rw)
 
 
 def test_bad_page_table_registers(gpu):
     gpu.write("PT_BASE", 100)
-    expect(gpu, [C.fill(4096, 8, 1)], drv.MemoryFaultError, E.PAGE_TABLE, 100)
+    expect(gpu, [C.fill(4096, 8, 1)], errors.MemoryFaultError, E.PAGE_TABLE, 100)
     gpu.write("PT_ENTRIES", 1 << 40)
-    expect(gpu, [C.fill(4096, 8, 1)], drv.MemoryFaultError, E.PAGE_TABLE)
+    expect(gpu, [C.fill(4096, 8, 1)], errors.MemoryFaultError, E.PAGE_TABLE)
 
 
 def test_bad_opcode(gpu):
     bad = C.nop()
     bad[0] = 0x7F
-    expect(gpu, [bad], drv.CommandError, E.BAD_OPCODE, 0x7F)
+    expect(gpu, [bad], errors.CommandError, E.BAD_OPCODE, 0x7F)
 
 
 def test_doorbell_errors(gpu):
-    with pytest.raises(drv.RingError, match="EMPTY_DOORBELL"):
+    with pytest.raises(errors.RingError, match="EMPTY_DOORBELL"):
         gpu.write("DOORBELL", gpu.wptr)
     gpu.recover()
-    with pytest.raises(drv.RingError, match="RING_OVERFLOW"):
+    with pytest.raises(errors.RingError, match="RING_OVERFLOW"):
         gpu.write("DOORBELL", gpu.wptr + gpu.ring_entries + 1)
     gpu.recover()
     gpu.run([C.nop()])
-    with pytest.raises(drv.RingError, match="BAD_DOORBELL"):
+    with pytest.raises(errors.RingError, match="BAD_DOORBELL"):
         gpu.write("DOORBELL", 0)
     gpu.recover()
     gpu.write("CONTROL", 0)  # ring off
-    with pytest.raises(drv.RingError, match="RING_OFF"):
+    with pytest.raises(errors.RingError, match="RING_OFF"):
         gpu.write("DOORBELL", 1)
 
 
 def test_bad_ring_configuration(gpu):
     gpu.write("CONTROL", 0)
     gpu.write("RING_SIZE", 48)
-    with pytest.raises(drv.RingError, match="RING_CONFIG"):
+    with pytest.raises(errors.RingError, match="RING_CONFIG"):
         gpu.write("CONTROL", R.Control.RING_ENABLE)
     assert gpu.read("ERROR_INFO") == 48
     gpu.recover()
     gpu.write("CONTROL", 0)
     gpu.write("RING_BASE", len(gpu.sys_view) - 64)
-    with pytest.raises(drv.RingError, match="RING_CONFIG"):
+    with pytest.raises(errors.RingError, match="RING_CONFIG"):
         gpu.write("CONTROL", R.Control.RING_ENABLE)
 
 
 def test_driver_refuses_ring_overflow_and_waits_for_space(gpu):
-    with pytest.raises(drv.RingFullError, match="indirect buffer"):
+    with pytest.raises(errors.RingFullError, match="indirect buffer"):
         gpu.submit([C.nop()] * gpu.ring_entries)  # plus a fence: can never fit
     # many more commands than the ring holds: submit waits for space, never overwrites
     before = gpu.device_counters()["CNT_COMMANDS"]
@@ -333,12 +333,12 @@ def test_bar1_reaches_vram_only_where_its_table_maps(gpu):
     gpu.bar1_unmap(ap, data.size)
     gpu.check()  # nothing faulted so far
     assert set(gpu.bar1_read(ap, 64).tolist()) == {R.BAR1_UNMAPPED_BYTE}  # all ones, as PCIe returns
-    with pytest.raises(drv.MemoryFaultError, match="BAR1_FAULT") as err:
+    with pytest.raises(errors.MemoryFaultError, match="BAR1_FAULT") as err:
         gpu.check()
     assert err.value.info == ap
     gpu.recover()
     gpu.bar1_write(ap, np.zeros(64, np.uint8))  # a store to an unmapped page is recorded ...
-    with pytest.raises(drv.MemoryFaultError, match="BAR1_FAULT"):
+    with pytest.raises(errors.MemoryFaultError, match="BAR1_FAULT"):
         gpu.check()
     gpu.recover()  # ... and dropped
     assert np.array_equal(gpu.download(dva, 64), np.r_[data[:8], [7] * 8, data[16:64]].astype(np.uint8))
@@ -347,16 +347,16 @@ def test_bar1_reaches_vram_only_where_its_table_maps(gpu):
 def test_bar1_translation_off_and_bad_tables_are_device_errors(gpu):
     gpu.write("BAR1_PT_BASE", 0)  # translation off: every aperture page is unmapped
     assert set(gpu.bar1_read(0, 16).tolist()) == {R.BAR1_UNMAPPED_BYTE}
-    with pytest.raises(drv.MemoryFaultError, match="BAR1_FAULT"):
+    with pytest.raises(errors.MemoryFaultError, match="BAR1_FAULT"):
         gpu.check()
     gpu.recover()
     for bad in (100 | R.BAR1_PT_ENABLE, len(gpu.vram_view) | R.BAR1_PT_ENABLE):
-        with pytest.raises(drv.MemoryFaultError, match="PAGE_TABLE"):
+        with pytest.raises(errors.MemoryFaultError, match="PAGE_TABLE"):
             gpu.write("BAR1_PT_BASE", bad)
         assert gpu.read("BAR1_PT_BASE") == 0
         gpu.recover()
     gpu.write("VRAM_WINDOW", len(gpu.vram_view))
-    with pytest.raises(drv.MemoryFaultError, match="VRAM_WINDOW"):
+    with pytest.raises(errors.MemoryFaultError, match="VRAM_WINDOW"):
         gpu.write("VRAM_DATA", 1)
     gpu.recover()
     gpu.run([C.nop()])
@@ -381,8 +381,8 @@ def test_device_lost_is_reported(gpu):
     g = start_device()
     g.proc.kill()
     g.proc.wait()
-    with pytest.raises(drv.DeviceLostError):
+    with pytest.raises(errors.DeviceLostError):
         g.read("ID")
     g.close()
-    with pytest.raises(drv.DeviceLostError, match="closed"):
+    with pytest.raises(errors.DeviceLostError, match="closed"):
         g.read("ID")

@@ -16,7 +16,7 @@ from toygpu_util import start_device
 
 from helpers.core.errors import DeviceTimeoutError
 from helpers.models.toygpu import commands as C
-from helpers.models.toygpu import driver as drv
+from helpers.models.toygpu import errors
 from helpers.models.toygpu import regs as R
 
 E = R.ErrorCode
@@ -161,7 +161,7 @@ def test_random_command_streams(rig, chunk):
                 last = gpu.submit(cmds[a:b], timeout=TIME_BOUND_S)
             gpu.wait(last, timeout=TIME_BOUND_S)
             got = None
-        except drv.DeviceError as err:
+        except errors.DeviceError as err:
             got = err.code
         except DeviceTimeoutError as err:
             pytest.fail(f"stream {seed}: timed out instead of completing or failing: {err}")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.models.toygpu import ToyGPU, commands, link, regs
-from helpers.models.toygpu import driver as drv
+from helpers.models.toygpu import ToyGPU, commands, errors, link, regs
 
 
 def test_register_map_is_consistent():
@@ -19,7 +18,7 @@ def test_register_map_is_consistent():
 
 
 def test_check_map_catches_overlap(monkeypatch):
-    bad = regs.REGISTERS + (regs.Register("DUP", 0x000, regs.RW, "overlaps ID"),)
+    bad = regs.REGISTERS + (regs.Register(name="DUP", offset=0x000, access=regs.RW, doc="overlaps ID"),)
     monkeypatch.setattr(regs, "REGISTERS", bad)
     with pytest.raises(AssertionError, match="overlaps"):
         regs.check_map()
@@ -39,7 +38,7 @@ def test_every_error_code_has_text_and_an_exception_class():
     for code in regs.ErrorCode:
         assert regs.ERROR_TEXT[code]
         if code is not regs.ErrorCode.NONE:
-            assert issubclass(drv.ERROR_CLASS[code], drv.DeviceError)
+            assert issubclass(errors.ERROR_CLASS[code], errors.DeviceError)
 
 
 def test_register_lookup_errors():
@@ -62,7 +61,7 @@ def test_device_enforces_access_kinds(gpu: ToyGPU):
     for r in regs.REGISTERS:
         if r.access == regs.RO:
             before = gpu.read(r.name) if r.name not in ("BUS_WRITES_SEEN",) else None
-            with pytest.raises(drv.RegisterError, match=f"RO_WRITE.*register {r.name}"):
+            with pytest.raises(errors.RegisterError, match=f"RO_WRITE.*register {r.name}"):
                 gpu.write(r.name, 7)
             assert gpu.read("ERROR_INFO") == r.offset
             gpu.clear_error()
@@ -72,10 +71,10 @@ def test_device_enforces_access_kinds(gpu: ToyGPU):
 
 
 def test_unmapped_and_misaligned_register_writes(gpu: ToyGPU):
-    with pytest.raises(drv.RegisterError, match="BAD_REGISTER.*no register there"):
+    with pytest.raises(errors.RegisterError, match="BAD_REGISTER.*no register there"):
         gpu.write(0xFF8, 1)
     gpu.clear_error()
-    with pytest.raises(drv.RegisterError, match="BAD_REGISTER"):
+    with pytest.raises(errors.RegisterError, match="BAD_REGISTER"):
         gpu.write(0x0C9, 1)
     gpu.clear_error()
     with pytest.raises(ValueError, match="not 8-byte aligned"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.core.errors import InputError, InputTypeError
-from helpers.models import ttm
+from helpers.models import ttm, ttm_figures
 from helpers.models.ttm import Domain, MiB
 
 LINK = ttm.LinkModel(latency_s=1e-5, h2d_bytes_per_s=50e9, d2h_bytes_per_s=40e9, source="test")
@@ -37,7 +37,7 @@ def test_evicting_a_busy_bo_waits_for_its_fence_which_signals_for_every_bo():
     assert (ev.bo, ev.dst, ev.waited_for) == ("a", Domain.GTT, ("draw",))
     assert m.busy("g") == ()  # the fence signalled once, for every BO that carried it
     assert m.totals()["evictions_that_waited"] == 1
-    assert ttm.move_rows(m)[-1][-1] == "draw"
+    assert ttm_figures.move_rows(m)[-1][-1] == "draw"
 
 
 def test_an_idle_victim_is_evicted_without_waiting():
@@ -101,10 +101,10 @@ def test_bad_jobs_and_flags_are_refused():
 def test_bo_rows_say_where_each_bo_is_what_moved_it_and_what_it_waited_for():
     m = two_full()
     m.create("c", 4 * MiB)
-    rows = {r[0]: r for r in ttm.bo_rows(m)}
+    rows = {r[0]: r for r in ttm_figures.bo_rows(m)}
     assert rows["a"] == ("a", "GTT", "evict VRAM→GTT after waiting for draw", "none")
     assert rows["b"][2:] == ("not moved", "none") and rows["c"][1] == "VRAM"
     skipped = two_full(no_wait_gpu=True)
     skipped.create("c", 4 * MiB)
-    rows = {r[0]: r for r in ttm.bo_rows(skipped)}
+    rows = {r[0]: r for r in ttm_figures.bo_rows(skipped)}
     assert rows["a"][2:] == ("not moved", "draw") and rows["b"][2] == "evict VRAM→GTT"

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.core import reference
-from helpers.models import ttm
+from helpers.models import ttm, ttm_figures
 from helpers.models.buddy import OutOfSpace
 from helpers.models.ttm import Domain, MiB
 from instructor.labs import lab4
@@ -211,7 +211,7 @@ def test_panel_renders_into_widget_state_and_redraws():
     headless executor never has to mimic output capture; see ttm.panel), and a control
     change replaces them with the new run's numbers."""
     pytest.importorskip("ipywidgets")
-    box = ttm.panel(None)
+    box = ttm_figures.panel(None)
     (vram, wl), (pol, seed) = (h.children for h in box.children[:2])
     out = box.children[2]
     kinds = [o["output_type"] for o in out.outputs]

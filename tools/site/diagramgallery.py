@@ -20,15 +20,16 @@ from pathlib import Path
 def course_diagrams() -> list[tuple[str, Callable]]:
     """(name, function making the Diagram) for every diagram the chapters show."""
     from helpers import course
-    from helpers.ch00_your_machine import machine_map, system_report
-    from helpers.ch01_path_of_a_copy import view as ch1
-    from helpers.ch02_mmio_and_bars import pictures as ch2
-    from helpers.ch03_dma_and_copy_engines import pictures as ch3
+    from helpers.ch00_your_machine import diagrams as ch00_diagrams
+    from helpers.ch00_your_machine import system_report
+    from helpers.ch01_path_of_a_copy import diagrams
+    from helpers.ch02_mmio_and_bars import diagrams as ch2
+    from helpers.ch03_dma_and_copy_engines import diagrams as ch3
     from helpers.ch04_pinned_memory import diagrams as ch4
     from helpers.ch05_unified_memory import diagrams as ch5
     from helpers.ch06_gem_ttm_dmabuf import diagrams as ch6
     from helpers.ch07_command_submission import diagrams as ch7
-    from helpers.ch08_peer_to_peer import view as ch8
+    from helpers.ch08_peer_to_peer import diagrams as ch08_diagrams
     from helpers.ch09_radar_pipeline import diagrams as ch9
     from helpers.measure import sysinfo
 
@@ -37,12 +38,12 @@ def course_diagrams() -> list[tuple[str, Callable]]:
     def machine():
         theirs = ctx.get("system.report", recorded=True)
         report = sysinfo.from_dict(theirs.data)
-        return machine_map.machine_diagram(report, theirs.provenance["gpu"]["memory_bytes"],
+        return ch00_diagrams.machine_diagram(report, theirs.provenance["gpu"]["memory_bytes"],
                                            vm=system_report.recorded_vm(report),
                                            title=f"The reference machine ({theirs.source.split(' · ')[0]})")
 
     def path():
-        return ch1.path_diagram(ctx.get("path.syscall_census"), ctx.get("path.driver_maps", nbytes=64 << 20))
+        return diagrams.path_diagram(ctx.get("path.syscall_census"), ctx.get("path.driver_maps", nbytes=64 << 20))
 
     listed = [("ch00 machine map", machine), ("ch01 path of a copy", path),
               ("ch02 BARs", ch2.bars_diagram), ("ch02 transactions", ch2.transactions_diagram),
@@ -51,7 +52,7 @@ def course_diagrams() -> list[tuple[str, Callable]]:
               ("ch05 fault and migration", ch5.fault_migration_diagram),
               ("ch06 sharing", ch6.sharing_diagram), ("ch06 TTM", ch6.ttm_diagram),
               ("ch07 ring", ch7.ring_diagram), ("ch07 GPFIFO", ch7.gpfifo_diagram),
-              ("ch08 three ways", ch8.p2p_paths_diagram), ("ch09 pipeline", ch9.pipeline_diagram)]
+              ("ch08 three ways", ch08_diagrams.p2p_paths_diagram), ("ch09 pipeline", ch9.pipeline_diagram)]
     known = {getattr(f, "__qualname__", "") for _, f in listed} | {"machine_diagram", "path_diagram"}
     return listed + [(f"{f.__module__}.{f.__name__}", f) for f in _other_diagrams() if f.__qualname__ not in known]
 

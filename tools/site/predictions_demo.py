@@ -38,7 +38,7 @@ def measured(ctx) -> dict[str, tuple[float, str, object]]:
     from helpers.ch02_mmio_and_bars import mmio
     from helpers.ch04_pinned_memory import pinning, write_combined
     from helpers.ch05_unified_memory import managed
-    from helpers.ch08_peer_to_peer import view
+    from helpers.ch08_peer_to_peer import views
     from helpers.measure import sysinfo
     from helpers.models import copy_cost
 
@@ -67,7 +67,7 @@ def measured(ctx) -> dict[str, tuple[float, str, object]]:
     gib = {r["mode"]: managed.rates(r) for r in ev_mig.data["runs"] if r["nbytes"] == 1 << 30}
     out["ch05.fault_over_prefetch"] = (gib["prefetch"]["to_gpu_gbps"] / gib["fault"]["to_gpu_gbps"], "x", ev_mig)
     mats = ctx.get("p2p.matrices")  # 08_peer_to_peer
-    peer = [x for row in view.gbps_matrix(mats.data, "peer") for x in row if x is not None]
+    peer = [x for row in views.gbps_matrix(mats.data, "peer") for x in row if x is not None]
     out["ch08.peer_gbps"] = (sum(peer) / len(peer), "GB/s", mats)
     return out
 

@@ -25,7 +25,7 @@ from helpers.core.errors import InputError
 DRM = ("drm", "drm_kms_helper")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Machine:
     """One kind of kernel-lab VM."""
 
@@ -37,6 +37,8 @@ class Machine:
     memory_mb: int = 256
     cmdline: str = ""  # added to the kernel command line
     python: bool = False  # boots with Debian's Python appended (guest_python) and the course's guest code in /work
+    # QEMU devices a stock build may lack, {name in `-device help`: what it is}, checked before a boot
+    needs_devices: tuple[tuple[str, str], ...] = ()
 
     @property
     def label(self) -> str:
@@ -45,14 +47,18 @@ class Machine:
 
 
 MACHINES: dict[str, Machine] = {m.name: m for m in (
-    Machine("gem", ("-device", "virtio-gpu-pci"), (*DRM, "drm_shmem_helper", "vgem", "virtio_pci", "virtio-gpu")),
-    Machine("evict", ("-device", "bochs-display,vgamem=16M"), (*DRM, "ttm", "drm_vram_helper", "bochs")),
-    Machine("fences", (), (*DRM, "drm_shmem_helper", "vgem"), device_label="vgem (no device)"),
+    Machine(name="gem", devices=("-device", "virtio-gpu-pci"),
+            modules=(*DRM, "drm_shmem_helper", "vgem", "virtio_pci", "virtio-gpu")),
+    Machine(name="evict", devices=("-device", "bochs-display,vgamem=16M"),
+            modules=(*DRM, "ttm", "drm_vram_helper", "bochs")),
+    Machine(name="fences", devices=(), modules=(*DRM, "drm_shmem_helper", "vgem"),
+            device_label="vgem (no device)"),
     # QEMU's teaching PCI device behind an emulated Intel IOMMU (interrupt remapping needs the split
     # irqchip; caching-mode lets VFIO's mappings reach the emulated IOMMU), for VFIO (Chapters 2b/4b, Lab 6)
-    Machine("edu", ("-device", "intel-iommu,intremap=on,caching-mode=on", "-device", "edu"),
-            ("vfio_iommu_type1", "vfio-pci"), device_label="edu (1234:11e8) behind intel-iommu",
-            board="q35,kernel-irqchip=split", cmdline="intel_iommu=on", python=True),
+    Machine(name="edu", devices=("-device", "intel-iommu,intremap=on,caching-mode=on", "-device", "edu"),
+            modules=("vfio_iommu_type1", "vfio-pci"), device_label="edu (1234:11e8) behind intel-iommu",
+            board="q35,kernel-irqchip=split", cmdline="intel_iommu=on", python=True,
+            needs_devices=(("edu", "QEMU's educational PCI device"), ("intel-iommu", "the emulated Intel IOMMU"))),
 )}
 
 # The guest programs compiled into the bundle, from tools/kernel_lab/<name>.c (plus any .h there).

@@ -32,6 +32,7 @@ from helpers.measure.kernel_vm import machines
 
 BEGIN, END = "KERNEL-LAB-BEGIN", "KERNEL-LAB-END"
 DEFAULT_TIMEOUT_S = 180.0
+PYTHON_TIMEOUT_S = 240.0  # a machine with Python (edu): Debian's interpreter unpacks and starts first
 FIRST_OUTPUT_S = 8.0  # a kernel booting on KVM prints on the console well within a second
 _KVM_FAILED: list[str] = []  # why KVM was abandoned in this process (then TCG only)
 # The machines (board, memory, devices, modules) are in machines.py; -nodefaults keeps QEMU's
@@ -86,7 +87,7 @@ def accelerators() -> list[str]:
     return [want]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Boot:
     """One finished boot: the probe's JSON, how long it took, and how it was run."""
 
@@ -189,7 +190,8 @@ def boot(kernel: Path, initrd: Path, machine: str, params: dict[str, str], *,
         except SkipExperiment as exc:
             tail = (log[-1500:] + "\n" + stderr[-500:]).strip()
             raise SkipExperiment(f"{exc}; QEMU exit {rc}{device_abort(stderr)}; last console lines:\n{tail}") from None
-        return Boot(data, accel, version, seconds, cmd, log[-3000:], notes, stderr[-2000:])
+        return Boot(result=data, accel=accel, qemu_version=version, seconds=seconds, command=cmd,
+                    console_tail=log[-3000:], notes=notes, stderr_tail=stderr[-2000:])
     raise SkipExperiment("no accelerator could start QEMU: " + "; ".join(notes))
 
 

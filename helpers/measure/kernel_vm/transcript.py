@@ -13,9 +13,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from helpers.core import config, files, reference
 from helpers.core.errors import ReferenceDataError
+
+if TYPE_CHECKING:
+    from helpers.core.evidence import Evidence
 
 FORMAT = 1
 RECORD_COMMAND = "python -m helpers.measure.kernel_vm record"
@@ -56,6 +60,12 @@ def label(vm: dict) -> str:
     qemu = str(vm.get("qemu", "?")).split(" ")[0]
     return (f"Linux {vm.get('kernel_release', '?')} under QEMU {qemu} ({vm.get('accel', '?')}), "
             f"{vm.get('device', '?')} · {str(vm.get('date', ''))[:10]}")
+
+
+def source_line(ev: Evidence) -> str:
+    """Where a kernel-lab result came from, for captions: 'this machine — Linux … under QEMU …' for a
+    live run, else the Evidence's own source (the transcript it replays)."""
+    return f"this machine — {label(ev.data['vm'])}" if ev.live else ev.source
 
 
 def write(experiment_id: str, title: str, data: dict, vm: dict, command_line: list[str]) -> Path:

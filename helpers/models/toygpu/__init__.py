@@ -8,6 +8,8 @@ Modules, one per concept:
 - device    the device process (rings, DMA engine, page tables, fences, interrupts, firmware)
 - driver    ToyGPU: the bus and the small driver the chapters use (Lab 1 writes its own:
             helpers.labs.toy_driver has its devices and checks)
+- bus       what the driver holds of the bus: system-memory buffers, the BAR1 aperture, counters
+- errors    the exceptions a device error or the driver raises
 
 The device runs in its own process, reached through helpers.models.device_process (portable
 shared memory and pipes).
@@ -16,17 +18,16 @@ Everything the toy reports about time is modelled by `link`, never measured.
 """
 
 from helpers.models.toygpu import commands, link, regs
-from helpers.models.toygpu.driver import (
-    Buffer,
+from helpers.models.toygpu.bus import Buffer, Counters
+from helpers.models.toygpu.driver import ToyGPU
+from helpers.models.toygpu.errors import (
     CommandError,
-    Counters,
     DeviceError,
     DeviceLostError,
     MemoryFaultError,
     RegisterError,
     RingError,
     RingFullError,
-    ToyGPU,
     ToyGPUError,
 )
 

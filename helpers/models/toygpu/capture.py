@@ -25,11 +25,11 @@ import numpy as np
 
 from helpers.core.errors import InputError, InputTypeError
 from helpers.models.toygpu import regs as R
-from helpers.models.toygpu.driver import _chunks
+from helpers.models.toygpu.bus import dma_chunks
 from helpers.models.toygpu.link import FabricParams, card_dma_ns
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FrameReport:
     """What one frame's delivery cost, in the model."""
 
@@ -86,16 +86,18 @@ class CaptureCard:
             finally:
                 self.gpu.bar1_unmap(at - at % R.PAGE_SIZE, at % R.PAGE_SIZE + n)
             rc = n if self.fabric.peer_crosses_root_complex else 0
-            return FrameReport("peer", self.fabric.placement, n, rc, 0, ns, len(runs))
+            return FrameReport(route="peer", placement=self.fabric.placement, nbytes=n, root_complex_bytes=rc,
+                               dram_bytes=0, model_ns=ns, page_runs=len(runs))
         if route == "bounce":
             stage = self.gpu.alloc_sys(n, align=64)
             try:
                 ns = card_dma_ns(self.gpu.link, self.fabric, n, peer=False)
                 stage.view[:] = buf           # the card's DMA into system memory
-                descs = _chunks(stage.addr, dva, n)
+                descs = dma_chunks(stage.addr, dva, n)
                 self.gpu.dma(descs)           # the toy GPU's own DMA engine does the second hop
                 ns += self.gpu.link.dma(n)    # the GPU's DMA engine: system memory -> VRAM
             finally:
                 self.gpu.free_sys(stage)
-            return FrameReport("bounce", self.fabric.placement, n, 2 * n, 2 * n, ns, len(descs))
+            return FrameReport(route="bounce", placement=self.fabric.placement, nbytes=n,
+                               root_complex_bytes=2 * n, dram_bytes=2 * n, model_ns=ns, page_runs=len(descs))
         raise InputError(f"route must be 'bounce' or 'peer', got {route!r}")

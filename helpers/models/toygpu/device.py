@@ -56,7 +56,7 @@ class Fault(Exception):
 class Device:
     """The device state machine: registers, ring, MMU, DMA engine, interrupts."""
 
-    def __init__(self, bar0, vram, sysmem, notify, link: LinkModel, bar1_bytes: int | None = None,
+    def __init__(self, bar0, vram, sysmem, *, notify, link: LinkModel, bar1_bytes: int | None = None,
                  reserved_bytes: int = 0, firmware: bool = True, seed: int = 1):
         self.regs = np.ndarray((R.BAR0_SIZE // 8,), dtype="<u8", buffer=bar0)
         self.vram = np.ndarray((len(vram),), dtype=np.uint8, buffer=vram)

@@ -42,164 +42,29 @@ import json
 import os
 import time
 import weakref
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 
 import numpy as np
 
 from helpers.core import validate
-from helpers.core.errors import CourseError, DeviceTimeoutError, InputError, InputTypeError
+from helpers.core.errors import DeviceTimeoutError, InputError, InputTypeError
 from helpers.models.device_process import DeviceProcess, SharedBlock
 from helpers.models.toygpu import bar1 as B1
 from helpers.models.toygpu import commands as C
 from helpers.models.toygpu import regs as R
+from helpers.models.toygpu.bus import Aperture, Arena, Buffer, Counters, dma_chunks
 from helpers.models.toygpu.device import MSG, layout
+from helpers.models.toygpu.errors import (
+    ERROR_CLASS,
+    DeviceError,
+    DeviceLostError,
+    RingFullError,
+    ToyGPUError,
+)
 from helpers.models.toygpu.link import LinkModel, LinkParams
 
 DEFAULT_TIMEOUT_S = 5.0
 POSTED_CREDITS = 256  # posted writes in flight at most (PCIe's flow-control credits; 4 KiB of messages)
-
-
-# -- exceptions ------------------------------------------------------------------------------
-class ToyGPUError(CourseError):
-    """Base class of every toy-GPU problem the driver reports."""
-
-
-class DeviceError(ToyGPUError):
-    """The device set ERROR_CODE: bad programming was refused (the ring is halted)."""
-
-    def __init__(self, code: R.ErrorCode, info: int, message: str | None = None):
-        self.code, self.info = R.ErrorCode(code), int(info)
-        where = ""
-        if self.code in (R.ErrorCode.RO_WRITE, R.ErrorCode.BAD_REGISTER):
-            reg = R.BY_OFFSET.get(self.info)
-            where = f", register {reg.name}" if reg else ", no register there"
-        super().__init__(message or (
-            f"toy GPU error {self.code.name}: {R.ERROR_TEXT[self.code]} (ERROR_INFO={self.info:#x}{where}). "
-            "The ring is halted: call gpu.recover() to reset and bring the device up again, "
-            "or gpu.clear_error() to resume after the failed command."))
-
-
-class RegisterError(DeviceError):
-    """A register write the device refused (read-only, unmapped or misaligned register)."""
-
-
-class RingError(DeviceError):
-    """The ring was misprogrammed: bad ring registers or a bad doorbell."""
-
-
-class CommandError(DeviceError):
-    """A command was malformed: unknown opcode, misaligned, bad descriptor, IB too deep."""
-
-
-class MemoryFaultError(DeviceError):
-    """An address did not translate: outside system memory, unmapped DVA or BAR1 page, read-only page."""
-
-
-class RingFullError(ToyGPUError):
-    """The driver found no room in the ring (it never overwrites unexecuted commands)."""
-
-
-class DeviceLostError(ToyGPUError):
-    """The device process is gone (it exited or was killed)."""
-
-
-_E = R.ErrorCode
-ERROR_CLASS: dict[R.ErrorCode, type[DeviceError]] = {
-    _E.RO_WRITE: RegisterError, _E.BAD_REGISTER: RegisterError,
-    _E.RING_CONFIG: RingError, _E.RING_OFF: RingError, _E.EMPTY_DOORBELL: RingError,
-    _E.RING_OVERFLOW: RingError, _E.BAD_DOORBELL: RingError,
-    _E.BAD_OPCODE: CommandError, _E.MISALIGNED: CommandError, _E.BAD_DESCRIPTOR: CommandError,
-    _E.IB_DEPTH: CommandError,
-    _E.SYSMEM_RANGE: MemoryFaultError, _E.MMU_FAULT: MemoryFaultError,
-    _E.MMU_WRITE_FAULT: MemoryFaultError, _E.PAGE_TABLE: MemoryFaultError,
-    _E.BAR1_FAULT: MemoryFaultError, _E.VRAM_WINDOW: MemoryFaultError,
-    _E.INTERNAL: DeviceError,
-}
-
-
-# -- counters and buffers -------------------------------------------------------------------
-@dataclass
-class Counters:
-    """What the driver did on the bus, and the CPU time the link model charges for it."""
-
-    mmio_reads: int = 0          # uncached loads (BAR0 registers and BAR1 reads)
-    mmio_writes: int = 0         # posted uncached stores (BAR0 registers and UC BAR1 writes)
-    wc_bursts: int = 0           # write-combined bursts to BAR1
-    bar_bytes_read: int = 0
-    bar_bytes_written: int = 0
-    doorbells: int = 0
-    cpu_model_ns: float = 0.0    # modelled, never measured
-
-    def copy(self) -> Counters:
-        """A snapshot, to subtract later."""
-        return Counters(**asdict(self))
-
-    def __sub__(self, other: Counters) -> Counters:
-        return Counters(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
-
-
-@dataclass(frozen=True)
-class Buffer:
-    """A block of the device-visible system memory: its bus address and a CPU view of it."""
-
-    addr: int
-    nbytes: int
-    view: np.ndarray  # uint8, shares memory with the device
-
-
-class Aperture:
-    """The CPU's view of BAR1 as a byte array: slicing reads and stores go through the device's
-    BAR1 translation (ToyGPU.bar1_read / bar1_write), so unmapped pages read as all ones."""
-
-    def __init__(self, gpu: ToyGPU):
-        self._gpu = gpu
-        self.size = gpu.bar1_size
-
-    def _range(self, key) -> tuple[int, int]:
-        if not isinstance(key, slice) or key.step not in (None, 1):
-            raise InputError("index BAR1 with a slice such as ap[4096:8192]")
-        start, stop, _ = key.indices(self.size)
-        return start, max(stop - start, 0)
-
-    def __len__(self) -> int:
-        return self.size
-
-    def __getitem__(self, key) -> np.ndarray:
-        start, n = self._range(key)
-        return self._gpu.bar1_read(start, n, width=1)
-
-    def __setitem__(self, key, data) -> None:
-        start, n = self._range(key)
-        buf = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
-        if buf.size != n:
-            raise InputError(f"{buf.size} bytes do not fit a {n}-byte slice of BAR1")
-        self._gpu.bar1_write(start, buf, width=1)
-
-
-class _Arena:
-    """First-fit allocator over [0, size) in `align`-byte units, for system memory."""
-
-    def __init__(self, size: int):
-        self.size, self.used = size, {}  # addr -> nbytes
-
-    def alloc(self, nbytes: int, align: int) -> int:
-        pos = 0
-        for a in sorted(self.used):
-            pos = -(-pos // align) * align
-            if pos + nbytes <= a:
-                break
-            pos = a + self.used[a]
-        pos = -(-pos // align) * align
-        if pos + nbytes > self.size:
-            raise MemoryError(f"toy system memory exhausted: {nbytes} bytes requested, "
-                              f"{self.size - sum(self.used.values())} free of {self.size}")
-        self.used[pos] = nbytes
-        return pos
-
-    def free(self, addr: int) -> None:
-        if addr not in self.used:
-            raise InputError(f"bus address {addr:#x} is not an allocated system-memory block")
-        del self.used[addr]
 
 
 def _int(name: str, v, lo: int = 0, hi: int = 1 << 64) -> int:
@@ -227,6 +92,31 @@ def _shutdown(device: DeviceProcess, block: SharedBlock) -> None:
     block.close()
 
 
+def _check_config(vram_bytes, sysmem_bytes, bar1_bytes, reserved_bytes, seed, link, timeout, start_timeout,
+                  ring_entries, bring_up) -> int:
+    """ToyGPU's arguments checked before any process starts (InputError / InputTypeError naming the
+    bad one); returns the BAR1 size (VRAM's when None). `ring_entries` is checked only for a bring-up."""
+    for name, v in (("vram_bytes", vram_bytes), ("sysmem_bytes", sysmem_bytes)):
+        _int(name, v, R.PAGE_SIZE * 8, (1 << 30) + 1)
+        if v % R.PAGE_SIZE:
+            raise InputError(f"{name} must be a multiple of {R.PAGE_SIZE}, got {v}")
+    bar1_bytes = vram_bytes if bar1_bytes is None else _int("bar1_bytes", bar1_bytes, R.PAGE_SIZE * 16,
+                                                             vram_bytes + 1)
+    if bar1_bytes % R.PAGE_SIZE:
+        raise InputError(f"bar1_bytes must be a multiple of {R.PAGE_SIZE}, got {bar1_bytes}")
+    _int("reserved_bytes", reserved_bytes, 0, vram_bytes // 2 + 1)
+    if reserved_bytes % R.PAGE_SIZE:
+        raise InputError(f"reserved_bytes must be a multiple of {R.PAGE_SIZE}, got {reserved_bytes}")
+    _int("seed", seed, 0, 1 << 63)
+    if link is not None and not isinstance(link, LinkParams):
+        raise InputTypeError(f"link must be LinkParams, got {type(link).__name__}")
+    for name, t in (("timeout", timeout), ("start_timeout", start_timeout)):
+        _check_timeout(name, t)
+    if bring_up:
+        _check_ring_entries(ring_entries)  # before the device process starts, not after
+    return bar1_bytes
+
+
 # -- the driver -------------------------------------------------------------------------------
 class ToyGPU:
     """A started toy GPU: its bus, and the chapters' driver for it (see the module docstring)."""
@@ -236,24 +126,8 @@ class ToyGPU:
                  timeout: float = DEFAULT_TIMEOUT_S, start_timeout: float = 30.0,
                  bring_up: bool = True, bar1_bytes: int | None = None, reserved_bytes: int = 0,
                  firmware: bool = True):
-        for name, v in (("vram_bytes", vram_bytes), ("sysmem_bytes", sysmem_bytes)):
-            _int(name, v, R.PAGE_SIZE * 8, (1 << 30) + 1)
-            if v % R.PAGE_SIZE:
-                raise InputError(f"{name} must be a multiple of {R.PAGE_SIZE}, got {v}")
-        bar1_bytes = vram_bytes if bar1_bytes is None else _int("bar1_bytes", bar1_bytes, R.PAGE_SIZE * 16,
-                                                                 vram_bytes + 1)
-        if bar1_bytes % R.PAGE_SIZE:
-            raise InputError(f"bar1_bytes must be a multiple of {R.PAGE_SIZE}, got {bar1_bytes}")
-        _int("reserved_bytes", reserved_bytes, 0, vram_bytes // 2 + 1)
-        if reserved_bytes % R.PAGE_SIZE:
-            raise InputError(f"reserved_bytes must be a multiple of {R.PAGE_SIZE}, got {reserved_bytes}")
-        _int("seed", seed, 0, 1 << 63)
-        if link is not None and not isinstance(link, LinkParams):
-            raise InputTypeError(f"link must be LinkParams, got {type(link).__name__}")
-        for name, t in (("timeout", timeout), ("start_timeout", start_timeout)):
-            _check_timeout(name, t)
-        if bring_up:
-            _check_ring_entries(ring_entries)  # before the device process starts, not after
+        bar1_bytes = _check_config(vram_bytes, sysmem_bytes, bar1_bytes, reserved_bytes, seed, link,
+                                   timeout, start_timeout, ring_entries, bring_up)
         self.seed, self.timeout, self.ring_entries = int(seed), float(timeout), ring_entries
         self.link = LinkModel(link, seed=seed)
         self.counters = Counters()
@@ -277,7 +151,7 @@ class ToyGPU:
         self.sys_view = np.ndarray((sysmem_bytes,), dtype=np.uint8, buffer=views["sysmem"])
         self.bar1_size = bar1_bytes
         self._irqs_seen = 0
-        self._sys = _Arena(sysmem_bytes)
+        self._sys = Arena(sysmem_bytes)
         self.ring: Buffer | None = None
         self.fence_slot: Buffer | None = None
         self.rptr_slot: Buffer | None = None
@@ -286,18 +160,22 @@ class ToyGPU:
         self._head = 0
         self._next_fence = 0
         try:
-            deadline = time.monotonic() + start_timeout
-            while not self._peek("STATUS") & R.Status.READY:
-                if not self._device.alive():
-                    raise DeviceLostError(f"the toy GPU process exited during start-up:\n{self._stderr_text()}")
-                if time.monotonic() > deadline:
-                    raise DeviceTimeoutError(f"the toy GPU did not become READY within {start_timeout} s")
-                time.sleep(0.005)
+            self._wait_ready(start_timeout)
             if bring_up:
                 self.bring_up(ring_entries)
         except BaseException:  # a failure or a kernel interrupt half-way: no device process outlives it
             self.close()
             raise
+
+    def _wait_ready(self, start_timeout: float) -> None:
+        """Wait for STATUS.READY: the device process mapped the memory and answers."""
+        deadline = time.monotonic() + start_timeout
+        while not self._peek("STATUS") & R.Status.READY:
+            if not self._device.alive():
+                raise DeviceLostError(f"the toy GPU process exited during start-up:\n{self._stderr_text()}")
+            if time.monotonic() > deadline:
+                raise DeviceTimeoutError(f"the toy GPU did not become READY within {start_timeout} s")
+            time.sleep(0.005)
 
     # -- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -753,7 +631,7 @@ class ToyGPU:
         stage = self.alloc_sys(src.size, align=C.DMA_ALIGN)
         try:
             stage.view[:] = src
-            self.dma(_chunks(stage.addr, dva, src.size), timeout=timeout)
+            self.dma(dma_chunks(stage.addr, dva, src.size), timeout=timeout)
         finally:
             self.free_sys(stage)
 
@@ -764,7 +642,7 @@ class ToyGPU:
             raise InputError(f"DMA moves multiples of {C.DMA_ALIGN} bytes; got {nbytes}")
         stage = self.alloc_sys(nbytes, align=C.DMA_ALIGN)
         try:
-            self.dma(_chunks(stage.addr, dva, nbytes), to_host=True, timeout=timeout)
+            self.dma(dma_chunks(stage.addr, dva, nbytes), to_host=True, timeout=timeout)
             return stage.view.copy()
         finally:
             self.free_sys(stage)
@@ -775,11 +653,6 @@ class ToyGPU:
         names = ("MODEL_TIME_NS", "CNT_DOORBELLS", "CNT_COMMANDS", "CNT_BYTES_H2D",
                  "CNT_BYTES_D2H", "CNT_DESCRIPTORS")
         return {n: self._peek(n) for n in names}
-
-
-def _chunks(addr: int, dva: int, n: int) -> list[tuple[int, int, int]]:
-    step = C.MAX_DMA_BYTES
-    return [(addr + o, dva + o, min(step, n - o)) for o in range(0, n, step)]
 
 
 def _json(p: LinkParams) -> str:

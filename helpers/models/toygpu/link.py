@@ -31,7 +31,7 @@ from helpers.core import validate
 from helpers.core.errors import InputError, InputTypeError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LinkParams:
     """Every parameter of the link model, in one place (ns, bytes, bytes per ns = GB/s)."""
 
@@ -136,7 +136,7 @@ def _check_count(count: int, width: int) -> None:
 PLACEMENTS = ("same_switch", "root_ports", "acs_redirect")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FabricParams:
     """Where a second PCIe device (a capture card) sits relative to the toy GPU, and what the
     paths between them cost (GB/s = bytes/ns, ns). Illustrative values, like LinkParams.

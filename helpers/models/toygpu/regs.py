@@ -36,7 +36,7 @@ class Access(str):
 RO, RW, WO = Access("RO"), Access("RW"), Access("WO")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Register:
     """A BAR0 register: where it is, who may write it, and what it means."""
 
@@ -153,7 +153,11 @@ WRITE_BACK_BYTES = 16      # the area at RPTR_ADDR: read pointer, then error cod
 # Unsupported Request. Far outside BAR0, so no register write can look like one.
 BUS_BAR1_FAULT = 0xFFFF_FFFF_FFFF_0001
 
-_R = Register
+def _R(name: str, offset: int, access: Access, doc: str, reset: int = 0) -> Register:
+    """One row of the register table below, its columns in this order."""
+    return Register(name=name, offset=offset, access=access, doc=doc, reset=reset)
+
+
 REGISTERS: tuple[Register, ...] = (
     _R("ID", 0x000, RO, "constant 0x544F594750550001 ('TOYGPU', version 1): read it first", DEVICE_ID),
     _R("VRAM_SIZE", 0x008, RO, "bytes of device memory (VRAM)"),

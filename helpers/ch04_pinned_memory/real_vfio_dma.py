@@ -1,7 +1,7 @@
 """Chapter 4, part 2: DMA through an IOMMU — QEMU's edu device driven from user space with VFIO.
 
 Experiment ``vfio_dma.edu`` boots the kernel lab's ``edu`` machine (q35 with an emulated Intel
-IOMMU, helpers.measure.edu_vm) and runs ``tools/kernel_lab/edu_probe.py dma`` in the guest:
+IOMMU, helpers.measure.kernel_vm) and runs ``tools/kernel_lab/edu_probe.py dma`` in the guest:
 
 1. edu is handed to ``vfio-pci`` (driver_override); the probe opens the VFIO container, the
    device's IOMMU group and the device, maps BAR0 through the device fd and turns bus
@@ -32,13 +32,10 @@ edu_clamp_addr: addresses are ANDed with dma_mask, 28 bits by default).
 
 from __future__ import annotations
 
-import random
-
-from helpers.core import checks, figures, validate
-from helpers.core.diagrams import Diagram
+from helpers.core import figures, validate
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
-from helpers.measure import edu_vm
+from helpers.measure import kernel_vm
 from helpers.measure.kernel_vm import transcript
 
 EXPERIMENT = "vfio_dma.edu"
@@ -52,12 +49,8 @@ MAX_PAYLOAD = 4095  # QEMU 7.2's edu aborts the VM on a full 4096-byte transfer
             params={"payload": validate.count(1, MAX_PAYLOAD), "seed": validate.count(0, 2**31 - 1)})
 def edu_dma(quick: bool, payload: int = DEFAULT_PAYLOAD, seed: int = 1) -> dict:
     """Boot the edu machine once and run the probe's `dma` scenario (quick changes nothing)."""
-    run = edu_vm.probe("dma", payload=str(payload), seed=str(seed))
+    run = kernel_vm.run("edu", dict(scenario="dma", payload=str(payload), seed=str(seed)))
     return {**run["result"], "vm": run["vm"]}
-
-
-def source_line(ev: Evidence) -> str:
-    return f"this machine — {transcript.label(ev.data['vm'])}" if ev.live else ev.source
 
 
 def _log(lines: list[str], want: str = "fault addr") -> str:
@@ -113,7 +106,8 @@ def steps_table(ev: Evidence) -> figures.Table:
         ("course helper: a 4096-byte edu DMA", "refused before the device saw it" if f["guard"]["refused"]
          else "NOT refused"),
     ]
-    return figures.Table(rows, ("step", "answer"), caption=f"{ev.mode.value.upper()} · {source_line(ev)}")
+    return figures.Table(rows, ("step", "answer"),
+                         caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")
 
 
 def provenance_table(ev: Evidence) -> figures.Table:
@@ -123,94 +117,4 @@ def provenance_table(ev: Evidence) -> figures.Table:
     rows = [("kernel", vm["kernel_release"]), ("kernel package", vm["kernel_package"]), ("QEMU", vm["qemu"]),
             ("accelerator", vm["accel"]), ("devices", vm["device"]), ("guest Python", d.get("python", "?")),
             ("QEMU start to power-off", f"{vm['boot_seconds']:.1f} s"), ("host", vm["host"]), ("date", vm["date"])]
-    return figures.Table(rows, ("", ""), caption=f"{ev.mode.value.upper()} · {source_line(ev)}")
-
-
-# --------------------------------------------------------------------------------------------
-# The picture and the exercises
-# --------------------------------------------------------------------------------------------
-PAGE = 4096
-
-
-def diagram() -> Diagram:
-    """A VFIO user-space driver: who maps what, and the IOMMU between the device and RAM."""
-    d = Diagram(
-        "DMA through the IOMMU: a VFIO driver in user space",
-        "The program opens the VFIO container, edu's IOMMU group and the device. VFIO_IOMMU_MAP_DMA hands the "
-        "kernel a buffer and an IOVA: vfio_iommu_type1 pins the buffer's pages (charging the process's locked "
-        "memory) and writes IOVA-to-physical entries into the IOMMU's page table for that group. The program "
-        "then programs edu's DMA registers through BAR0 with the IOVA; edu's DMA engine issues reads and writes "
-        "with that address, and the IOMMU translates each one, or refuses it and records a fault that the "
-        "kernel's DMAR driver logs.",
-        width=900, height=330)
-    d.box("prog", "user-space driver\n(Python, uid 0 or 1000)", "cpu", 20, 20, 200)
-    d.box("vfio", "vfio / vfio_iommu_type1\npin + map", "kernel", 280, 20, 200)
-    d.box("buf", "your buffer\n(pinned pages)", "memory", 20, 240, 200)
-    d.box("pt", "IOMMU page table\nIOVA -> physical", "link", 280, 140, 200)
-    d.box("iommu", "Intel IOMMU\n(QEMU intel-iommu)", "link", 280, 240, 200)
-    d.box("edu", "edu DMA engine\n4 KiB buffer", "device", 560, 240, 180)
-    d.box("bar", "edu BAR0\nDMA registers", "device", 560, 20, 180)
-    d.box("dmar", "DMAR fault log\n(kernel)", "kernel", 760, 140, 130)
-    d.arrow("prog", "vfio", "MAP_DMA (vaddr, IOVA)", "control")
-    d.arrow("vfio", "pt", "write entries", "control")
-    d.arrow("prog", "bar", "src/dst IOVA, count, run", "control")
-    d.arrow("bar", "edu", "start", "control")
-    d.arrow("edu", "iommu", "DMA at IOVA", "data")
-    d.arrow("iommu", "buf", "translated", "data")
-    d.arrow("iommu", "dmar", "fault", "completion")
-    return d
-
-
-def unmapped_answer(answer, ev: Evidence) -> bool | None:
-    """Prediction (choice): what happens to a device write to an IOVA nobody mapped."""
-    line = facts(ev)["fault_line"]
-    return checks.choice(
-        "a DMA to an unmapped IOVA", answer,
-        {"a": "the write lands at physical address 0x900000", "b": "the IOMMU blocks it and the kernel logs a fault",
-         "c": "VFIO refuses to let the program start the DMA"}, "b",
-        {"a": "only without an IOMMU (or in passthrough) are bus addresses physical addresses; here they are "
-              "translated, and 0x900000 translates to nothing",
-         "b": f"the kernel logged: {line}",
-         "c": "VFIO never sees the DMA: the program programmed edu's registers through BAR0 and the device did "
-              "the rest; only the IOMMU stands between the device and memory"})
-
-
-def above_mask_answer(answer, ev: Evidence) -> bool | None:
-    """Prediction: the IOVA a write to 0x10100000 reaches when edu's DMA mask has 28 bits."""
-    f = facts(ev)
-    landed = 0x100000 if f["mask_landed_low"] else (f["mask_iova"] if f["mask_landed_high"] else None)
-    return checks.equal("where a 29-bit IOVA lands", answer, landed,
-                        "edu ANDs every DMA address with its mask (2**28 - 1) before using it",
-                        why="the device cannot drive address bit 28, so the driver must keep IOVAs below the "
-                            "device's DMA mask (dma_set_mask in a kernel driver)")
-
-
-def pages_charged_trial(fn, ev: Evidence) -> list[str]:
-    """Run pages_charged(offset, size) on the recorded maps and on drawn cases."""
-    f = facts(ev)
-    rk = f["root_vmlck"]
-    cases = [(0, 3 * PAGE, f["vmlck_map_kib"] // 4), (0, 1 << 20, (rk["vmlck_mapped_kib"] - rk["vmlck_before_kib"]) // 4)]
-    rng = random.Random(3)
-    for _ in range(30):
-        off, size = rng.randrange(PAGE), rng.randrange(1, 1 << 16)
-        cases.append((off, size, (off + size + PAGE - 1) // PAGE))
-    for off, size, want in cases:
-        got = fn(off, size)
-        if got != want:
-            return [f"pages_charged({off}, {size}) gave {got}; the kernel would lock a different number of pages"]
-    return []
-
-
-def pages_charged_answer(fn, ev: Evidence) -> bool | None:
-    """Coding: the pages a MAP_DMA of `size` bytes starting `offset` bytes into a page pins and charges."""
-    return checks.code("pages charged by MAP_DMA", fn, lambda g: pages_charged_trial(g, ev),
-                       why="vfio_pin_pages_remote pins whole pages: every page the range touches counts")
-
-
-def memlock_room_answer(answer, ev: Evidence) -> bool | None:
-    """Derivation: the largest further MAP_DMA (bytes) that fits after the 16 KiB one under the recorded limit."""
-    f = facts(ev)
-    used = ev.require()["memlock"]["map_16384"]["vmlck_kib"] * 1024
-    return checks.equal("room left under RLIMIT_MEMLOCK", answer, f["memlock_limit"] - used,
-                        "the limit counts every page this process has locked, the 16 KiB already mapped included",
-                        why="vfio_pin_pages_remote fails once locked_vm + new pages would pass the limit")
+    return figures.Table(rows, ("", ""), caption=f"{ev.mode.value.upper()} · {transcript.source_line(ev)}")

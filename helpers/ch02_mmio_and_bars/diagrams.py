@@ -1,5 +1,6 @@
-"""Chapter 2's pictures: a GPU's BARs and where each window leads, and a posted write against a
-non-posted read crossing the link (helpers.core.diagrams' one visual language)."""
+"""Chapter 2's pictures: a GPU's BARs and where each window leads, a posted write against a
+non-posted read crossing the link, and (part 2) one access to QEMU's edu device's BAR0 from user
+space in the guest (helpers.core.diagrams' one visual language)."""
 
 from __future__ import annotations
 
@@ -49,4 +50,31 @@ def transactions_diagram() -> Diagram:
     d.via("req", "link", "cpl", "MRd: request", "MRd", "control")
     d.via("cpl", "link", "req", "CplD: data", "CplD", "completion", bend=30)
     d.note(10, 210, "write: the requester goes on at once.   read: it stalls from MRd until CplD arrives.")
+    return d
+
+
+def edu_bar_diagram() -> Diagram:
+    """What one BAR access crosses in the guest: page tables to an uncached MMIO page, QEMU's device model."""
+    d = Diagram(
+        "A register access to edu's BAR0, from user space in the guest",
+        "The probe opens sysfs resource0 and maps it: the kernel's pci_mmap_resource_uc puts BAR0's physical "
+        "page into the process's page table, uncached. A store to that page then leaves the CPU as a memory "
+        "write to the device (posted: the CPU does not wait for it); a load is a read request that waits for "
+        "the device's answer (non-posted). Under QEMU each access exits to the emulator, which calls edu's "
+        "edu_mmio_write or edu_mmio_read; the factorial is computed in a thread of the device, so the program "
+        "polls the status register until it is done.",
+        width=860, height=280)
+    d.box("prog", "probe (root)\nstore / load", "cpu", 20, 30, 170)
+    d.box("pt", "page table:\nBAR0 page, uncached", "kernel", 240, 30, 170)
+    d.box("bar", "BAR0 (1 MiB)\nregisters", "link", 460, 30, 160)
+    d.box("dev", "edu device model\n(QEMU)", "device", 670, 30, 170)
+    d.box("thr", "edu factorial thread", "device", 670, 170, 170)
+    d.box("sysfs", "sysfs resource0\nmmap", "kernel", 240, 170, 170)
+    d.arrow("prog", "sysfs", "mmap", "control")
+    d.arrow("sysfs", "pt", "map BAR page", "control")
+    d.arrow("prog", "pt", "store (posted)", "data")
+    d.arrow("pt", "bar", "", "data")
+    d.arrow("bar", "dev", "edu_mmio_write", "data")
+    d.arrow("dev", "thr", "start", "control")
+    d.arrow("dev", "prog", "load answers (non-posted)", "completion", bend=-60)
     return d
