@@ -24,9 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tools"), str(ROOT / "tests" / "labs")]
 
-import labgrade  # noqa: E402
 import redteam  # noqa: E402
 import tricks39  # noqa: E402
+
+from tools.grader import labgrade  # noqa: E402
 
 MEMORY_HOG = '''
 import os, time

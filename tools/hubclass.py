@@ -40,8 +40,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "tools")) if p not in sys.path]
-import labgrade  # noqa: E402 - the course's grader (tools/labgrade.py, tools/grader/)
 from nbgradercourse import COURSE, grade_collected, layout, nbgrader_config  # noqa: E402 - the course folder
+
+from tools.grader import labgrade  # noqa: E402 - the course's grader (tools/grader/labgrade.py, tools/grader/)
 
 STUDENTS = ("student1", "student2", "student3")
 INSTRUCTOR = "instructor"

@@ -6,7 +6,7 @@
 
 nbgrader works in a *course directory*: `nbgrader_config.py` at its top and each assignment's
 instructor version in `source/<assignment>/`. `layout` writes that folder from labs/: one
-assignment per lab, named `labN` (tools/labgrade.py's ids, as book/jupyterhub.md uses them), with
+assignment per lab, named `labN` (tools/grader/labgrade.py's ids, as book/jupyterhub.md uses them), with
 the lab's instructor version (solutions included: DEST is the instructor's folder, never handed
 out), and a config naming the course id the hub's exchange uses (`gpu-datamove`), the folder
 itself as the course root, its own gradebook and, given `--exchange`, the exchange (on the hub
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tools import labgrade  # noqa: E402
+from tools.grader import labgrade  # noqa: E402
 
 COURSE = "gpu-datamove"  # the course id on the hub (deploy/z2jh/values.yaml's nbgrader config)
 

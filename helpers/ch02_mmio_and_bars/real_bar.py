@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import random
 
-from helpers.core import checks, figures, validate
+from helpers.core import figures, validate
 from helpers.core.diagrams import Diagram
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
+from helpers.learning import checks
 from helpers.measure import edu_vm
 from helpers.measure.kernel_vm import transcript
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.ch09_radar_pipeline import radar
-from helpers.core import checks
-from helpers.core.checks import Hint, factor_hint
+from helpers.learning import checks
+from helpers.learning.checks import Hint, factor_hint
 
 
 def registered_frame_ms(answer, params: radar.MachineParams) -> bool | None:

@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT)]
 
-from helpers.labs import wire  # noqa: E402
+from helpers.labs.grading import wire  # noqa: E402
 from helpers.models import routes  # noqa: E402
 from tools.grader import classrun, sandbox  # noqa: E402
 from tools.grader.api import Student, StudentRaised  # noqa: E402

@@ -26,14 +26,13 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(HERE), str(ROOT / "tools"), str(ROOT)]
-import labgrade  # noqa: E402
+sys.path[:0] = [str(HERE), str(ROOT)]
 import redteam  # noqa: E402
 import tricks39  # noqa: E402
 
-from helpers.core import grading  # noqa: E402
-from helpers.core.grading import CheckFailed  # noqa: E402
-from tools.grader import memcap, sandbox  # noqa: E402
+from helpers.labs import grading  # noqa: E402
+from helpers.labs.grading import CheckFailed  # noqa: E402
+from tools.grader import labgrade, memcap, sandbox  # noqa: E402
 from tools.grader.api import PartTimeout, Student  # noqa: E402
 from tools.grader.classrun import grade_class, lab_parts, part_seed  # noqa: E402
 from tools.grader.submission import MAX_BYTES, read_class  # noqa: E402

@@ -23,8 +23,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 import redteam  # noqa: E402
 import representations as rep  # noqa: E402
 
-from helpers.core import grading  # noqa: E402
-from helpers.core.grading import CheckFailed  # noqa: E402
+from helpers.labs import grading  # noqa: E402
+from helpers.labs.grading import CheckFailed  # noqa: E402
 from tools.grader.api import Student, StudentRaised  # noqa: E402
 from tools.grader.classrun import lab_parts, part_seed  # noqa: E402
 from tools.grader.submission import lab_source, solution_cells  # noqa: E402

@@ -1,7 +1,7 @@
 """The lab grader: each submission runs in a sandboxed worker; the checks run here.
 
 - `sandbox`: the bubblewrap command and resource limits one submission's worker runs under.
-- `session`: the grader's end of the worker protocol (helpers.labs.worker), with deadlines.
+- `session`: the grader's end of the worker protocol (helpers.labs.grading.worker), with deadlines.
 - `api`: what a lab's graded parts are written against (`Part`, `Student`, `StudentRaised`).
 - `submission`: each student's folder read once without following links; a notebook's solution
   cells, read as data.

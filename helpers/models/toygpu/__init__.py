@@ -7,7 +7,7 @@ Modules, one per concept:
 - bar1      BAR1's translation through the device's own page table
 - device    the device process (rings, DMA engine, page tables, fences, interrupts, firmware)
 - driver    ToyGPU: the bus and the small driver the chapters use (Lab 1 writes its own:
-            helpers.labs.toy_driver has its devices and checks)
+            helpers.labs.lab1 has its devices and checks)
 
 The device runs in its own process, reached through helpers.models.device_process (portable
 shared memory and pipes).
