@@ -702,7 +702,7 @@ def test_dmabuf_results_must_be_dicts(bad):
 
 @FEW
 @given(choices_except(("h2d", "d2h")), st.one_of(non_positive, not_ints))
-def test_bwlab_copy_arguments(no_gpu, direction, nbytes):
+def test_lab2_copy_arguments(no_gpu, direction, nbytes):
     with pytest.raises(InputError, match="direction must be 'h2d' or 'd2h'"):
         with lab2.simulated_copy(1 << 20, direction):
             pass
@@ -714,7 +714,7 @@ def test_bwlab_copy_arguments(no_gpu, direction, nbytes):
             pass
 
 
-def test_bwlab_boundaries_and_the_fake_runtime():
+def test_lab2_boundaries_and_the_fake_runtime():
     for direction in ("h2d", "d2h"):
         with lab2.simulated_copy(1, direction, t0_s=1e-6, bw_Bps=1e9) as job:
             assert job.cuda.copy_time(1) == pytest.approx(1e-6 + 1e-9)

@@ -198,6 +198,7 @@ def _submission(tmp_path: Path) -> Path:
     return tmp_path / "subs"
 
 
+@pytest.mark.slow
 def test_the_grader_grades_each_part_on_its_own(tmp_path):
     """Through the grader (as `make grade`): the devices run in the grader, the learner's driver
     in the sandboxed worker; unseen devices, the reference for the other parts; only the two

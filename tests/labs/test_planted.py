@@ -21,6 +21,8 @@ import redteam  # noqa: E402
 
 from tools.grader import labgrade, sandbox  # noqa: E402
 
+pytestmark = pytest.mark.slow  # whole classes through the sandboxed grader
+
 FULL = {
     "lab2": {"timed_copy_events": 4, "benchmark_warmup": 4, "benchmark_agrees": 5, "fit_synthetic": 5,
              "predict_reference": 4, "batch_slowdown": 3},

@@ -22,6 +22,8 @@ import redteam  # noqa: E402
 
 from tools.grader import labgrade, sandbox  # noqa: E402
 
+pytestmark = pytest.mark.slow  # whole classes through the sandboxed grader
+
 LABS = tuple(redteam.FUNCTIONS)
 LIMITS = sandbox.Limits(call_s=5.0, load_s=60.0, part_s=60.0, submission_s=240.0)
 

@@ -59,6 +59,8 @@ def _lost(lab: str, seed: int) -> dict[str, str]:
     return lost
 
 
+pytestmark = pytest.mark.slow  # 40 gradings of the worked solutions through the real wire
+
 @pytest.mark.parametrize("lab", LABS)
 def test_a_correct_answer_in_any_python_type_keeps_full_marks(lab):
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=False,

@@ -1,20 +1,10 @@
-"""What a lab's graded parts are written against.
+"""What a lab's graded parts are written against: `Part`, `Student`, `StudentRaised`, `own`.
 
-A lab's instructor module (`instructor/labs/labN.py`) lists its graded parts:
-
-    PARTS = (Part("check_route_time", 5, ("route_time",), grade_route_time), ...)
-
-    def grade_route_time(c, student, seed):
-        for case in cases("route_time", seed):                 # hidden, drawn here
-            got = student.route_time(case.M, case.path, case.nbytes)   # runs in the worker
-            c.close(f"route_time on {case.name}", got, case.want, 1e-9, "...")
-
-`c` is a `helpers.labs.grading.check` (its `require` and `close` raise CheckFailed with the
-feedback), `student` a `Student`: each attribute is a learner function, called in the
-sandboxed worker with arguments sent as data (helpers.labs.grading.wire) and returning data. Learner
-exceptions come back as `StudentRaised`; `student.call(...)` takes the options (bind an
-earlier part to the reference, keep an object in the worker, forbid the course's own
-implementation, answer a stand-in's callbacks).
+labs/README.md ("The authoring API: what the grader loads") is its one description: a lab's
+`instructor/labs/labN_checks.py` defines `GRADED` (a tuple of `Part`) and, if its calls pass course
+dataclasses, `WIRE_TYPES`; each part's `run(c, student, seed)` judges through `c` (a
+`helpers.labs.grading.check`) what `student` (a `Student`: the learner's functions, called in the
+sandboxed worker with data, helpers.labs.grading.wire) returns.
 """
 
 from __future__ import annotations
