@@ -24,9 +24,9 @@ import redteam  # noqa: E402
 import representations as rep  # noqa: E402
 
 from helpers.labs import grading  # noqa: E402
-from helpers.labs.grading import CheckFailed  # noqa: E402
+from helpers.labs.grading import CheckFailed, wire  # noqa: E402
 from tools.grader.api import Student, StudentRaised  # noqa: E402
-from tools.grader.classrun import lab_parts, part_seed  # noqa: E402
+from tools.grader.classrun import lab_parts, lab_wire_types, part_seed  # noqa: E402
 from tools.grader.submission import lab_source, solution_cells  # noqa: E402
 
 EXAMPLES = 8  # hypothesis examples per lab (each grades every part of the lab)
@@ -48,6 +48,7 @@ def _session(lab: str, rng: random.Random) -> rep.InProcess:
 def _lost(lab: str, seed: int) -> dict[str, str]:
     """{part: why} of the parts the re-represented worked solution does not get full marks on."""
     rng = random.Random(seed)
+    wire.allow(lab_wire_types(lab))  # as classrun.grade_lab does for the lab it grades
     session = _session(lab, rng)
     lost = {}
     for part in lab_parts(lab):
@@ -60,6 +61,7 @@ def _lost(lab: str, seed: int) -> dict[str, str]:
 
 
 pytestmark = pytest.mark.slow  # 40 gradings of the worked solutions through the real wire
+
 
 @pytest.mark.parametrize("lab", LABS)
 def test_a_correct_answer_in_any_python_type_keeps_full_marks(lab):
