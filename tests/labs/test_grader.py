@@ -80,13 +80,24 @@ def test_a_worker_imports_only_course_dataclasses(names):
         wire.allow_named(names)
 
 
-def test_wire_imports_no_chapter_and_no_lab():
+def _imports(path: Path) -> set[str]:
     import ast
 
-    tree = ast.parse((ROOT / "helpers" / "labs" / "grading" / "wire.py").read_text())
+    tree = ast.parse(path.read_text())
     imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return imported | {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+
+
+def test_wire_imports_no_chapter_and_no_lab():
+    imported = _imports(ROOT / "helpers" / "labs" / "grading" / "wire.py")
     assert {m for m in imported if m.startswith("helpers")} == {"helpers.core.errors"}
+
+
+def test_the_learner_side_imports_no_chapter_no_tool_and_nothing_of_the_instructors():
+    """helpers/labs/grading runs in the learner's kernel and the sandbox: no chapter, no tools/, no instructor/."""
+    for path in sorted((ROOT / "helpers" / "labs" / "grading").glob("*.py")):
+        bad = {m for m in _imports(path) if m.startswith(("helpers.ch", "tools", "instructor"))}
+        assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
 @pytest.mark.parametrize("data", [{"__dc__": "Evil", "v": {}}, {"__dc__": ["x"], "v": {}}, {"__remote__": "callback", "name": "x"},
