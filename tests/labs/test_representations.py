@@ -48,7 +48,7 @@ def _session(lab: str, rng: random.Random) -> rep.InProcess:
 def _lost(lab: str, seed: int) -> dict[str, str]:
     """{part: why} of the parts the re-represented worked solution does not get full marks on."""
     rng = random.Random(seed)
-    wire.allow(lab_wire_types(lab))  # as classrun.grade_lab does for the lab it grades
+    wire.allow(lab_wire_types(lab))  # as classrun.grade_lab does for the lab it grades, before loading
     session = _session(lab, rng)
     lost = {}
     for part in lab_parts(lab):
