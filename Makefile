@@ -161,10 +161,10 @@ test-notebooks: $(STAMP)
 # grader; the solutions must score full points through it. Together with test-notebooks and the
 # red team (tests/labs/test_redteam.py) this proves every check can pass and can fail.
 test-labs: $(STAMP)
-	$(BIN)/python tools/labgrade.py student --out build/ci-student
-	$(BIN)/python tools/labgrade.py run-student build/ci-student
-	$(BIN)/python tools/labgrade.py grade build/ci-student --expect fail
-	$(BIN)/python tools/labgrade.py grade labs --expect pass
+	$(BIN)/python -m tools.grader student --out build/ci-student
+	$(BIN)/python -m tools.grader run-student build/ci-student
+	$(BIN)/python -m tools.grader grade build/ci-student --expect fail
+	$(BIN)/python -m tools.grader grade labs --expect pass
 
 # The test matrix (tools/matrix/runner.py): every notebook and lab under nbval in one configuration,
 # with leak checks (pinned host memory, device memory, child processes, orphans); writes
@@ -180,7 +180,7 @@ matrix-table:
 
 # Instructors: student versions (solutions removed by nbgrader's ClearSolutions etc.).
 student: $(STAMP)
-	$(BIN)/python tools/labgrade.py student --out $(STUDENT_DIR)
+	$(BIN)/python -m tools.grader student --out $(STUDENT_DIR)
 
 # Instructors: the student distribution in DEST (chapters, the labs' student versions, helpers,
 # data, a student README; never instructor/), then a scan that fails on any solution marker,
@@ -194,7 +194,7 @@ student-repo: $(STAMP)
 # (labs/README.md, "How a lab is graded"). GRADEBOOK=file.csv also writes the scores as a table.
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADEBOOK=grades.csv]"; exit 2; }
-	$(BIN)/python tools/labgrade.py grade "$(SUBMISSIONS)" $(if $(GRADEBOOK),--gradebook "$(GRADEBOOK)")
+	$(BIN)/python -m tools.grader grade "$(SUBMISSIONS)" $(if $(GRADEBOOK),--gradebook "$(GRADEBOOK)")
 
 # Time the grading of a class of 30 (correct and one hostile student per trick; minutes, not in `make test`).
 class-time: $(STAMP)

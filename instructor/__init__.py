@@ -4,5 +4,5 @@ cases, the --solve answers of per-learner problems, notes per chapter and the sy
 Nothing here is handed to students: `make student-repo DEST=...` (tools/dist/studentdist.py) leaves
 this folder out and fails if any function of it, normalised, appears in what it writes. The
 package is found from the repository root (pytest, `make grade`, the labs' hidden tests through
-`helpers.labs.integrity.reference`); the installed `helpers` package does not contain it.
+`helpers.labs.grading.integrity.reference`); the installed `helpers` package does not contain it.
 """

@@ -1,5 +1,5 @@
 """Chapter 0's exercises: the expected values come from the chapter's Evidence here, never from
-the page (helpers.core.checks explains the kinds)."""
+the page (helpers.learning.checks explains the kinds)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 
 from helpers.ch00_your_machine import first_copy
-from helpers.core import checks
-from helpers.core.checks import Hint, factor_hint
 from helpers.core.evidence import Evidence
+from helpers.learning import checks
+from helpers.learning.checks import Hint, factor_hint
 from helpers.measure import sysinfo
 
 

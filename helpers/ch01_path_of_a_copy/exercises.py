@@ -1,11 +1,12 @@
 """Chapter 1's exercises: the expected values come from the chapter's Evidence here, never from
-the page (helpers.core.checks explains the kinds)."""
+the page (helpers.learning.checks explains the kinds)."""
 
 from __future__ import annotations
 
 from helpers.ch01_path_of_a_copy import copy_standin, cpu_time, driver_maps, syscalls
-from helpers.core import checks, gpu
-from helpers.core.checks import factor_hint
+from helpers.core import gpu
+from helpers.learning import checks
+from helpers.learning.checks import factor_hint
 
 
 def extra_ioctls(answer, census_data: dict) -> bool | None:

@@ -1,14 +1,14 @@
 """Chapter 2's exercises: the expected answers are computed here, from the chapter's evidence,
-never on the page (helpers.core.checks explains the kinds)."""
+never on the page (helpers.learning.checks explains the kinds)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from helpers.ch02_mmio_and_bars import mmio
-from helpers.core import checks
-from helpers.core.checks import factor_hint
 from helpers.core.evidence import Evidence
+from helpers.learning import checks
+from helpers.learning.checks import factor_hint
 
 
 def ex_2_1_round_trip(answer) -> bool | None:

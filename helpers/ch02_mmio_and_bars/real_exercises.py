@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 
 from helpers.ch02_mmio_and_bars import real_bar
-from helpers.core import checks
 from helpers.core.evidence import Evidence
+from helpers.learning import checks
 
 
 def liveness_answer(answer, ev: Evidence) -> bool | None:

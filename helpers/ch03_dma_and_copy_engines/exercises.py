@@ -1,14 +1,14 @@
 """Chapter 3's exercises (all three parts): expected answers computed here from the chapter's
-evidence, never on the page (helpers.core.checks explains the kinds)."""
+evidence, never on the page (helpers.learning.checks explains the kinds)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from helpers.ch03_dma_and_copy_engines import packets
-from helpers.core import checks
-from helpers.core.checks import factor_hint
 from helpers.core.evidence import Evidence
+from helpers.learning import checks
+from helpers.learning.checks import factor_hint
 from helpers.models.copy_cost import LinearFit
 
 

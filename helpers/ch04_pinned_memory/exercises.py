@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.ch04_pinned_memory import pinning, write_combined, zero_copy
-from helpers.core import checks
-from helpers.core.checks import Hint, factor_hint
 from helpers.core.evidence import Evidence
+from helpers.learning import checks
+from helpers.learning.checks import Hint, factor_hint
 
 
 def break_even_copies(cost: dict, reg: dict) -> float:

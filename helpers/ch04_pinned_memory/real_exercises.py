@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 
 from helpers.ch04_pinned_memory import real_vfio_dma
-from helpers.core import checks
 from helpers.core.evidence import Evidence
+from helpers.learning import checks
 
 PAGE = 4096
 

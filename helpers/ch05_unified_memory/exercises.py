@@ -16,9 +16,9 @@ import warnings
 import numpy as np
 
 from helpers.ch05_unified_memory import managed
-from helpers.core import checks
-from helpers.core.checks import factor_hint
 from helpers.core.evidence import Evidence
+from helpers.learning import checks
+from helpers.learning.checks import factor_hint
 from helpers.measure import sandbox
 
 

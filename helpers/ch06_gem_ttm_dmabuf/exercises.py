@@ -8,8 +8,8 @@ import random
 import sys
 import tempfile
 
-from helpers.core import checks
-from helpers.core.checks import Hint, factor_hint
+from helpers.learning import checks
+from helpers.learning.checks import Hint, factor_hint
 from helpers.models import buddy, ttm
 
 MiB = 1 << 20

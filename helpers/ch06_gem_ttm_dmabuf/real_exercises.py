@@ -4,9 +4,9 @@ transcripts, never from the page."""
 from __future__ import annotations
 
 from helpers.ch06_gem_ttm_dmabuf import real_drm, real_fences, real_ttm
-from helpers.core import checks
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
+from helpers.learning import checks
 
 
 def _vgem(gem: Evidence) -> dict:

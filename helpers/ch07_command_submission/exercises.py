@@ -4,9 +4,10 @@ recordings or a live run), never on the page; each check explains its answer."""
 from __future__ import annotations
 
 from helpers.ch07_command_submission import launch
-from helpers.core import checks, gpu
-from helpers.core.checks import factor_hint
+from helpers.core import gpu
 from helpers.core.evidence import Evidence
+from helpers.learning import checks
+from helpers.learning.checks import factor_hint
 from helpers.measure.transfers import wait_event
 
 GAIN_OPTIONS = {

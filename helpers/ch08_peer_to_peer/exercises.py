@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.ch08_peer_to_peer import views
-from helpers.core import checks
-from helpers.core.checks import Hint, factor_hint
 from helpers.core.evidence import Evidence
+from helpers.learning import checks
+from helpers.learning.checks import Hint, factor_hint
 
 
 def speedup(answer, mats: Evidence) -> bool | None:

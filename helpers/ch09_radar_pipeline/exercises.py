@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.core import checks
-from helpers.core.checks import Hint, factor_hint
+from helpers.learning import checks
+from helpers.learning.checks import Hint, factor_hint
 from helpers.models.radar import simulator
 
 

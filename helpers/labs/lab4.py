@@ -7,7 +7,7 @@ hidden cases of the same shape that nobody has seen, so copying these earns noth
 
 from __future__ import annotations
 
-from helpers.labs.cases import Case
+from helpers.labs.grading.cases import Case
 from helpers.models.ttm import MiB
 
 # (total chunks, requests in chunks, offsets returned, free lists after the requests)

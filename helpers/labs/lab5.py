@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
-from helpers.labs.cases import Case
+from helpers.labs.grading.cases import Case
 from helpers.models import routes
 
 PARTS = ("route_time", "makespan", "best_routes", "order")

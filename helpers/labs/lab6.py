@@ -165,6 +165,6 @@ def try_parts(ns: dict, *parts: str) -> dict:
 
 
 def judge(c, results: dict, part: str) -> None:
-    """A check cell's verdict on `part` from a run's results (c: helpers.core.grading.check)."""
+    """A check cell's verdict on `part` from a run's results (c: helpers.labs.grading.check)."""
     r = results.get(part) or {"ok": False, "feedback": f"no result for part {part}"}
     c.require(bool(r.get("ok")), str(r.get("feedback") or "failed"))

@@ -16,7 +16,7 @@ import sys
 
 from helpers import problems
 from helpers.core.errors import InputError
-from helpers.labs.integrity import InstructorOnlyError, instructor_module
+from helpers.labs.grading.integrity import InstructorOnlyError, instructor_module
 
 
 def main(argv: list[str] | None = None) -> int:

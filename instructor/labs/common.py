@@ -6,7 +6,7 @@ import functools
 import secrets
 
 from helpers.core.evidence import Evidence
-from helpers.labs.cases import Case
+from helpers.labs.grading.cases import Case
 
 __all__ = ["Case", "draw_seed", "recorded"]
 

@@ -2,9 +2,9 @@
 
 The toy GPUs run here, started by the grader (each in its own device process, as always); the
 learner's driver in the sandboxed worker reaches them through a stand-in bus
-(helpers.labs.remote.RemoteToyGPU): every register read and write, every load and store of
+(helpers.labs.grading.remote.RemoteToyGPU): every register read and write, every load and store of
 device-visible system memory, every BAR1 access is a question to this process, which performs
-it on the real device. The checks are helpers.labs.toy_driver's, unchanged: they run here,
+it on the real device. The checks are helpers.labs.lab1's, unchanged: they run here,
 read the device's own state, and call each part through `RemoteParts`, which calls the
 learner's function for the part under test (in the worker) and the reference for every other
 part (here), so one bug costs one part. Device seeds are drawn from the part's seed.
@@ -17,10 +17,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from helpers.core import grading
-from helpers.core.grading import CheckFailed
-from helpers.labs import remote, toy_driver, wire
-from helpers.labs.toy_driver import FakeBus, LabDriver
+from helpers.labs import grading, lab1
+from helpers.labs.grading import CheckFailed, remote, wire
+from helpers.labs.lab1 import FakeBus, LabDriver
 from helpers.models.toygpu.bus import Buffer
 from helpers.models.toygpu.driver import ToyGPU
 from instructor.labs import lab1_driver as ref
@@ -78,11 +77,11 @@ DRIVER_INTS = ("entries", "pt_base", "pages", "bar1_table", "first_dva", "wptr",
 
 
 class RemoteParts:
-    """toy_driver.Parts for the grader: the learner's functions of `check` run in the worker on a
+    """lab1.Parts for the grader: the learner's functions of `check` run in the worker on a
     stand-in of the grader's device; every other part is the reference, run here."""
 
     def __init__(self, student, check: str, seed: int) -> None:
-        self.student, self.own = student, toy_driver.CHECKS[check]
+        self.student, self.own = student, lab1.CHECKS[check]
         rng = np.random.default_rng([30, seed])
         self.seeds = tuple(int(x) for x in rng.integers(1000, 1 << 30, SEEDS_PER_PART))
         self.devices: dict[str, ToyGPU] = {}
@@ -92,7 +91,7 @@ class RemoteParts:
         yield self
 
     def __getattr__(self, name: str):
-        if name not in toy_driver.FUNCTIONS:
+        if name not in lab1.FUNCTIONS:
             raise AttributeError(name)
         if name not in self.own:
             return getattr(ref, name)
@@ -176,7 +175,7 @@ class RemoteParts:
         drv_at = next((i for i, a in enumerate(args) if isinstance(a, LabDriver)), None)
         dev = next((a for a in args if isinstance(a, ToyGPU)), None) or (args[drv_at].dev if drv_at is not None
                                                                           else None)
-        bind = {n: ("driver_callback", self._reference(n)) for n in toy_driver.FUNCTIONS if n not in self.own}
+        bind = {n: ("driver_callback", self._reference(n)) for n in lab1.FUNCTIONS if n not in self.own}
         try:
             got = self.student.call(name, *sent, callbacks=callbacks, sync=drv_at, kwargs=kwargs, bind=bind)
         except StudentRaised as exc:
@@ -203,7 +202,7 @@ def _as_raised(exc: StudentRaised) -> Exception:
 def _part(check: str):
     def run(c, student, seed: int) -> None:
         try:
-            toy_driver.CHECK_FUNCTIONS[check](c, RemoteParts(student, check, seed))
+            lab1.CHECK_FUNCTIONS[check](c, RemoteParts(student, check, seed))
         except (CheckFailed, StudentRaised, WorkerGone, wire.WireError):
             raise
         except Exception as exc:  # noqa: BLE001 - as grading.check does: the learner's part failed

@@ -2,7 +2,7 @@
 
 Instructor-only: the student distribution does not contain instructor/. The source notebook's
 solution cells call these functions, and autograding uses them for every part other than the
-one being graded (helpers.labs.toy_driver.Parts), with the SEEDS below, which students never see.
+one being graded (helpers.labs.lab1.Parts), with the SEEDS below, which students never see.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from helpers.core.errors import DeviceTimeoutError
-from helpers.labs.toy_driver import PAGE, LabDriver
+from helpers.labs.lab1 import PAGE, LabDriver
 from helpers.models.toygpu import commands as cmd
 from helpers.models.toygpu import regs
 from helpers.models.toygpu.errors import RingFullError, ToyGPUError

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.core.evidence import Evidence
-from helpers.labs import bwlab
+from helpers.labs import lab2
 from helpers.problems import perturb_sweep
 from instructor.labs.common import draw_seed
 
@@ -84,7 +84,7 @@ def cases(part: str, evidence: Evidence | None = None, seed: int | None = None) 
                         "reps": int(rng.integers(7, 40)), "warmup": slow + int(rng.integers(0, 3))})
         return out
     if part == "benchmark_agrees":
-        _, times, _ = bwlab.reference_reps(evidence, "pinned/h2d")
+        _, times, _ = lab2.reference_reps(evidence, "pinned/h2d")
         t = np.asarray(times, dtype=float)
         return [(f"a perturbed copy of the recorded repetitions (case {i + 1})",
                  list(t * rng.uniform(0.5, 2.0) * rng.lognormal(0, 0.02, t.size)), int(rng.integers(1, 6)))
@@ -98,7 +98,7 @@ def cases(part: str, evidence: Evidence | None = None, seed: int | None = None) 
                 for _ in range(HARD_FIT_CASES)]
         return hard + [(float(rng.uniform(1e-6, 30e-6)), float(rng.uniform(2e9, 80e9)), int(rng.integers(1 << 30)))
                        for _ in range(2)]
-    n, t = bwlab.reference_sweep(evidence, "pinned", "h2d")
+    n, t = lab2.reference_sweep(evidence, "pinned", "h2d")
     out = []
     for i in range(2):
         pn, pt = perturb_sweep(n, t, rng)

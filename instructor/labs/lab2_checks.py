@@ -1,7 +1,7 @@
 """Lab 2's graded parts, run by the grader (tools/grader) outside the learner's process.
 
 The simulated GPU clock of `timed_copy` and the timers of `benchmark` run here: the learner's
-code gets stand-ins (helpers.labs.remote) whose every event, copy and timing is a question to
+code gets stand-ins (helpers.labs.grading.remote) whose every event, copy and timing is a question to
 this process, so the worker never holds t0, B, the number of timer calls or the answer.
 Later parts get the reference's fit (computed here) as their input.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.labs import bwlab, wire
+from helpers.labs import lab2
+from helpers.labs.grading import wire
 from instructor.labs import lab2 as ref
 from instructor.labs.common import recorded
 from tools.grader.api import Part, own
@@ -19,10 +20,10 @@ FIT_FORBIDDEN = {"helpers.models.copy_cost": ("fit", "fit_series", "fit_all")}
 
 
 class Clock:
-    """The simulated CUDA clock (bwlab.FakeCuda) behind the worker's RemoteCuda."""
+    """The simulated CUDA clock (lab2.FakeCuda) behind the worker's RemoteCuda."""
 
     def __init__(self, t0_s: float, bw_Bps: float) -> None:
-        self.fake = bwlab.FakeCuda(t0_s, bw_Bps)
+        self.fake = lab2.FakeCuda(t0_s, bw_Bps)
         self.events: list = []
 
     def _event(self, i):
@@ -54,7 +55,7 @@ def timed_copy(c, student, seed: int) -> None:
     for n, t0_s, bw in ref.cases("timed_copy", seed=seed):
         clock = Clock(t0_s, bw)
         t = student.call("timed_copy", wire.remote("cuda", name="cuda"), wire.remote("cuda_stream", name="cuda"),
-                         0xD0, 0x50, n, bwlab.H2D, callbacks={"cuda": clock})
+                         0xD0, 0x50, n, lab2.H2D, callbacks={"cuda": clock})
         truth = clock.fake.copy_time(n)
         c.require(isinstance(t, (int, float)) and np.isfinite(t), f"timed_copy returned {t!r}, not a number of seconds")
         c.require(not np.isclose(t, truth * 1e3, rtol=1e-6),
@@ -74,7 +75,7 @@ def _result(c, res) -> None:
 def benchmark_warmup(c, student, seed: int) -> None:
     for k in ref.cases("benchmark_warmup", seed=seed):
         reps, warmup = k["reps"], k["warmup"]
-        timer = bwlab.warmup_timer(k["steady_s"], reps + warmup, slow_calls=k["slow_calls"],
+        timer = lab2.warmup_timer(k["steady_s"], reps + warmup, slow_calls=k["slow_calls"],
                                    slow_factor=k["slow_factor"], seed=k["seed"])
         res = student.call("benchmark", wire.remote("callback", name="timer"), kwargs={"reps": reps, "warmup": warmup},
                            callbacks={"timer": timer})
@@ -94,7 +95,7 @@ def benchmark_warmup(c, student, seed: int) -> None:
                   f"median_s is {res['median_s']:.6g} s but the median of your kept timings is {want:.6g} s"
                   + (" — that is the mean, not the median" if np.isclose(res["median_s"], kept.mean()) else ""))
         c.require(np.isclose(res["min_s"], kept.min(), rtol=1e-9), f"min_s is {res['min_s']!r}, not the minimum")
-    plain = bwlab.CountingTimer([2e-3] * 5, "simulated timings")
+    plain = lab2.CountingTimer([2e-3] * 5, "simulated timings")
     student.call("benchmark", wire.remote("callback", name="timer"), kwargs={"reps": 5, "warmup": 0},
                  callbacks={"timer": plain})
     c.require(plain.calls == 5, f"with reps=5, warmup=0 your benchmark called timer() {plain.calls} times, not 5")
@@ -102,7 +103,7 @@ def benchmark_warmup(c, student, seed: int) -> None:
 
 def benchmark_agrees(c, student, seed: int) -> None:
     for name, ts, warm in ref.cases("benchmark_agrees", recorded("transfers.large_copy"), seed=seed):
-        timer = bwlab.replay_timer(ts)
+        timer = lab2.replay_timer(ts)
         res = student.call("benchmark", wire.remote("callback", name="timer"), kwargs={"reps": len(ts) - warm, "warmup": warm}, callbacks={"timer": timer})
         _result(c, res)
         c.require(timer.calls == len(ts), f"your benchmark used {timer.calls} of the {len(ts)} timings of {name}, "
@@ -120,7 +121,7 @@ def _pair(c, got) -> tuple[float, float]:
 def fit_synthetic(c, student, seed: int) -> None:
     n = np.logspace(2, np.log10(256 << 20), 30)
     for t0_true, bw_true, noise_seed in ref.cases("fit", seed=seed):
-        times = bwlab.synthetic_line(t0_true, bw_true, n, noise=0.03, seed=noise_seed)
+        times = lab2.synthetic_line(t0_true, bw_true, n, noise=0.03, seed=noise_seed)
         t0, bw = _pair(c, student.call("fit_line", n, times, forbid=FIT_FORBIDDEN))
         c.require(not np.isclose(bw * 1e9, bw_true, rtol=0.3),
                   "your bandwidth is 1e9 times too small: return bytes per second, not GB/s")

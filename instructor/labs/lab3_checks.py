@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.labs import lab3, wire
-from helpers.models.radar import card, designs, dsp, metrics
+from helpers.labs import lab3
+from helpers.labs.grading import wire
+from helpers.models.radar import card, designs, dsp, metrics, simulator
 from instructor.labs import lab3 as ref
 from tools.grader.api import Part, own
 
@@ -22,7 +23,7 @@ OWN_REPORT = {m.__name__: names for m, names in lab3.OWN_REPORT.items()}
 def _map(c, student, frame: np.ndarray) -> np.ndarray:
     got = student.call("range_doppler", NUMPY, frame, dsp.matched_filter(np), forbid=OWN_PROCESSING,
                        keep_arrays=True)
-    try:  # values, not types: the map may come back as any array-like of numbers (helpers.labs.wire.plain)
+    try:  # values, not types: the map may come back as any array-like of numbers (helpers.labs.grading.wire.plain)
         arr = np.asarray(got)
     except (ValueError, TypeError):
         arr = None
@@ -128,6 +129,8 @@ def choose_design_cheapest(c, student, seed: int) -> None:
                   "is not the cheapest design that does: fewer buffers or slots, or a design without the CPU in "
                   "the data path, would also meet every deadline"))
 
+
+WIRE_TYPES = (simulator.MachineParams,)  # the machine each choose_design case hands the learner
 
 GRADED = (
     Part("rd_matches_reference", 5, ("range_doppler",), rd_matches_reference, own(OWN_PROCESSING)),

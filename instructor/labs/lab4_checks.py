@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.ch06_gem_ttm_dmabuf import real_ttm
-from helpers.core.grading import CheckFailed
-from helpers.labs import lab4, wire
+from helpers.labs import lab4
+from helpers.labs.grading import CheckFailed, wire
 from helpers.models import ttm
 from helpers.models.ttm import MiB
 from instructor.labs import lab4 as ref

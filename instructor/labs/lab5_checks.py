@@ -77,6 +77,8 @@ def order(c, student, seed: int) -> None:
                   + (f" ({case.note})" if "note" in case.inputs else ""))
 
 
+WIRE_TYPES = (routes.LinkMatrix,)  # the matrix every call hands the learner
+
 GRADED = (
     Part("check_route_time", 5, ("route_time",), route_time),
     Part("check_makespan", 5, ("makespan",), makespan),

@@ -12,10 +12,11 @@ import pytest
 from conftest import run_on_simulator
 
 from helpers.ch03_dma_and_copy_engines import crosscheck, diagrams, engine_vs_sm, exercises, pcie
-from helpers.core import checks, reference
+from helpers.core import reference
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
+from helpers.learning import checks
 from helpers.measure import gpu_chase
 from helpers.models import copy_cost
 

@@ -158,7 +158,7 @@ def test_gather_kernel_trial_catches_a_planted_bug():
             for i in range(start, idx.size, stride):
                 cuda.atomic.add(out, 0, 2 * x[idx[i]])
 
-        from helpers.core import checks
+        from helpers.learning import checks
         print("GOOD", exercises.gather_trial(strided, n=1024, m=100))
         print("BAD", exercises.gather_trial(strided_twice, n=1024, m=100))
         try:

@@ -125,7 +125,7 @@ def test_example2_trial_catches_the_copying_version(tmp_path):
             add_one[(n + 255) // 256, 256](d)
             return d.copy_to_host()
 
-        from helpers.core import checks
+        from helpers.learning import checks
         print("RIGHT", exercises.example2_trial(right, n=600))
         print("MIXED", exercises.example2_trial(mapped_then_copied, n=600))
         try:

@@ -1,5 +1,5 @@
 """Bad input to the chapter modules' public helpers (mmio, toy_ring, ttm, buddy, launch,
-managed, uva, drm, cpu_time, driver_maps, bwlab, cuda_dmabuf, write_combined, sysinfo,
+managed, uva, drm, cpu_time, driver_maps, lab2, cuda_dmabuf, write_combined, sysinfo,
 crosscheck, evidence, figures, grading, the toy GPU): a specific CourseError subclass whose
 message names the parameter, raised before anything is allocated or started. Malformed
 recordings raise ReferenceDataError naming the experiment. Good values at the boundaries
@@ -30,14 +30,14 @@ from helpers.ch04_pinned_memory import write_combined
 from helpers.ch05_unified_memory import managed, pointer_access, uva
 from helpers.ch06_gem_ttm_dmabuf import cuda_dmabuf, drm
 from helpers.ch07_command_submission import launch, toy_ring
-from helpers.core import evidence, figures, grading
+from helpers.core import evidence, figures
 from helpers.core.errors import (
     InputError,
     InputTypeError,
     ReferenceDataError,
     SystemInfoError,
 )
-from helpers.labs import bwlab
+from helpers.labs import grading, lab2
 from helpers.measure import sandbox, sysinfo
 from helpers.models import buddy, device_process, ttm
 from helpers.models.toygpu import ToyGPU, link, regs
@@ -703,23 +703,23 @@ def test_dmabuf_results_must_be_dicts(bad):
 
 @FEW
 @given(choices_except(("h2d", "d2h")), st.one_of(non_positive, not_ints))
-def test_bwlab_copy_arguments(no_gpu, direction, nbytes):
+def test_lab2_copy_arguments(no_gpu, direction, nbytes):
     with pytest.raises(InputError, match="direction must be 'h2d' or 'd2h'"):
-        with bwlab.simulated_copy(1 << 20, direction):
+        with lab2.simulated_copy(1 << 20, direction):
             pass
     with pytest.raises(InputError, match="direction must be 'h2d' or 'd2h'"):
-        with bwlab.live_copy(1 << 20, direction):
+        with lab2.live_copy(1 << 20, direction):
             pass
     with pytest.raises(InputError, match="nbytes must be a positive whole number of bytes"):
-        with bwlab.simulated_copy(nbytes):
+        with lab2.simulated_copy(nbytes):
             pass
 
 
-def test_bwlab_boundaries_and_the_fake_runtime():
+def test_lab2_boundaries_and_the_fake_runtime():
     for direction in ("h2d", "d2h"):
-        with bwlab.simulated_copy(1, direction, t0_s=1e-6, bw_Bps=1e9) as job:
+        with lab2.simulated_copy(1, direction, t0_s=1e-6, bw_Bps=1e9) as job:
             assert job.cuda.copy_time(1) == pytest.approx(1e-6 + 1e-9)
-    with bwlab.simulated_copy(np.int64(4096)) as job:
+    with lab2.simulated_copy(np.int64(4096)) as job:
         with pytest.raises(InputError, match=r"memcpyAsync: kind 7 is not host-to-device \(1\) or device-to-host \(2\)"):
             job.cuda.runtime.memcpyAsync(job.dst, job.src, 4096, 7, job.stream)
 

@@ -29,7 +29,7 @@ ALLOWED_OUTSIDE = {
     "helpers.models.toygpu.device.Fault":
         "the toy device's internal signal, turned into an error code in its own registers inside "
         "the device process; never raised to a caller",
-    "helpers.labs.bwlab.NotReadyError":
+    "helpers.labs.lab2.NotReadyError":
         "stands in for CuPy's CUDARuntimeError (cudaErrorNotReady) in the simulated CUDA Lab 2's "
         "learner code runs against: it must look like the library's error, not the course's",
 }

@@ -5,10 +5,11 @@ import pytest
 
 from helpers import course
 from helpers.ch00_your_machine import first_copy
-from helpers.core import checks, figures
+from helpers.core import figures
 from helpers.core.errors import InputTypeError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
+from helpers.learning import checks
 
 
 def _fig(parts):

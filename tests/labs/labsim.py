@@ -43,7 +43,7 @@ def score(lab: str, solutions: dict[str, str] | None = None, *, monkeypatch, hid
     """Points per graded check for the source lab with `solutions` (grade_id -> source) swapped in.
 
     hidden=False runs the checks as the student version has them (published examples only)."""
-    from helpers.core import grading
+    from helpers.labs import grading
 
     solutions = solutions or {}
     monkeypatch.setenv("COURSE_MODE", "replay")

@@ -45,7 +45,7 @@ return 1.0
     # the issue's second route: replace the check machinery in this process
     "monkeypatch": '''
 import builtins
-from helpers.core import grading
+from helpers.labs import grading
 grading.check.__exit__ = lambda self, *a: True
 grading.check.require = lambda self, *a, **k: None
 grading.check.close = lambda self, what, value, *a, **k: value
@@ -60,7 +60,7 @@ return 1.0
     "reference": '''
 import importlib, sys
 try:
-    from helpers.labs import integrity
+    from helpers.labs.grading import integrity
     ref = integrity.reference(LAB)
 except Exception:
     for root in (ROOT_PATH, "/course", "/course/..", "/"):

@@ -2,8 +2,8 @@
 
 `represent(value, rng)` returns a value equal to `value` in another Python type (a NumPy array or
 scalar, a tuple, a namedtuple, a defaultdict, an OrderedDict, a read-only mapping ...), drawn from
-`rng`; `InProcess` is the grader's `Session` with the worker (helpers.labs.worker.Worker) in this
-process: every request, reply and callback still crosses as JSON through helpers.labs.wire, so a
+`rng`; `InProcess` is the grader's `Session` with the worker (helpers.labs.grading.worker.Worker) in this
+process: every request, reply and callback still crosses as JSON through helpers.labs.grading.wire, so a
 check sees exactly what it would see from a sandboxed worker. tests/labs/test_representations.py
 grades the worked solutions with every returned value re-represented and expects full marks.
 """
@@ -17,8 +17,8 @@ import types
 
 import numpy as np
 
-from helpers.labs import remote, wire
-from helpers.labs.worker import Worker
+from helpers.labs.grading import remote, wire
+from helpers.labs.grading.worker import Worker
 from tools.grader import session as grader_session
 
 _TUPLES: dict[int, type] = {}
@@ -100,13 +100,13 @@ def wrap_factory(factory, rng: random.Random):
 
 
 class InProcess:
-    """A grader Session whose worker is this process's helpers.labs.worker.Worker (JSON in between)."""
+    """A grader Session whose worker is this process's helpers.labs.grading.worker.Worker (JSON in between)."""
 
     alive = True
 
     def __init__(self, setup: list[str], cells: dict[str, str]) -> None:
         self.worker = Worker(None, None)
-        self.errors = self.worker.load(setup, cells)
+        self.errors = self.worker.load(setup, cells, wire.allowed_names())  # as the grader's load request
         self.callbacks: dict = {}
         self.worker.callback = self._callback
 

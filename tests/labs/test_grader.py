@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT)]
 
-from helpers.labs import wire  # noqa: E402
+from helpers.labs.grading import wire  # noqa: E402
 from helpers.models import routes  # noqa: E402
 from tools.grader import classrun, sandbox  # noqa: E402
 from tools.grader.api import Student, StudentRaised  # noqa: E402
@@ -31,6 +31,7 @@ def _roundtrip(x):
 
 
 def test_plain_data_crosses_unchanged():
+    wire.allow((routes.LinkMatrix,))
     m = routes.synthetic(3, 5)
     x = {"t": (1, 2.5, "a"), 3: [None, True], "nan": math.nan, "a": np.arange(6, dtype=np.float32).reshape(2, 3),
          "s": np.float64(2.0), "m": m}
@@ -58,7 +59,48 @@ def test_objects_that_are_not_plain_data_are_refused(value):
         wire.encode(value)
 
 
-@pytest.mark.parametrize("data", [{"__dc__": "Evil", "v": {}}, {"__remote__": "callback", "name": "x"},
+def test_only_the_dataclasses_the_lab_declares_cross():
+    """wire knows no chapter or model: what may cross is what the graded lab declares (WIRE_TYPES)."""
+    m = routes.synthetic(2, 1)
+    wire.allow(())
+    with pytest.raises(wire.WireError):
+        wire.encode(m)
+    wire.allow_named([wire.type_name(routes.LinkMatrix)])  # the worker, told by the grader
+    sent = wire.encode(m)
+    assert sent["__dc__"] == "helpers.models.routes:LinkMatrix" and wire.decode(sent) == m
+    wire.allow(())
+    with pytest.raises(wire.WireError):
+        wire.decode(sent)  # another lab's dataclass is refused
+
+
+@pytest.mark.parametrize("names", [["os:system"], ["helpers.models.routes:HOST"], ["helpers.models.routes:Nope"],
+                                   ["helpers.models.routes"], ["helpers.models.routes:a.b"]])
+def test_a_worker_imports_only_course_dataclasses(names):
+    with pytest.raises(wire.WireError):
+        wire.allow_named(names)
+
+
+def _imports(path: Path) -> set[str]:
+    import ast
+
+    tree = ast.parse(path.read_text())
+    imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    return imported | {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+
+
+def test_wire_imports_no_chapter_and_no_lab():
+    imported = _imports(ROOT / "helpers" / "labs" / "grading" / "wire.py")
+    assert {m for m in imported if m.startswith("helpers")} == {"helpers.core.errors"}
+
+
+def test_the_learner_side_imports_no_chapter_no_tool_and_nothing_of_the_instructors():
+    """helpers/labs/grading runs in the learner's kernel and the sandbox: no chapter, no tools/, no instructor/."""
+    for path in sorted((ROOT / "helpers" / "labs" / "grading").glob("*.py")):
+        bad = {m for m in _imports(path) if m.startswith(("helpers.ch", "tools", "instructor"))}
+        assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("data", [{"__dc__": "Evil", "v": {}}, {"__dc__": ["x"], "v": {}}, {"__remote__": "callback", "name": "x"},
                                   {"__nd__": ["object", [1], ""]}, {"__nd__": ["float64", [3], "AAAA"]}])
 def test_what_a_worker_sends_decodes_to_data_or_is_refused(data):
     with pytest.raises(wire.WireError):

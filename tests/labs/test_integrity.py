@@ -1,4 +1,4 @@
-"""helpers.labs.integrity: own_work finds the course's implementation however it is kept."""
+"""helpers.labs.grading.integrity: own_work finds the course's implementation however it is kept."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from helpers.labs import integrity
+from helpers.labs.grading import integrity
 from helpers.models import copy_cost
 
 FORBIDDEN = {copy_cost: ("fit",)}

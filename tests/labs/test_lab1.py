@@ -2,22 +2,20 @@
 nothing earns points without new code.
 
 Submissions are planted as dictionaries of functions and scored in this process by the checks
-of helpers.labs.toy_driver (the checks the grader runs), with the instructor's reference for
+of helpers.labs.lab1 (the checks the grader runs), with the instructor's reference for
 every other part and its seeds. One test then grades a planted notebook through the grader
 itself, as `make grade` does: devices in the grader, the learner's driver sandboxed.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
 
-from helpers.core import grading
-from helpers.labs import toy_driver as lab1
+from helpers.labs import grading, lab1
 from helpers.models.toygpu import regs
 from instructor.labs import lab1_driver as ref
 
@@ -45,7 +43,7 @@ NOTEBOOK_IMPORTS = """
 import math, time
 import numpy as np
 from helpers.core.errors import DeviceTimeoutError
-from helpers.labs.toy_driver import LabDriver, vram_alloc
+from helpers.labs.lab1 import LabDriver, vram_alloc
 from helpers.models.toygpu import commands as cmd
 from helpers.models.toygpu import regs
 from helpers.models.toygpu.errors import RingFullError, ToyGPUError
@@ -180,10 +178,8 @@ def test_lab_devices_have_no_firmware():
 def _submission(tmp_path: Path) -> Path:
     """The student version with every function written (the reference's code, as a learner would
     paste it), except a hard-coded identify and a map_bar1 off by one page."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    import labgrade
+    from tools.grader import labgrade
 
-    sys.path.pop(0)
     [student] = labgrade.make_student([LAB], tmp_path / "student")
     nb = nbformat.read(student, as_version=4)
     import inspect
@@ -202,15 +198,14 @@ def _submission(tmp_path: Path) -> Path:
     return tmp_path / "subs"
 
 
+@pytest.mark.slow
 def test_the_grader_grades_each_part_on_its_own(tmp_path):
     """Through the grader (as `make grade`): the devices run in the grader, the learner's driver
     in the sandboxed worker; unseen devices, the reference for the other parts; only the two
     planted parts lose their points."""
     pytest.importorskip("nbgrader")
-    sys.path.insert(0, str(ROOT / "tools"))
-    import labgrade
+    from tools.grader import labgrade
 
-    sys.path.pop(0)
     report = labgrade.grade(_submission(tmp_path), labs=[LAB])
     got = {c.grade_id: c.score for c in report["planted"]}
     assert got == {**{k: float(v) for k, v in POINTS.items()}, "identify_device": 0.0, "map_bar1": 0.0}, report

@@ -1,5 +1,5 @@
 """Lab 1's visible checks, part by part (issue 37, item 5): each check runs the learner's code
-for its own part and the course's stand-ins (helpers.labs.toy_standins) for the others, so a
+for its own part and the course's stand-ins (helpers.labs.lab1_standins) for the others, so a
 learner stuck on one part still gets feedback on every other part.
 
 Solved parts are the instructor's reference code, pasted as a learner would (test_lab1.notebook);
@@ -12,9 +12,7 @@ from __future__ import annotations
 import pytest
 from test_lab1 import notebook
 
-from helpers.core import grading
-from helpers.labs import toy_driver as lab1
-from helpers.labs import toy_standins
+from helpers.labs import grading, lab1, lab1_standins
 
 
 def stub(name: str):
@@ -76,7 +74,7 @@ def test_stand_ins_refuse_a_remote_bus():
             return 0
 
     with pytest.raises(TypeError, match="never in grading"):
-        toy_standins.bring_up(RemoteLike(), 8)
+        lab1_standins.bring_up(RemoteLike(), 8)
 
 
 def test_stand_ins_are_not_the_instructor_reference():
@@ -84,7 +82,7 @@ def test_stand_ins_are_not_the_instructor_reference():
 
     from instructor.labs import lab1_driver as ref
 
-    for name in toy_standins.FUNCTIONS:
-        assert inspect.getsource(getattr(toy_standins, name)) != inspect.getsource(getattr(ref, name))
-    text = inspect.getsource(toy_standins)
+    for name in lab1_standins.FUNCTIONS:
+        assert inspect.getsource(getattr(lab1_standins, name)) != inspect.getsource(getattr(ref, name))
+    text = inspect.getsource(lab1_standins)
     assert "VRAM_WINDOW" not in text and "VRAM_DATA" not in text, "the stand-ins must not show Part 2's mechanism"

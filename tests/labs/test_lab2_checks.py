@@ -12,7 +12,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from helpers.core import grading
+from helpers.labs import grading
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import labsim  # noqa: E402

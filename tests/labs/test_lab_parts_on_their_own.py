@@ -4,7 +4,7 @@ Each lab notebook is run cell by cell as its student version has it (nbgrader's 
 removed, every `### BEGIN SOLUTION` region replaced by `raise NotImplementedError()`), except
 the solution cell(s) of ONE part, kept as the instructor wrote them. Every check of that part
 must then pass: the checks of a later part use the course's stand-ins for earlier parts
-(bwlab.stand_ins, lab5.stand_ins), and the labs whose parts are independent (3, 4) call only
+(lab2.stand_ins, lab5.stand_ins), and the labs whose parts are independent (3, 4) call only
 their own part. With every part stubbed, each check must report its own part's function.
 Lab 1 has its own, device-backed test (test_lab1_parts_on_their_own.py).
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.core import grading
+from helpers.labs import grading
 
 ROOT = Path(__file__).resolve().parents[2]
 HIDDEN = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[^\n]*\n?", re.S)

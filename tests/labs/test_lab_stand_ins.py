@@ -1,4 +1,4 @@
-"""The course's stand-ins for Labs 2 and 5 (bwlab.stand_ins, lab5.stand_ins): what the visible
+"""The course's stand-ins for Labs 2 and 5 (lab2.stand_ins, lab5.stand_ins): what the visible
 checks use for the earlier parts (test_lab_parts_on_their_own.py runs the checks with them).
 Where they answer, they agree with the instructor's reference; where they cannot, they say so."""
 
@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from helpers.core.errors import InputError
-from helpers.labs import bwlab, lab5
+from helpers.labs import lab2, lab5
 from helpers.models import routes
 from instructor.labs import lab2 as ref2
 from instructor.labs import lab5 as ref5
@@ -27,13 +27,13 @@ def test_route_time_and_fit_line_stand_ins_agree_with_the_reference():
         got = lab5.stand_ins("order")["route_time"](c.inputs["M"], c.inputs["path"], c.inputs["nbytes"])
         assert got == pytest.approx(c.want, rel=1e-12)
     n, t = [4096, 1 << 20, 64 << 20], [1e-5, 5e-5, 2.7e-3]
-    assert bwlab.stand_ins("batch")["fit_line"](n, t) == pytest.approx(ref2.fit_line(n, t), rel=1e-6)
-    assert bwlab.stand_ins("batch")["predict_time"](4096, 1e-5, 2e10) == pytest.approx(ref2.predict_time(4096, 1e-5, 2e10))
+    assert lab2.stand_ins("batch")["fit_line"](n, t) == pytest.approx(ref2.fit_line(n, t), rel=1e-6)
+    assert lab2.stand_ins("batch")["predict_time"](4096, 1e-5, 2e10) == pytest.approx(ref2.predict_time(4096, 1e-5, 2e10))
 
 
 def test_the_stand_ins_cover_only_earlier_parts():
     assert set(lab5.stand_ins("makespan")) == {"route_time"} and lab5.stand_ins("route_time") == {}
-    assert set(bwlab.stand_ins("predict")) == {"fit_line"} and bwlab.stand_ins("fit") == {}
+    assert set(lab2.stand_ins("predict")) == {"fit_line"} and lab2.stand_ins("fit") == {}
     with pytest.raises(InputError):
         lab5.stand_ins("telepathy")
 

@@ -1,15 +1,14 @@
-"""tools/labgrade.py: the lab-format lint and the verdict logic of grading and student runs."""
+"""tools/grader/labgrade.py: the lab-format lint and the verdict logic of grading and student runs."""
 
 import copy
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from tools.grader import labgrade
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import labgrade  # noqa: E402
 
 LABS = sorted((ROOT / "labs").glob("lab*.ipynb"))
 

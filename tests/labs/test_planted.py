@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[2] / "tools"),
-                str(Path(__file__).resolve().parents[2])]
-import labgrade  # noqa: E402
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[2])]
 import labsim  # noqa: E402
 import redteam  # noqa: E402
 
-from tools.grader import sandbox  # noqa: E402
+from tools.grader import labgrade, sandbox  # noqa: E402
+
+pytestmark = pytest.mark.slow  # whole classes through the sandboxed grader
 
 FULL = {
     "lab2": {"timed_copy_events": 4, "benchmark_warmup": 4, "benchmark_agrees": 5, "fit_synthetic": 5,
@@ -51,12 +51,12 @@ def make_policy():
     # the published recording, looked up instead of a model: right on the examples, wrong elsewhere
     "lab2": ({"predict": '''
 def predict_time(nbytes, t0_s, bw_Bps):
-    n, t = bwlab.reference_sweep(recorded_sweep, "pinned", "h2d")
+    n, t = lab2.reference_sweep(recorded_sweep, "pinned", "h2d")
     return np.interp(np.asarray(nbytes, dtype=float), n, t)
 
 
 def batch_slowdown(count, nbytes_each, t0_s, bw_Bps):
-    n, t = bwlab.reference_sweep(recorded_sweep, "pinned", "h2d")
+    n, t = lab2.reference_sweep(recorded_sweep, "pinned", "h2d")
     m = dict(zip(n.astype(int).tolist(), t.tolist(), strict=True))
     return count * m[nbytes_each] / m[count * nbytes_each]
 '''}, {"predict_reference", "batch_slowdown"}),

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[2] / "tools"),
-                str(Path(__file__).resolve().parents[2])]
-import labgrade  # noqa: E402
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[2])]
 import redteam  # noqa: E402
 
-from tools.grader import sandbox  # noqa: E402
+from tools.grader import labgrade, sandbox  # noqa: E402
+
+pytestmark = pytest.mark.slow  # whole classes through the sandboxed grader
 
 LABS = tuple(redteam.FUNCTIONS)
 LIMITS = sandbox.Limits(call_s=5.0, load_s=60.0, part_s=60.0, submission_s=240.0)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -26,14 +27,13 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(HERE), str(ROOT / "tools"), str(ROOT)]
-import labgrade  # noqa: E402
+sys.path[:0] = [str(HERE), str(ROOT)]
 import redteam  # noqa: E402
 import tricks39  # noqa: E402
 
-from helpers.core import grading  # noqa: E402
-from helpers.core.grading import CheckFailed  # noqa: E402
-from tools.grader import memcap, sandbox  # noqa: E402
+from helpers.labs import grading  # noqa: E402
+from helpers.labs.grading import CheckFailed  # noqa: E402
+from tools.grader import labgrade, memcap, sandbox  # noqa: E402
 from tools.grader.api import PartTimeout, Student  # noqa: E402
 from tools.grader.classrun import grade_class, lab_parts, part_seed  # noqa: E402
 from tools.grader.submission import MAX_BYTES, read_class  # noqa: E402
@@ -235,17 +235,22 @@ def test_no_call_outlives_the_labs_budget():
 
 def test_the_whole_workers_memory_is_one_cap():
     """Three processes of 150 MiB each, under a 300 MiB cap for the worker: each is within the
-    per-process limit, together they are over it."""
-    code = ("import os, time\nkids = []\nfor _ in range(3):\n    pid = os.fork()\n    if pid == 0:\n"
-            "        b = bytearray(150 << 20)\n        time.sleep(30)\n        os._exit(0)\n    kids.append(pid)\n"
-            "time.sleep(30)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    per-process limit, together they are over it. Each child says when its memory is resident
+    (a byte on stdout) and then waits for stdin to close: the test waits for those three bytes,
+    not for a time."""
+    code = ("import os\nfor _ in range(3):\n    if os.fork() == 0:\n        b = bytearray(150 << 20)\n"
+            "        b[::4096] = b'\\x01' * len(range(0, len(b), 4096))  # every page written: resident\n"
+            "        os.write(1, b'r')\n        os.read(0, 1)\n        os._exit(0)\nos.read(0, 1)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            start_new_session=True)
     try:
-        cap = memcap.MemoryCap(300 << 20)
-        deadline = time.monotonic() + 20
-        while not cap.over(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert cap.over(proc.pid), memcap.resident_bytes(proc.pid)
+        ready = b""
+        while len(ready) < 3:  # a bound against a hang, not a measurement
+            assert select.select([proc.stdout], [], [], 120)[0], "the children never reported their memory"
+            chunk = os.read(proc.stdout.fileno(), 3 - len(ready))
+            assert chunk, "the children exited before reporting their memory"
+            ready += chunk
+        assert memcap.MemoryCap(300 << 20).over(proc.pid), memcap.resident_bytes(proc.pid)
         assert not memcap.MemoryCap(2 << 30).over(proc.pid)
     finally:
         os.killpg(proc.pid, 9)  # this test's own process group: the child and its three
@@ -265,6 +270,7 @@ def tricked_class(tmp_path_factory):
                                    ROOT / "labs" / "lab4_buddy_eviction.ipynb"], limits=LIMITS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trick", sorted(tricks39.OWN_WORK))
 def test_cloning_the_courses_implementation_earns_nothing(tricked_class, trick):
     lab, cells = tricks39.OWN_WORK[trick]
@@ -276,6 +282,7 @@ def test_cloning_the_courses_implementation_earns_nothing(tricked_class, trick):
     assert all(results[p.grade_id].score == p.points for p in others), [results[p.grade_id] for p in others]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trick", [*sorted(tricks39.TYPES), "defaultdict_buddy"])
 def test_a_correct_answer_in_another_type_gets_full_marks(tricked_class, trick):
     results = tricked_class[trick]

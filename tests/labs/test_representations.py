@@ -23,10 +23,10 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 import redteam  # noqa: E402
 import representations as rep  # noqa: E402
 
-from helpers.core import grading  # noqa: E402
-from helpers.core.grading import CheckFailed  # noqa: E402
+from helpers.labs import grading  # noqa: E402
+from helpers.labs.grading import CheckFailed, wire  # noqa: E402
 from tools.grader.api import Student, StudentRaised  # noqa: E402
-from tools.grader.classrun import lab_parts, part_seed  # noqa: E402
+from tools.grader.classrun import lab_parts, lab_wire_types, part_seed  # noqa: E402
 from tools.grader.submission import lab_source, solution_cells  # noqa: E402
 
 EXAMPLES = 8  # hypothesis examples per lab (each grades every part of the lab)
@@ -48,6 +48,7 @@ def _session(lab: str, rng: random.Random) -> rep.InProcess:
 def _lost(lab: str, seed: int) -> dict[str, str]:
     """{part: why} of the parts the re-represented worked solution does not get full marks on."""
     rng = random.Random(seed)
+    wire.allow(lab_wire_types(lab))  # as classrun.grade_lab does for the lab it grades, before loading
     session = _session(lab, rng)
     lost = {}
     for part in lab_parts(lab):
@@ -57,6 +58,9 @@ def _lost(lab: str, seed: int) -> dict[str, str]:
         except (CheckFailed, AssertionError, StudentRaised) as exc:
             lost[part.grade_id] = str(exc)[:300]
     return lost
+
+
+pytestmark = pytest.mark.slow  # 40 gradings of the worked solutions through the real wire
 
 
 @pytest.mark.parametrize("lab", LABS)

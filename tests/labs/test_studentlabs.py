@@ -23,7 +23,7 @@ def cell(src, kind="code", **flags):
 @pytest.fixture(scope="module")
 def nbgrader_versions(tmp_path_factory):
     pytest.importorskip("nbgrader")
-    from tools import labgrade
+    from tools.grader import labgrade
 
     out = tmp_path_factory.mktemp("nbgrader")
     labgrade.make_student(LABS, out)

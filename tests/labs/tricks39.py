@@ -12,7 +12,7 @@ from tests.labs import redteam
 
 NOOP_OWN_WORK = '''
 import contextlib, types
-from helpers.labs import integrity
+from helpers.labs.grading import integrity
 integrity.own_work = lambda *a, **k: contextlib.nullcontext()   # the in-process check, patched away
 def _clone(f):
     return types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__)

@@ -14,7 +14,7 @@
   returning a ``Diagram`` or named ``*_diagram``) live in ``diagrams.py``; a module that boots
   the VM (imports helpers.measure.kernel_vm) is named ``real_*.py``, and a ``real_*.py`` module is
   backed by the VM (it imports kernel_vm or another real_* module of its package); exercise
-  checks (``helpers.core.checks``) live in ``exercises.py`` or, for the VM part, ``real_exercises.py``;
+  checks (``helpers.learning.checks``) live in ``exercises.py`` or, for the VM part, ``real_exercises.py``;
   a module named after a role (view, picture, diagram, exercise, finding) uses its one name
   (``views.py``, ``diagrams.py``, ``exercises.py``, ``findings.py``).
 
@@ -43,7 +43,7 @@ DATA_TABLES: frozenset[str] = frozenset()
 ROLE_NAMES = {"view": "views.py", "picture": "diagrams.py", "diagram": "diagrams.py",
               "exercise": "exercises.py", "finding": "findings.py"}
 VM_MODULE = "helpers.measure.kernel_vm"
-CHECKS_MODULE = "helpers.core.checks"
+CHECKS_MODULE = "helpers.learning.checks"
 
 
 # ----------------------------------------------------------------------------- reading the code
@@ -297,14 +297,14 @@ def test_chapter_roles_fail_when_broken(tmp_path):
     _write(tmp_path, f"{ch}/vfio.py", "from helpers.measure import kernel_vm\n\nR = kernel_vm.run\n")
     _write(tmp_path, f"{ch}/real_fake.py", "X = 1\n")
     _write(tmp_path, f"{ch}/real_ok.py", "from helpers.measure.kernel_vm import transcript\n")
-    _write(tmp_path, f"{ch}/real_exercises.py", "from helpers.ch42_test import real_ok\nfrom helpers.core import checks\n")
-    _write(tmp_path, f"{ch}/probe.py", "from helpers.core import checks\nfrom helpers.core.diagrams import Diagram\n\n\n"
+    _write(tmp_path, f"{ch}/real_exercises.py", "from helpers.ch42_test import real_ok\nfrom helpers.learning import checks\n")
+    _write(tmp_path, f"{ch}/probe.py", "from helpers.learning import checks\nfrom helpers.core.diagrams import Diagram\n\n\n"
            "def picture() -> Diagram:\n    return Diagram('t', 'd')\n")
     assert chapter_roles(tmp_path) == [
         f"{ch}/cost_view.py:1: a views module is called views.py",
         f"{ch}/pictures.py:1: a diagrams module is called diagrams.py",
         f"{ch}/pictures.py:1: bars_diagram draws a Diagram: it belongs in helpers/ch42_test/diagrams.py",
-        f"{ch}/probe.py:1: exercise checks (helpers.core.checks) belong in exercises.py (real_exercises.py for "
+        f"{ch}/probe.py:1: exercise checks (helpers.learning.checks) belong in exercises.py (real_exercises.py for "
         "the VM part)",
         f"{ch}/probe.py:5: picture draws a Diagram: it belongs in helpers/ch42_test/diagrams.py",
         f"{ch}/real_fake.py:1: named real_*.py but neither boots the VM nor builds on a real_ module",

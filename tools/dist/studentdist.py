@@ -78,7 +78,7 @@ The recorded data in `data/` is CC BY 4.0 (LICENSE-CONTENT); the code is MIT (LI
 # --------------------------------------------------------------------------- build
 def build(dest: Path, labs: list[Path] | None = None) -> list[str]:
     """Write the distribution into `dest` (which must not exist or be empty); returns its file list."""
-    from tools import labgrade
+    from tools.grader import labgrade
 
     if dest.exists() and any(dest.iterdir()):
         raise SystemExit(f"{dest}: not empty; give a new folder for the student distribution")

@@ -1,20 +1,10 @@
-"""What a lab's graded parts are written against.
+"""What a lab's graded parts are written against: `Part`, `Student`, `StudentRaised`, `own`.
 
-A lab's instructor module (`instructor/labs/labN.py`) lists its graded parts:
-
-    PARTS = (Part("check_route_time", 5, ("route_time",), grade_route_time), ...)
-
-    def grade_route_time(c, student, seed):
-        for case in cases("route_time", seed):                 # hidden, drawn here
-            got = student.route_time(case.M, case.path, case.nbytes)   # runs in the worker
-            c.close(f"route_time on {case.name}", got, case.want, 1e-9, "...")
-
-`c` is a `helpers.core.grading.check` (its `require` and `close` raise CheckFailed with the
-feedback), `student` a `Student`: each attribute is a learner function, called in the
-sandboxed worker with arguments sent as data (helpers.labs.wire) and returning data. Learner
-exceptions come back as `StudentRaised`; `student.call(...)` takes the options (bind an
-earlier part to the reference, keep an object in the worker, forbid the course's own
-implementation, answer a stand-in's callbacks).
+labs/README.md ("The authoring API: what the grader loads") is its one description: a lab's
+`instructor/labs/labN_checks.py` defines `GRADED` (a tuple of `Part`) and, if its calls pass course
+dataclasses, `WIRE_TYPES`; each part's `run(c, student, seed)` judges through `c` (a
+`helpers.labs.grading.check`) what `student` (a `Student`: the learner's functions, called in the
+sandboxed worker with data, helpers.labs.grading.wire) returns.
 """
 
 from __future__ import annotations
@@ -23,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from helpers.labs import wire
+from helpers.labs.grading import wire
 from tools.grader.session import Session
 
 
@@ -123,7 +113,7 @@ class Student:
 
         bind: global names of the learner's namespace answered, during this call, by these
           grader-side functions (the reference of earlier parts: one bug costs one part); a value
-          (kind, fn) uses stand-in `kind` of helpers.labs.remote (Lab 1: "driver_callback").
+          (kind, fn) uses stand-in `kind` of helpers.labs.grading.remote (Lab 1: "driver_callback").
         keep: leave the result in the worker and return a `Remote` to it.
         pick: the result is one of argument `pick`'s items; return its index (or None).
         forbid: {module: names} the call must not use: integrity.own_work in the worker, for its message
@@ -131,12 +121,12 @@ class Student:
         callbacks: grader-side answers for stand-ins passed as arguments (wire.remote).
         sync: also return argument `sync` as the call left it: (result, that argument), as data.
         keep_arrays: arrays in the result stay arrays (else every array and tuple reads as a list:
-          helpers.labs.wire.plain; a check compares values, not types).
+          helpers.labs.grading.wire.plain; a check compares values, not types).
         """
         left = self.time_left(timeout or self.call_s)
         cbs = dict(callbacks or {})
         names = {}
-        for name, fn in (bind or {}).items():  # fn, or (stand-in kind, fn): helpers.labs.remote
+        for name, fn in (bind or {}).items():  # fn, or (stand-in kind, fn): helpers.labs.grading.remote
             kind, fn = fn if isinstance(fn, tuple) else ("callback", fn)
             names[name] = {"kind": kind, "cb": f"bind:{name}"}
             cbs[names[name]["cb"]] = fn
@@ -159,7 +149,7 @@ class Student:
             i = reply.get("index")
             return i if type(i) is int else None
         try:
-            value = wire.plain(wire.decode(reply.get("value")), keep_arrays)  # values, not types: helpers.labs.wire.plain
+            value = wire.plain(wire.decode(reply.get("value")), keep_arrays)  # values, not types: helpers.labs.grading.wire.plain
             return value if sync is None else (value, wire.decode(reply.get("synced")))
         except Exception as exc:  # noqa: BLE001 - whatever the worker sent, it is not a result
             raise wire.WireError(f"your function's result could not be read as data ({exc})") from None

@@ -2,7 +2,7 @@
 
 For one lab of one student: the solution cells are read from the notebook (submission.py),
 a worker starts in a fresh scratch copy (session.py, sandbox.py), runs the lab's setup cell
-and the learner's cells, and each graded part of the lab (`instructor.labs.labN_checks.GRADED`) runs
+and the learner's cells, and each graded part of the lab (`GRADED` of `instructor.labs.labN_checks`) runs
 here, calling the learner's functions in the worker on hidden cases drawn here. Whatever
 happens to one submission — a notebook that is not one, edited metadata, a crash, an endless
 loop, an output flood, a killed worker — is that student's 0 on the parts it touched, with the
@@ -21,9 +21,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.core import grading
-from helpers.core.grading import CheckFailed
-from helpers.labs import wire
+from helpers.labs import grading
+from helpers.labs.grading import CheckFailed, wire
 from tools.grader import ownwork, sandbox
 from tools.grader.api import Part, PartTimeout, Student, StudentRaised
 from tools.grader.session import Session, WorkerGone
@@ -61,9 +60,26 @@ def printable(text: str, limit: int = 2000) -> str:
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)[:limit]
 
 
+#: what the grader loads of a lab (labs/README.md, "Adding a lab to the grader", documents these
+#: names; tests/labs/test_authoring_api.py holds the two to each other)
+CHECKS_MODULE = "instructor.labs.{lab}_checks"
+PARTS_NAME = "GRADED"          # a tuple of api.Part, in the notebook's order
+WIRE_TYPES_NAME = "WIRE_TYPES"  # optional: the course dataclasses the lab's calls pass (helpers.labs.grading.wire)
+
+
+def lab_checks(lab: str):
+    """The instructor-only module of `lab`'s graded parts (instructor.labs.<lab>_checks)."""
+    return importlib.import_module(CHECKS_MODULE.format(lab=lab))
+
+
 def lab_parts(lab: str) -> tuple[Part, ...]:
-    """The graded parts of `lab`, from the instructor-only module instructor.labs.<lab>_checks."""
-    return tuple(importlib.import_module(f"instructor.labs.{lab}_checks").GRADED)
+    """The graded parts of `lab`: its checks module's GRADED."""
+    return tuple(getattr(lab_checks(lab), PARTS_NAME))
+
+
+def lab_wire_types(lab: str) -> tuple[type, ...]:
+    """The course dataclasses that may cross in `lab`'s calls: its checks module's WIRE_TYPES (or none)."""
+    return tuple(getattr(lab_checks(lab), WIRE_TYPES_NAME, ()))
 
 
 def part_seed(base: int, grade_id: str) -> int:
@@ -114,8 +130,8 @@ class LabRun:
         self.session = session = Session(self.root, scratch, sandboxed=self.sandboxed, limits=self.limits,
                                          redacted=redacted)
         self.sessions[own_work] = session
-        reply = session.request({"op": "load", "setup": list(self.source.setup), "cells": self.cells},
-                                min(self.limits.load_s, left))
+        reply = session.request({"op": "load", "setup": list(self.source.setup), "cells": self.cells,
+                                 "types": wire.allowed_names()}, min(self.limits.load_s, left))
         errors = reply.get("errors") if reply.get("op") == "loaded" else None
         if not isinstance(errors, dict):
             session.close()
@@ -177,6 +193,7 @@ def grade_lab(root: Path, notebook: bytes | Path, source_path: Path, *, seed: in
     and every worker together, ends by `limits.submission_s` after it starts."""
     source = lab_source(source_path)
     parts = lab_parts(source.lab)
+    wire.allow(lab_wire_types(source.lab))  # this lab's dataclasses, and no other lab's
     base = secrets.randbelow(2**31) if seed is None else int(seed)
     deadline = time.monotonic() + limits.submission_s
     try:

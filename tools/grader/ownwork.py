@@ -8,7 +8,7 @@ the module's compiled cache (`__pycache__`) is hidden, so the worker holds no co
 code at all. Whatever route the learner's code takes to them — a call, an alias, a default
 argument, `types.FunctionType(f.__code__, f.__globals__)`, an import under another name,
 patching the in-process check — it reaches only the refusal. The in-process check
-(helpers.labs.integrity.own_work, asked for by `forbid`) stays as the friendly explanation; it is
+(helpers.labs.grading.integrity.own_work, asked for by `forbid`) stays as the friendly explanation; it is
 not what the rule rests on.
 
 What it guarantees and what not: labs/README.md ("Your own work").

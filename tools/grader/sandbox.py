@@ -134,7 +134,7 @@ def worker_command(root: Path, scratch: Path, sandboxed: bool, limits: Limits | 
                    redacted: list[tuple[Path, str]] | None = None) -> tuple[list[str], dict[str, str]]:
     """(argv, env) that start the worker for a submission copied into `scratch` (with `redacted`
     modules in place of the course's: sandboxed only; unsandboxed, the rule is not enforced)."""
-    program = [python(), "-s", "-m", "helpers.labs.worker"]
+    program = [python(), "-s", "-m", "helpers.labs.grading.worker"]
     if sandboxed:
         return bwrap_argv(root, scratch, limits, redacted) + program, environment(COURSE)
     return program, environment(str(root))

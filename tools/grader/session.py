@@ -1,6 +1,6 @@
 """The grader's end of a worker: start it sandboxed, send requests, answer callbacks, on deadlines.
 
-One `Session` is one worker process (helpers.labs.worker) over one scratch folder. Every read
+One `Session` is one worker process (helpers.labs.grading.worker) over one scratch folder. Every read
 waits at most until a deadline; a worker that misses it, dies, floods its output or breaks
 the protocol raises `WorkerGone` with the reason, and is killed with everything it started
 (its process group; under bubblewrap its PID namespace goes with it).
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from helpers.labs import wire
+from helpers.labs.grading import wire
 from tools.grader import memcap, sandbox
 
 MAX_MESSAGE = 64 << 20  # bytes in one reply line

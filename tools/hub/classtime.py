@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 
 from tests.labs import redteam, tricks39
-from tools import labgrade
+from tools.grader import labgrade
 
 ROOT = Path(__file__).resolve().parents[2]
+
 
 MEMORY_HOG = '''
 import os, time

@@ -38,8 +38,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tools import labgrade  # the course's grader (tools/labgrade.py, tools/grader/)
 from tools.env import npm
+from tools.grader import labgrade  # the course's grader (tools/grader/labgrade.py, tools/grader/)
 from tools.hub.nbgradercourse import (  # the course folder
     COURSE,
     grade_collected,
@@ -48,6 +48,7 @@ from tools.hub.nbgradercourse import (  # the course folder
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+
 
 STUDENTS = ("student1", "student2", "student3")
 INSTRUCTOR = "instructor"

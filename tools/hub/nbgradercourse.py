@@ -6,7 +6,7 @@
 
 nbgrader works in a *course directory*: `nbgrader_config.py` at its top and each assignment's
 instructor version in `source/<assignment>/`. `layout` writes that folder from labs/: one
-assignment per lab, named `labN` (tools/labgrade.py's ids, as book/jupyterhub.md uses them), with
+assignment per lab, named `labN` (tools/grader/labgrade.py's ids, as book/jupyterhub.md uses them), with
 the lab's instructor version (solutions included: DEST is the instructor's folder, never handed
 out), and a config naming the course id the hub's exchange uses (`gpu-datamove`), the folder
 itself as the course root, its own gradebook and, given `--exchange`, the exchange (on the hub
@@ -30,7 +30,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from tools import labgrade
+from tools.grader import labgrade
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@
 
 The labs in labs/ are the instructor's versions with worked solutions; a public site must not give
 them away. So by default (`student`) every toc entry `labs/labN_topic` is mapped to a student
-version made by nbgrader (tools/labgrade.py, the same one `make student` hands out) in book/labs/,
+version made by nbgrader (tools/grader/labgrade.py, the same one `make student` hands out) in book/labs/,
 with a note at the top of the page saying so; the site executes those, so its checks report
 "not written yet" the way a learner sees them. `solution` (an instructor's private site) publishes
 labs/ as they are. The mode is `--labs`, else the environment's COURSE_BOOK_LABS, else student.
@@ -108,8 +108,8 @@ def _write_if_changed(path: Path, text: str) -> bool:
 
 
 def make_site_labs(labs: list[Path], out: Path) -> list[Path]:
-    """Student versions of `labs` (nbgrader, via tools/labgrade.py) with the note, into `out`."""
-    from tools import labgrade
+    """Student versions of `labs` (nbgrader, via tools/grader/labgrade.py) with the note, into `out`."""
+    from tools.grader import labgrade
 
     written = []
     with tempfile.TemporaryDirectory(prefix="booklabs-") as tmp:

@@ -7,7 +7,7 @@ Modules, one per concept:
 - bar1      BAR1's translation through the device's own page table
 - device    the device process (rings, DMA engine, page tables, fences, interrupts, firmware)
 - driver    ToyGPU: the bus and the small driver the chapters use (Lab 1 writes its own:
-            helpers.labs.toy_driver has its devices and checks)
+            helpers.labs.lab1 has its devices and checks)
 - bus       what the driver holds of the bus: system-memory buffers, the BAR1 aperture, counters
 - errors    the exceptions a device error or the driver raises
 

@@ -1,16 +1,16 @@
-"""The worker that runs one lab submission for the grader: `python -m helpers.labs.worker`.
+"""The worker that runs one lab submission for the grader: `python -m helpers.labs.grading.worker`.
 
 It runs inside the sandbox (tools/grader/sandbox.py) with the course's helpers read-only and
 nothing of the instructor's, and does only this: define the learner's functions (the lab's
 setup cell, then the learner's solution cells), then call them when the grader asks, with
 the arguments the grader sends, and send back what they return, as data
-(helpers.labs.wire). It holds no hidden case, no expected value and no check: those stay in
+(helpers.labs.grading.wire). It holds no hidden case, no expected value and no check: those stay in
 the grader's process, which the learner's code cannot reach. The requests come on file
 descriptor 3 and the replies go out on 4, one JSON object per line; the learner's prints go
 to stdout/stderr, which the grader caps.
 
 Requests:
-- `{"op": "load", "setup": [source], "cells": {grade_id: source}}` → `{"op": "loaded", "errors": {...}}`
+- `{"op": "load", "setup": [source], "cells": {grade_id: source}, "types": ["module:Class", ...]}` → `{"op": "loaded", "errors": {...}}`
 - `{"op": "call", "target": name or {"handle": h}, "attr": method, "args": [...], "kwargs": {...},
   "bind": {global name: callback name}, "keep": bool, "pick": index of an argument, "forbid": {...}}`
   → `{"op": "return", "value" | "handle" | "index": ...}` or
@@ -31,7 +31,7 @@ import sys
 import traceback
 
 from helpers.core.errors import CourseError
-from helpers.labs import remote, wire
+from helpers.labs.grading import remote, wire
 
 REQUESTS_FD, REPLIES_FD = 3, 4
 #: built-in and course exception classes, captured before any learner code runs (a learner
@@ -86,16 +86,22 @@ class Worker:
             if op == "bye":
                 return
             if op == "load":
-                self.send({"op": "loaded", "errors": self.load(req.get("setup", []), req.get("cells", {}))})
+                self.send({"op": "loaded", "errors": self.load(req.get("setup", []), req.get("cells", {}),
+                                                               req.get("types", []))})
             elif op == "call":
                 self.send(self.call(req))
             else:
                 self.send({"op": "error", "message": f"unknown request {op!r}"})
 
     # -- the learner's code ---------------------------------------------------------------
-    def load(self, setup: list[str], cells: dict[str, str]) -> dict[str, str]:
-        """Run the lab's setup cell(s), then every solution cell; the errors, per cell."""
+    def load(self, setup: list[str], cells: dict[str, str], types: list[str] = ()) -> dict[str, str]:
+        """Allow the lab's dataclasses on the wire (`types`, named by the grader), run the lab's
+        setup cell(s), then every solution cell; the errors, per cell."""
         errors = {}
+        try:
+            wire.allow_named(types)
+        except Exception as exc:  # noqa: BLE001 - reported to the grader, which stops this lab
+            errors["setup types"] = _describe(exc)
         for i, src in enumerate(setup):
             try:
                 exec(compile(src, f"<setup {i}>", "exec"), self.ns)  # noqa: S102 - the lab's own cell
@@ -179,7 +185,7 @@ class _forbidding:  # noqa: N801 - a context manager
 
     def __enter__(self):
         if self.forbid:
-            from helpers.labs import integrity
+            from helpers.labs.grading import integrity
 
             mods = {importlib.import_module(m): tuple(names) for m, names in self.forbid.items()}
             self.cm = integrity.own_work(self.what, self.fn, mods)

@@ -1,4 +1,16 @@
-"""Check cells of the labs: instant feedback for a learner on the published examples.
+"""Grading, the learner's side: what runs in the learner's kernel and in the sandboxed worker.
+
+- this module: the labs' check cells (`check`, `attempt`, `CheckFailed`), below;
+- `wire`: the data that crosses between grader and worker (JSON, one object per line);
+- `worker`: the process that runs a submission's cells for the grader (`python -m helpers.labs.grading.worker`);
+- `remote`: the stand-ins the worker hands to learner code (their questions go to the grader);
+- `integrity`: the instructor-only reference, earlier parts bound to the reference, the own-work check;
+- `cases`: the shape of a published example and of a hidden case.
+
+The host side, which holds the checks, the hidden cases and the sandbox, is `tools/grader`; what a
+lab's graded parts are written against is in labs/README.md ("The authoring API").
+
+Check cells of the labs: instant feedback for a learner on the published examples.
 
 A lab's check cell wraps its test in `check`, named by the cell's nbgrader grade_id:
 

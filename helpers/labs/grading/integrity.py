@@ -47,7 +47,7 @@ class NotOwnWork(CourseError, AssertionError):
 
 def course_root() -> Path:
     """The checkout this `helpers` package comes from (a student copy has no instructor/ in it)."""
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]
 
 
 def instructor_module(name: str, root: str | os.PathLike | None = None) -> types.ModuleType:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers.core import checks
+from helpers.learning import checks
 
 
 def test_a_unit_slip_gets_its_own_hint(capsys):

@@ -1,16 +1,18 @@
 """What crosses between the lab grader and a submission's worker: plain data, as JSON.
 
 The grader (tools/grader) calls a learner's functions in another process, a sandboxed worker
-(helpers.labs.worker), and the two speak one JSON object per line. This module turns the
+(helpers.labs.grading.worker), and the two speak one JSON object per line. This module turns the
 values a lab passes and returns into that JSON and back:
 
 - JSON's own types, plus tuples, dicts with non-string keys, non-finite floats, NumPy arrays
   of numeric dtypes (bytes in base64) and NumPy scalars; a subclass of int, float or str (an
   IntEnum, a learner's float with a lying `__eq__`) crosses as its plain value;
-- the course's model dataclasses a lab hands to learner code (`WIRE_TYPES`: a LinkMatrix, the
-  radar model's MachineParams), rebuilt from their fields;
+- the course's dataclasses the lab being graded hands to learner code, rebuilt from their fields:
+  the lab declares them (`WIRE_TYPES` beside `GRADED` in its checks module, labs/README.md), the
+  grader allows exactly those (`allow`) and names them to the worker (`allow_named`); this module
+  knows no chapter, model or lab;
 - tagged placeholders the worker turns into stand-ins (`{"__remote__": kind, ...}`, see
-  helpers.labs.remote).
+  helpers.labs.grading.remote).
 
 Decoding builds only those: dicts, lists, numbers, strings, arrays of numbers and the listed
 dataclasses. What the grader reads back from a worker is therefore data whose comparison it
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import importlib
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -40,11 +43,39 @@ class WireError(CourseError):
     """A value that cannot cross between grader and worker (not plain data)."""
 
 
-def _wire_types() -> dict[str, type]:
-    from helpers.models.radar.simulator import MachineParams
-    from helpers.models.routes import LinkMatrix
+#: the dataclasses that may cross now, by "module:qualname" (set by `allow` / `allow_named`)
+_allowed: dict[str, type] = {}
+COURSE_PACKAGE = "helpers."  # a dataclass named on the wire must come from the course's package
 
-    return {"LinkMatrix": LinkMatrix, "MachineParams": MachineParams}
+
+def type_name(cls: type) -> str:
+    """How a dataclass is named on the wire: 'helpers.models.routes:LinkMatrix'."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def allow(classes) -> None:
+    """Let exactly these course dataclasses cross (the grader, for the lab it grades now)."""
+    for cls in classes:
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__.startswith(COURSE_PACKAGE)):
+            raise WireError(f"{cls!r} is not a dataclass of the course's package: it cannot cross")
+    _allowed.clear()
+    _allowed.update({type_name(c): c for c in classes})
+
+
+def allowed_names() -> list[str]:
+    """The names of the dataclasses allowed now (what the grader sends the worker)."""
+    return sorted(_allowed)
+
+
+def allow_named(names) -> None:
+    """Let the dataclasses the grader names cross (the worker); only the course's own modules are imported."""
+    classes = []
+    for name in names:
+        module, _, qualname = str(name).partition(":")
+        if not module.startswith(COURSE_PACKAGE) or not qualname.isidentifier():
+            raise WireError(f"{name!r} is not a course dataclass")
+        classes.append(getattr(importlib.import_module(module), qualname, None))
+    allow(classes)
 
 
 def _float(x: float):
@@ -89,23 +120,23 @@ def encode(value, depth: int = 0):
         return {"__nd__": [a.dtype.name, list(a.shape), base64.b64encode(a.tobytes()).decode()]}
     if t is Remote:
         return {"__remote__": value.kind, **{k: encode(v, depth + 1) for k, v in value.fields.items()}}
-    name = t.__name__
-    if dataclasses.is_dataclass(value) and _wire_types().get(name) is t:
+    name = type_name(t)
+    if dataclasses.is_dataclass(value) and _allowed.get(name) is t:
         return {"__dc__": name, "v": {f.name: encode(getattr(value, f.name), depth + 1)
                                      for f in dataclasses.fields(value)}}
-    raise WireError(f"a {name} is not plain data (numbers, strings, lists, dicts, NumPy arrays)")
+    raise WireError(f"a {t.__name__} is not plain data (numbers, strings, lists, dicts, NumPy arrays)")
 
 
 @dataclasses.dataclass(frozen=True)
 class Remote:
-    """A placeholder the worker replaces with a stand-in of `kind` (helpers.labs.remote)."""
+    """A placeholder the worker replaces with a stand-in of `kind` (helpers.labs.grading.remote)."""
 
     kind: str
     fields: dict
 
 
 def remote(kind: str, **fields) -> Remote:
-    """A placeholder the worker replaces with a stand-in of `kind` (helpers.labs.remote)."""
+    """A placeholder the worker replaces with a stand-in of `kind` (helpers.labs.grading.remote)."""
     return Remote(kind, fields)
 
 
@@ -127,7 +158,7 @@ def decode(data, remote_maker: Callable[[dict], object] | None = None, depth: in
     if "__nd__" in data:
         return _array(data["__nd__"])
     if "__dc__" in data:
-        cls = _wire_types().get(data["__dc__"])
+        cls = _allowed.get(data["__dc__"]) if isinstance(data["__dc__"], str) else None
         if cls is None:
             raise WireError(f"unknown type {data['__dc__']!r} on the wire")
         try:

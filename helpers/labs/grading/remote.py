@@ -1,6 +1,6 @@
 """Stand-ins the lab grader hands to learner code in the worker: they hold no answers.
 
-A graded call may pass a placeholder (`helpers.labs.wire.remote(kind, ...)`) where learner
+A graded call may pass a placeholder (`helpers.labs.grading.wire.remote(kind, ...)`) where learner
 code expects an object. The worker builds the stand-in here; every question the stand-in
 cannot answer by itself goes back to the grader as a callback, so whatever the check knows
 (a simulated clock's t0 and bandwidth, how often a timer was called, the reference
@@ -22,7 +22,7 @@ import types
 from collections.abc import Callable
 
 from helpers.core.errors import InputError
-from helpers.labs.wire import WireError
+from helpers.labs.grading.wire import WireError
 
 Callback = Callable[..., object]  # callback(name, *args) -> the grader's answer
 
@@ -52,7 +52,7 @@ def make(spec: dict, callback: Callback, decode: Callable, memo: dict) -> object
     if kind == "labdriver":
         return lab_driver(spec, callback, decode, memo)
     if kind == "fakebus":
-        from helpers.labs.toy_driver import FakeBus
+        from helpers.labs.lab1 import FakeBus
 
         return FakeBus(decode(spec["values"]))
     if kind == "module" and spec.get("name") == "numpy":
@@ -238,7 +238,7 @@ class RemoteToyGPU:
 
 def lab_driver(spec: dict, callback: Callback, decode: Callable, memo: dict):
     """A LabDriver whose device is the grader's (Lab 1); buffers are RemoteMemory."""
-    from helpers.labs.toy_driver import LabDriver
+    from helpers.labs.lab1 import LabDriver
 
     name = spec["name"]
     dev = memo.setdefault(("toygpu", name), RemoteToyGPU(name, callback))
@@ -254,7 +254,7 @@ DRIVER_INTS = ("entries", "pt_base", "pages", "bar1_table", "first_dva", "wptr",
 def export(value):
     """A LabDriver or a stand-in bus as data (buffers as (addr, nbytes), the bus by its name);
     anything else unchanged."""
-    from helpers.labs.toy_driver import LabDriver
+    from helpers.labs.lab1 import LabDriver
 
     if type(value) is RemoteToyGPU:
         return {"__toygpu__": value._name}
@@ -273,7 +273,7 @@ def _driver_function(name: str, callback: Callback, memo: dict):
     """An earlier part of Lab 1 answered by the grader's reference on the grader's device: the
     driver state it changes (write pointer, fence, doorbells) comes back into the learner's
     LabDriver, and a LabDriver it returns is built on the same stand-in bus."""
-    from helpers.labs.toy_driver import LabDriver
+    from helpers.labs.lab1 import LabDriver
 
     def stand_in(*args, **kwargs):
         answer = callback(name, *args, **kwargs)

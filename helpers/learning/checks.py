@@ -1,7 +1,7 @@
 """Exercise checks for the chapters: they say right or wrong, explain, and never raise.
 
 A chapter must run top to bottom even before the learner answers, so a check prints its
-verdict and returns it instead of failing the notebook; graded labs use core.grading.
+verdict and returns it instead of failing the notebook; graded labs use helpers.labs.grading.
 
 The expected value never sits in the notebook: each chapter package keeps its exercises in
 its `exercises.py`, which computes what is expected from the chapter's Evidence and calls

@@ -1,11 +1,11 @@
-"""helpers.core.grading: feedback interactively, a raised CheckFailed under nbgrader, never a crash."""
+"""helpers.labs.grading: feedback interactively, a raised CheckFailed under nbgrader, never a crash."""
 
 import warnings
 
 import pytest
 
-from helpers.core import grading
 from helpers.core.errors import CourseError, InputError, InputTypeError
+from helpers.labs import grading
 
 
 def _stub():

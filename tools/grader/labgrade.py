@@ -1,9 +1,9 @@
-"""Student versions and grading of the labs, through nbgrader's own pipeline.
+"""The grader's command line: student versions, grading, and the lab format's lint.
 
-    python tools/labgrade.py student [--out build/student] [labs/lab2_*.ipynb ...]
-    python tools/labgrade.py grade SUBMISSIONS [--expect pass|fail] [--keep DIR]
-    python tools/labgrade.py run-student build/student
-    python tools/labgrade.py lint [labs/labN_topic.ipynb ...]
+    python -m tools.grader student [--out build/student] [labs/lab2_*.ipynb ...]
+    python -m tools.grader grade SUBMISSIONS [--expect pass|fail] [--keep DIR]
+    python -m tools.grader run-student build/student
+    python -m tools.grader lint [labs/labN_topic.ipynb ...]
 
 `student` runs `nbgrader generate_assignment` (ClearSolutions, ClearOutput, LockCells,
 ClearHiddenTests, ClearMarkScheme, checksums) on every lab in a temporary course directory and
@@ -31,11 +31,9 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from tools.grader import classrun, memcap, sandbox
 
-from tools.grader import classrun, memcap, sandbox  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]  # the course checkout: labs/, helpers/, instructor/
 
 LAB_NAME = re.compile(r"^(lab\d+)_[a-z0-9_]+\.ipynb$")
 FAIL_LINE = "✘ {gid}: FAIL"
@@ -333,6 +331,3 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(problems) if problems else "student versions: all ran to the end, all checks failed cleanly")
     return 1 if problems else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

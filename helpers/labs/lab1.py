@@ -11,7 +11,7 @@ Lab rules this module implements (course design, "Labs"):
 - *Each part graded on its own.* A check runs through `Parts`: it calls the learner's functions
   for the part under test, and for every other part a stand-in (swapped into the notebook's
   namespace for the duration of the check, so a learner's `bring_up` calling `map_bar1` gets the
-  stand-in's). In the visible checks the stand-ins are the course's (toy_standins, which reach
+  stand-in's). In the visible checks the stand-ins are the course's (lab1_standins, which reach
   the parts' results through the simulator's back doors and give no solution away); at
   autograde the hidden test hands `Parts` the instructor's reference instead. One wrong or
   unfinished `map_bar1` costs the map_bar1 points, not Parts 3-8, and a learner stuck on
@@ -130,7 +130,7 @@ def layout(vram_bytes: int, bar1_bytes: int, reserved_bytes: int) -> dict[str, i
 class Parts:
     """The functions a check calls: the learner's for the parts this check grades, and for every
     other part a stand-in, so one unfinished part never hides another part's feedback. In the
-    visible checks the stand-ins are the course's (helpers.labs.toy_standins: the parts' results
+    visible checks the stand-ins are the course's (helpers.labs.lab1_standins: the parts' results
     reached through the simulator's back doors, no solution); at autograde (given `reference`)
     they are the instructor's reference, with its unseen seeds."""
 
@@ -140,9 +140,9 @@ class Parts:
         self.ns, self.own, self.reference = namespace, CHECKS[check], reference
         self.seeds = tuple(reference.SEEDS[check]) if reference is not None else VISIBLE_SEEDS
         if reference is None:
-            from helpers.labs import toy_standins
+            from helpers.labs import lab1_standins
 
-            self.others = {n: getattr(toy_standins, n) for n in toy_standins.FUNCTIONS if n not in self.own}
+            self.others = {n: getattr(lab1_standins, n) for n in lab1_standins.FUNCTIONS if n not in self.own}
         else:
             self.others = {n: getattr(reference, n) for n in FUNCTIONS if n not in self.own}
 

@@ -9,12 +9,12 @@ own driver, never the way the lab asks for:
 
 - page tables are written straight into the simulated VRAM (`dev.vram_view`), not through the
   VRAM window the lab teaches; the entry format and the layout are public already (the firmware
-  in helpers/models/toygpu/device.py, `toy_driver.layout`, the checks' messages);
+  in helpers/models/toygpu/device.py, `lab1.layout`, the checks' messages);
 - `submit` and `wait_fence` hand the LabDriver's ring to the chapters' toy driver
   (`ToyGPU.submit` / `ToyGPU.wait`, shipped for Chapters 2 and 7) for one call.
 
 None of them works in grading: the grader runs the learner's functions against a remote bus
-(helpers.labs.remote.RemoteToyGPU) that has neither `vram_view` nor the chapters' driver, so a
+(helpers.labs.grading.remote.RemoteToyGPU) that has neither `vram_view` nor the chapters' driver, so a
 submission that calls or copies a stand-in fails there, and the grade never uses them (the
 grader's other parts are the instructor's reference, in the grader's own process).
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.core.errors import InputTypeError
-from helpers.labs import toy_driver
+from helpers.labs import lab1
 from helpers.models.toygpu import commands as cmd
 from helpers.models.toygpu import regs
 from helpers.models.toygpu.bus import Buffer
@@ -61,12 +61,12 @@ def map_bar1(dev, table: int, pages: list) -> None:
     d.write("BAR1_PT_BASE", table | regs.BAR1_PT_ENABLE)
 
 
-def bring_up(dev, ring_entries: int = 16) -> toy_driver.LabDriver:
-    """Part 3's result on a Lab 1 device: toy_driver.layout's tables, the ring, the write-back area."""
+def bring_up(dev, ring_entries: int = 16) -> lab1.LabDriver:
+    """Part 3's result on a Lab 1 device: lab1.layout's tables, the ring, the write-back area."""
     d = _backdoor(dev)
     info = identify(d)
     d.write("CONTROL", regs.Control.RESET)
-    lay = toy_driver.layout(info["vram_bytes"], info["bar1_bytes"], info["reserved_bytes"])
+    lay = lab1.layout(info["vram_bytes"], info["bar1_bytes"], info["reserved_bytes"])
     first = lay["first_dva"] // PAGE
     mmu = np.zeros(lay["pages"], dtype=np.uint64)
     mmu[first:] = np.arange(first, lay["pages"], dtype=np.uint64) * np.uint64(PAGE) \
@@ -83,11 +83,11 @@ def bring_up(dev, ring_entries: int = 16) -> toy_driver.LabDriver:
                         ("RING_SIZE", ring_entries), ("RPTR_ADDR", rptr.addr),
                         ("CONTROL", regs.Control.RING_ENABLE)):
         d.write(name, value)
-    return toy_driver.LabDriver(d, ring, fence, rptr, ring_entries, lay["pt_base"], lay["pages"],
+    return lab1.LabDriver(d, ring, fence, rptr, ring_entries, lay["pt_base"], lay["pages"],
                                 lay["bar1_table"], lay["first_dva"])
 
 
-def _lend_ring(drv: toy_driver.LabDriver) -> ToyGPU:
+def _lend_ring(drv: lab1.LabDriver) -> ToyGPU:
     """The chapters' toy driver, pointed at this LabDriver's ring and write-back area."""
     d = _backdoor(drv.dev)
     d.ring, d.fence_slot, d.rptr_slot = drv.ring, drv.fence, drv.rptr
@@ -95,7 +95,7 @@ def _lend_ring(drv: toy_driver.LabDriver) -> ToyGPU:
     return d
 
 
-def submit(drv: toy_driver.LabDriver, commands) -> int:
+def submit(drv: lab1.LabDriver, commands) -> int:
     """Part 4's submit: the chapters' ToyGPU.submit on the LabDriver's ring (one doorbell)."""
     d = _lend_ring(drv)
     value = d.submit(list(commands), interrupt=False)
@@ -103,7 +103,7 @@ def submit(drv: toy_driver.LabDriver, commands) -> int:
     return value
 
 
-def wait_fence(drv: toy_driver.LabDriver, value: int, timeout: float = 2.0) -> None:
+def wait_fence(drv: lab1.LabDriver, value: int, timeout: float = 2.0) -> None:
     """Part 4's wait: the chapters' ToyGPU.wait, polling the fence and the written-back error code."""
     _lend_ring(drv).wait(value, timeout=timeout, how="poll")
 

@@ -1,0 +1,1 @@
+"""Learning aids the chapters use: the exercise checks (`checks`). It knows no chapter and no lab."""
