@@ -141,15 +141,10 @@ def missing_needs(exp: experiments.Experiment, live: bool, live_reason: str, for
             found, why = config.strace_binary()
             if found is None:
                 return why
-        if need == experiments.NVCC and not (config.bwcheck_setting() or config.tool_on_path("nvcc")
-                                             or config.BWCHECK_SOURCE.with_suffix("").exists()):
-            return "nvcc is not installed here and tools/bwcheck is not built (run `make bwcheck`)"
-        if need == experiments.QEMU:
-            from helpers.measure.kernel_vm import qemu
-
-            hint = qemu.available()
-            if hint:
-                return hint
+        if need == experiments.NVCC and not config.bwcheck_ready():
+            return "nvcc is not installed here and the C cross-check is not built (run `make bwcheck`)"
+        if need == experiments.QEMU and config.qemu_missing():
+            return config.qemu_missing()
     return None
 
 

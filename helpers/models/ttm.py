@@ -65,7 +65,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from helpers.core import validate, widgets
+from helpers.core import validate
 from helpers.core.errors import InputError, InputTypeError
 from helpers.models.buddy import BuddyAllocator, OutOfSpace
 
@@ -640,119 +640,10 @@ def simulate(ops: Sequence[tuple] | str, vram_bytes: int, gtt_bytes: int | None 
     return Run(name, m.policy_name, m.vram.size, gtt_bytes, seed, m.link, timeline, m.moves, m.totals(), failures)
 
 
-# --------------------------------------------------------------------------------------------
-# Figures and the panel
-# --------------------------------------------------------------------------------------------
-def _provenance(run: Run) -> list[tuple]:
-    from helpers.core.mode import Mode
-
-    parts = [(Mode.SIMULATED, f"TTM + drm_buddy model, workload '{run.workload}', policy '{run.policy}', "
-                              f"seed {run.seed}; moves are simulated")]
-    if run.link.source.startswith("pinned-copy fit of"):
-        parts.append((Mode.REPLAY, f"{run.link.source.removeprefix('pinned-copy fit of ')} — used only for the "
-                                   f"move-cost parameters ({run.link.h2d_bytes_per_s / 1e9:.1f} GB/s h2d, "
-                                   f"{run.link.latency_s * 1e6:.1f} us latency)"))
-    return parts
-
-
-def figure_occupancy(run: Run):
-    """VRAM and GTT in use, and VRAM fragmentation, against the operation number."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    from helpers.core.figures import CourseFigure
-
-    x = [t["step"] for t in run.timeline]
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Scatter(x=x, y=[t["vram_used"] / MiB for t in run.timeline], name="VRAM in use (MiB)",
-                             fill="tozeroy"), secondary_y=False)
-    fig.add_trace(go.Scatter(x=x, y=[t["gtt_used"] / MiB for t in run.timeline], name="GTT in use (MiB)"),
-                  secondary_y=False)
-    fig.add_trace(go.Scatter(x=x, y=[t["fragmentation"] for t in run.timeline], name="VRAM fragmentation",
-                             line={"dash": "dot"}), secondary_y=True)
-    fig.add_hline(y=run.vram_bytes / MiB, line_dash="dash", annotation_text="VRAM size")
-    fig.update_layout(title=f"VRAM occupancy over time ({run.vram_bytes // MiB} MiB VRAM)", height=420)
-    fig.update_xaxes(title="operation number (model time)")
-    fig.update_yaxes(title="MiB", secondary_y=False)
-    fig.update_yaxes(title="1 - largest free block / free bytes", range=[0, 1], secondary_y=True)
-    return CourseFigure(fig, _provenance(run))
-
-
-def figure_moves(run: Run):
-    """Cumulative evictions and bytes moved over the link against the operation number."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    from helpers.core.figures import CourseFigure
-
-    x = [t["step"] for t in run.timeline]
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Scatter(x=x, y=[t["link_bytes"] / MiB for t in run.timeline], name="bytes over the link (MiB)"),
-                  secondary_y=False)
-    fig.add_trace(go.Scatter(x=x, y=[t["evictions"] for t in run.timeline], name="evictions",
-                             line={"dash": "dot"}), secondary_y=True)
-    fig.update_layout(title=f"Evictions and bytes moved (modelled copy time {run.totals['seconds'] * 1e3:.2f} ms)",
-                      height=420)
-    fig.update_xaxes(title="operation number (model time)")
-    fig.update_yaxes(title="cumulative MiB over PCIe", secondary_y=False)
-    fig.update_yaxes(title="cumulative evictions", secondary_y=True)
-    return CourseFigure(fig, _provenance(run))
-
-
-def figure_vram_map(model_or_run_blocks: BuddyAllocator, title: str = "VRAM map"):
-    """One bar per buddy leaf block, coloured free/allocated, along the VRAM address range."""
-    import plotly.graph_objects as go
-
-    from helpers.core.figures import CourseFigure
-    from helpers.core.mode import Mode
-
-    a = model_or_run_blocks
-    if not isinstance(a, BuddyAllocator):
-        raise InputTypeError(f"expected a BuddyAllocator, got {type(a).__name__}")
-    fig = go.Figure()
-    for state, colour in (("allocated", "#b2182b"), ("free", "#d9d9d9")):
-        bl = [b for b in a.leaves() if b.state == state]
-        fig.add_trace(go.Bar(x=[b.size / MiB for b in bl], base=[b.offset / MiB for b in bl], y=["VRAM"] * len(bl),
-                             orientation="h", name=state, marker={"color": colour, "line": {"width": 1, "color": "white"}},
-                             hovertext=[f"{b.offset:#x}, order {b.order}, {b.size // 1024} KiB" for b in bl]))
-    fig.update_layout(title=title, barmode="overlay", height=220, xaxis_title="VRAM offset (MiB)")
-    return CourseFigure(fig, [(Mode.SIMULATED, f"drm_buddy model, {a.size // MiB} MiB, chunk {a.chunk_size // 1024} KiB")])
-
-
 def compare(workload_name: str, vram_bytes: int, policies: Sequence[str | Policy] = ("lru", "largest", "random"),
             *, seed: int = 1, steps: int = 200, link: LinkModel | None = None) -> list[Run]:
     """The same workload under several policies (for a table or a bar chart)."""
     return [simulate(workload_name, vram_bytes, policy=p, seed=seed, steps=steps, link=link) for p in policies]
-
-
-def panel(link: LinkModel | None = None):
-    """An ipywidgets panel: VRAM size, workload, policy and seed; both figures redraw.
-
-    Optional: the chapter runs top to bottom without it (and without ipywidgets).
-
-    The figures are written into the Output widget's state (helpers.core.widgets.show), never
-    captured with ``with out:``, which can stall a headless executor (see helpers.core.widgets).
-    """
-    import ipywidgets as w
-
-    vram = w.Dropdown(options=[("64 MiB", 64 * MiB), ("256 MiB", 256 * MiB), ("1 GiB", GiB)], value=256 * MiB,
-                      description="VRAM")
-    wl = w.Dropdown(options=list(WORKLOADS), value="hot-cold", description="workload")
-    pol = w.Dropdown(options=sorted(POLICIES), value="lru", description="policy")
-    seed = w.IntSlider(value=1, min=1, max=20, description="seed")
-    out = w.Output()
-
-    def redraw(*_):
-        run = simulate(wl.value, vram.value, policy=pol.value, seed=seed.value, link=link)
-        t = run.totals
-        line = (f"{t['evictions']} evictions, {t['link_bytes'] / MiB:.0f} MiB over the link, "
-                f"{t['seconds'] * 1e3:.2f} ms modelled copy time, {run.failures} failed operations\n")
-        widgets.show(out, line, figure_occupancy(run), figure_moves(run))
-
-    for c in (vram, wl, pol, seed):
-        c.observe(redraw, names="value")
-    redraw()
-    return w.VBox([w.HBox([vram, wl]), w.HBox([pol, seed]), out])
 
 
 # --------------------------------------------------------------------------------------------
