@@ -43,8 +43,7 @@ MIN_NODES = 15  # smaller functions (a getter, `return candidates[0]`) are too c
 TEXT_SUFFIXES = {".py", ".ipynb", ".md", ".txt", ".json", ".toml", ".yml", ".yaml", ".cfg", ".cu", ".c", ".h", ""}
 #: what `build` copies besides the generated parts: (source, destination), relative to the roots
 COPIED = ("helpers", "notebooks", "data", "pyproject.toml", "Makefile", "environment.yml", "postBuild",
-          "LICENSE", "LICENSE-CONTENT", "CITATION.cff", "tools/mkvenv.py", "tools/__init__.py",
-          "tools/bwcheck/bwcheck.cu", "tools/kernel_lab")
+          "LICENSE", "LICENSE-CONTENT", "CITATION.cff", "tools/mkvenv.py", "tools/__init__.py")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
 
 README = """\

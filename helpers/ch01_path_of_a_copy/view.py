@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from helpers.ch01_path_of_a_copy import cpu_time, driver_maps, syscalls
-from helpers.core.diagrams import Diagram
 from helpers.core.evidence import Evidence
+from helpers.presentation.diagrams import Diagram
 
 NEGLIGIBLE_PER_ROUND = 0.05  # syscalls per round trip below this: "no syscall per copy"
 SMALL_SYS_SHARE = 0.2  # sys time below this share of CPU time: "the kernel does not move the data"

@@ -1,9 +1,9 @@
 """Chapter 2's pictures: a GPU's BARs and where each window leads, and a posted write against a
-non-posted read crossing the link (helpers.core.diagrams' one visual language)."""
+non-posted read crossing the link (helpers.presentation.diagrams' one visual language)."""
 
 from __future__ import annotations
 
-from helpers.core.diagrams import Diagram
+from helpers.presentation.diagrams import Diagram
 
 
 def bars_diagram() -> Diagram:

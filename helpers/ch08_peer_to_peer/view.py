@@ -16,8 +16,8 @@ import plotly.graph_objects as go
 from helpers.ch08_peer_to_peer import p2p, topology
 from helpers.core import gpu
 from helpers.core.evidence import Evidence
-from helpers.core.figures import CourseFigure, Table
 from helpers.core.mode import Mode
+from helpers.presentation.figures import CourseFigure, Table
 
 if TYPE_CHECKING:
     from helpers.course import Context
@@ -208,7 +208,7 @@ def capture_figure(rows: list[dict], frame_bytes: int) -> CourseFigure:
 def p2p_paths_diagram():
     """NVLink (through NVSwitch) vs PCIe peer-to-peer vs staging through host memory: how many times
     the bytes cross a link, and where they turn around."""
-    from helpers.core.diagrams import Diagram
+    from helpers.presentation.diagrams import Diagram
 
     d = Diagram("Three ways from GPU 0 to GPU 1",
                 "NVLink: GPU 0's copy engine writes through an NVSwitch into GPU 1's memory, no PCIe at all. "

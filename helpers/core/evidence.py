@@ -200,7 +200,7 @@ def _replay(ctx, exp: experiments.Experiment, why: str, optional: bool, params: 
         why += (f"; the recording was made with the recorder's own parameters, not "
                 f"{', '.join(f'{k}={v!r}' for k, v in params.items())}")
     if exp.reference == experiments.KERNEL_LAB_REFERENCE:  # a VM transcript, not a GPU recording
-        from helpers.measure.kernel_vm import transcript
+        from helpers.core import transcript
 
         try:
             t = transcript.load(exp.id)

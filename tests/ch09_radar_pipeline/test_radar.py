@@ -22,8 +22,8 @@ from helpers.ch09_radar_pipeline import radar
 from helpers.core import evidence, experiments
 from helpers.core.errors import CourseError, InputError, InputTypeError
 from helpers.core.evidence import Evidence
-from helpers.core.figures import CourseFigure
 from helpers.core.mode import Mode
+from helpers.presentation.figures import CourseFigure
 
 DESIGN_IDS = tuple(f"radar.{d}" for d in radar.DESIGNS)
 

@@ -30,7 +30,7 @@ from helpers.ch04_pinned_memory import write_combined
 from helpers.ch05_unified_memory import managed, pointer_access, uva
 from helpers.ch06_gem_ttm_dmabuf import cuda_dmabuf, drm
 from helpers.ch07_command_submission import launch, toy_ring
-from helpers.core import evidence, figures, grading
+from helpers.core import evidence, grading
 from helpers.core.errors import (
     InputError,
     InputTypeError,
@@ -42,6 +42,7 @@ from helpers.measure import sandbox, sysinfo
 from helpers.models import buddy, device_process, ttm
 from helpers.models.toygpu import ToyGPU, link, regs
 from helpers.models.toygpu import commands as C
+from helpers.presentation import figures
 
 # Modest example counts (CI has 2 cores). The fixtures used with @given only forbid things
 # (monkeypatched to fail) and hold the same for every example, so sharing them is sound.

@@ -10,14 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_kernel_vm import _fake_qemu  # the same stand-in for QEMU
 
 from helpers.core.errors import SkipExperiment
-from helpers.measure import kernel_vm
+from helpers.measure import edu_vm, kernel_vm
 from helpers.measure.kernel_vm import guest_python, machines, qemu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "kernel_lab"))
-import edu  # noqa: E402  (the guest library; standard library only, importable on the host too)
-from test_kernel_vm import _fake_qemu  # noqa: E402  (the same stand-in for QEMU)
+edu = edu_vm.guest_module()  # the guest library; standard library only, importable on the host too
 
 
 def test_the_edu_machine_has_an_iommu_split_irqchip_and_python():

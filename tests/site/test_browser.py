@@ -226,7 +226,7 @@ def test_widgets_and_figures_render_offline_in_a_built_book(browser, widget_book
 # --- layout: pictures that clip or overprint, code that scrolls; axe-core ------------------------
 
 def _svg(texts: str) -> str:
-    """A course-diagram figure (the structure helpers/core/diagrams.py writes) holding `texts`."""
+    """A course-diagram figure (the structure helpers/presentation/diagrams.py writes) holding `texts`."""
     return ("<main><article><figure class='course-diagram'><svg xmlns='http://www.w3.org/2000/svg' role='img' "
             "class='course-diagram-svg' viewBox='0 0 300 100' width='300' height='100' "
             "style='max-width:100%;height:auto'><title>Planted</title>"

@@ -1,6 +1,6 @@
 """The course's figures against NVIDIA's nvbandwidth, measured in the same run on the same GPU.
 
-    python tools/bwcheck/nvbw_compare.py --recordings R1.json [R2.json ...] --nvbw N1.json [N2.json ...] [--out table.md]
+    python -m tools.bwcheck.nvbw_compare --recordings R1.json [R2.json ...] --nvbw N1.json [N2.json ...] [--out table.md]
 
 Each R*.json is what `python -m helpers.record --out ...` wrote (the whole recorder, or `--only` the
 experiments below); each N*.json is the output of `nvbandwidth -j` (built from

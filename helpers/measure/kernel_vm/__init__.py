@@ -22,13 +22,14 @@ import datetime as _dt
 import gzip
 import platform
 
+from helpers.core import config
 from helpers.measure.kernel_vm import bundle, guest_python, machines, qemu
 
 __all__ = ["run", "bundle", "machines", "qemu", "guest_python", "guest_files"]
 
 
 def guest_files(files: dict[str, bytes] | None = None) -> bytes:
-    """The run's /work folder as a gzipped cpio: the course's guest modules (tools/kernel_lab/*.py)
+    """The run's /work folder as a gzipped cpio: the course's guest modules (helpers/measure/kernel_vm/guest/*.py)
     and `files` ({name: bytes}, e.g. main.py, the program /init runs), for machines with Python."""
     entries = [("work", None, 0o755)]
     entries += [(f"work/{p.name}", p.read_bytes(), 0o644) for p in sorted(bundle.SOURCES.glob("*.py"))]
@@ -45,7 +46,7 @@ def run(machine: str, params: dict[str, str], *, timeout_s: float = qemu.DEFAULT
     initramfs, `files` go to /work beside the course's guest modules, and kl.run=python runs
     /work/main.py; `parse` reads the result port (qemu.boot)."""
     m = machines.get(machine)
-    hint = qemu.available()
+    hint = config.qemu_missing()
     if hint:
         from helpers.core.errors import SkipExperiment
 

@@ -11,8 +11,8 @@ import pytest
 
 from helpers import course
 from helpers.ch09_radar_pipeline import radar
-from helpers.core import figures
 from helpers.core.mode import Mode
+from helpers.presentation import figures
 
 
 def test_a_figure_over_the_limit_refuses_to_display():
