@@ -240,10 +240,12 @@ book: book-static
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m built_site tests/site/test_book.py tests/site/test_reference_pages.py
 	@echo "site: book/_build/html/index.html"
 
-# Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU).
+# Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU); its source is package
+# data, the binary goes where helpers.measure.bwcheck.binary() looks (config.BWCHECK_BUILT).
 bwcheck: build/bwcheck/bwcheck
 	build/bwcheck/bwcheck
 build/bwcheck/bwcheck: helpers/measure/bwcheck/bwcheck.cu helpers/measure/bwcheck/chain.h
+	mkdir -p $(@D)
 	nvcc -O2 -o $@ $<
 
 # Offline wheels for a GPU node: `make wheelhouse WH_PYTHON=3.12 WH_PLATFORM=manylinux_2_28_x86_64
