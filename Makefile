@@ -120,7 +120,7 @@ test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm and not hub and not colab" tests
 
 # The kernel lab (helpers/measure/kernel_vm): build its bundle from Debian's packages into
-# build/kernel_lab/ (kernel + initramfs with the DRM modules and tools/kernel_lab/probe.c; needs
+# build/kernel_lab/ (kernel + initramfs with the DRM modules and helpers/measure/kernel_vm/guest/probe.c; needs
 # apt-get, gcc and libdrm-dev; plus Debian's Python 3.11 for the edu machine, python.cpio.gz), then
 # boot it under QEMU (TCG, or KVM where a guest runs on it): Chapters 6b, 2b and 4b, and Lab 6.
 # Built before the notebooks so Chapter 6, part 2 runs live in CI.
@@ -136,6 +136,7 @@ kernel-lab-tests-left-out:
 
 test-lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard helpers tests tools notebooks labs book instructor)
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m tools.checks.nbhygiene $(NOTEBOOKS)
 	$(BIN)/python -m tools.checks.labroles --check
 	$(BIN)/python -m tools.shown --check
@@ -261,10 +262,12 @@ book: book-static
 		tests/site/test_executed_notebooks.py
 	@echo "site: book/_build/html/index.html"
 
-# Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU).
-bwcheck: tools/bwcheck/bwcheck
-	tools/bwcheck/bwcheck
-tools/bwcheck/bwcheck: tools/bwcheck/bwcheck.cu tools/bwcheck/chain.h
+# Independent C/CUDA cross-check of pinned copy bandwidth (needs nvcc and a GPU); its source is package
+# data, the binary goes where helpers.measure.bwcheck.binary() looks (config.BWCHECK_BUILT).
+bwcheck: build/bwcheck/bwcheck
+	build/bwcheck/bwcheck
+build/bwcheck/bwcheck: helpers/measure/bwcheck/bwcheck.cu helpers/measure/bwcheck/chain.h
+	mkdir -p $(@D)
 	nvcc -O2 -o $@ $<
 
 # Offline wheels for a GPU node: `make wheelhouse WH_PYTHON=3.12 WH_PLATFORM=manylinux_2_28_x86_64

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from helpers.core import config, evidence, gpu, mode, predictions, reference
+from helpers.core import config, evidence, gpu, mode, reference
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import DEFAULT_REFERENCE, P2P_REFERENCE
 from helpers.core.gpu import cp, cuda, cupyx  # noqa: F401  (the names the code on a page uses)
 from helpers.core.mode import Mode
+from helpers.learning import predictions
 from helpers.measure import host_memory
 
 

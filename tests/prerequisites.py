@@ -30,9 +30,10 @@ def _chromium() -> str | None:
 
 
 def _kernel_vm() -> str | None:
-    from helpers.measure.kernel_vm import bundle, qemu
+    from helpers.core import config
+    from helpers.measure.kernel_vm import bundle
 
-    hint = qemu.available()
+    hint = config.qemu_missing()
     if hint:
         return hint
     if bundle.existing() is None and bundle.missing_tools():

@@ -13,7 +13,7 @@ from the chapter's exercises module, never from the page).
 Per chapter: at least two cells (one in Chapter 0) that show an experiment's measuring function
 (cells marked `#@shown`, which `python -m tools.shown` writes from the package); an exercises module
 with at least one coding exercise (checks.code) and one conceptual question (checks.choice or
-checks.explain); at least one diagram (a helpers.core.diagrams.Diagram, shown by a call named
+checks.explain); at least one diagram (a helpers.presentation.diagrams.Diagram, shown by a call named
 *diagram*).
 """
 

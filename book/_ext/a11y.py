@@ -1,7 +1,7 @@
 """Sphinx extension: repair what axe-core finds in the theme's and extensions' own markup.
 
 tools/site/sitecheck.py runs axe-core (the standard accessibility engine) over every page of the built
-site. The course's content is fixed at its source (helpers/core/figures.py, diagrams.py); what the
+site. The course's content is fixed at its source (helpers/presentation/figures.py, diagrams.py); what the
 theme (pydata-sphinx-theme under sphinx-book-theme), docutils' citations and myst-nb write is
 repaired here, in every HTML page once the build has finished:
 

@@ -97,7 +97,7 @@ def record_pinned_vs_pageable(quick: bool, lo: int = SWEEP_LO, hi: int = SWEEP_H
 
 
 @experiment("transfers.large_copy", chapter=0,
-            title="256 MiB pinned copies, many repetitions (cross-checked against tools/bwcheck)")
+            title="256 MiB pinned copies, many repetitions (cross-checked against helpers/measure/bwcheck)")
 def record_large_copy(quick: bool) -> dict:
     """Every repetition of a 256 MiB copy, per host kind and direction."""
     n = (16 << 20) if quick else (256 << 20)

@@ -10,9 +10,9 @@ device memory has a bus address only while the driver has mapped it there.
 
 from __future__ import annotations
 
-from helpers.core.diagrams import Diagram
 from helpers.measure import sysinfo
 from helpers.measure.sysinfo import fmt_bytes
+from helpers.presentation.diagrams import Diagram
 
 
 def _bars(g: sysinfo.PCIDevice) -> list[sysinfo.Bar]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core import beside, figures, validate
+from helpers.core import validate
 from helpers.core.evidence import Evidence
 from helpers.measure.sysinfo import fmt_bytes
 from helpers.measure.transfers import DIRECTIONS
+from helpers.presentation import beside, figures
 
 KINDS = ("pageable", "pinned")
 _NAMES = {"h2d": "host → device", "d2h": "device → host"}

@@ -92,7 +92,7 @@ def figure(ev):
     """Stacked bars of user and sys CPU ms per GB for every configuration (ev: the Evidence)."""
     import plotly.graph_objects as go
 
-    from helpers.core.figures import CourseFigure
+    from helpers.presentation.figures import CourseFigure
 
     data = ev.require()
     cats, user, sys_ = [], [], []

@@ -4,8 +4,8 @@ chapter's measurements (the syscall census and the driver maps) when they are gi
 from __future__ import annotations
 
 from helpers.ch01_path_of_a_copy import driver_maps, findings, syscalls
-from helpers.core.diagrams import Diagram
 from helpers.core.evidence import Evidence
+from helpers.presentation.diagrams import Diagram
 
 
 def path_diagram(census: Evidence | None = None, maps: Evidence | None = None) -> Diagram:

@@ -43,7 +43,7 @@ from helpers.core.errors import (
     SkipExperiment,
 )
 from helpers.core.experiments import GPU, STRACE, experiment
-from helpers.core.figures import CourseFigure
+from helpers.presentation.figures import CourseFigure
 
 WORKLOAD = Path(__file__).resolve().parent / "_copy_workload.py"
 FOCUS = ("ioctl", "mmap", "munmap", "read", "write", "poll")

@@ -1,10 +1,10 @@
 """Chapter 2's pictures: a GPU's BARs and where each window leads, a posted write against a
 non-posted read crossing the link, and (part 2) one access to QEMU's edu device's BAR0 from user
-space in the guest (helpers.core.diagrams' one visual language)."""
+space in the guest (helpers.presentation.diagrams' one visual language)."""
 
 from __future__ import annotations
 
-from helpers.core.diagrams import Diagram
+from helpers.presentation.diagrams import Diagram
 
 
 def bars_diagram() -> Diagram:

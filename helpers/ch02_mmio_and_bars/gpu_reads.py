@@ -19,12 +19,13 @@ import statistics
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core import figures, gpu
+from helpers.core import gpu
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
 from helpers.core.gpu import cuda
 from helpers.measure import gpu_chase
 from helpers.measure.gpu_chase import TRIALS, chase_ns_per_read, chase_trials, sm_means, trial_means
+from helpers.presentation import figures
 
 TLB_CHECK_FACTOR = 4  # the device chase is repeated over a buffer this many times larger
 
@@ -251,7 +252,7 @@ def bar0_line(reads: dict) -> str:
 def latency_beside(here: Evidence, ref: Evidence) -> list[str]:
     """The read latencies of host and device memory, measured now beside the reference's (replay: the
     recorded values with their machine); a difference beyond the trials' spread is named."""
-    from helpers.core import beside
+    from helpers.presentation import beside
 
     def vals(ev: Evidence) -> dict[str, beside.Value]:
         d = ev.require()

@@ -27,12 +27,12 @@ import math
 
 import plotly.graph_objects as go
 
-from helpers.core import figures
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.mode import Mode
 from helpers.measure import sysinfo
 from helpers.models.toygpu import ToyGPU
 from helpers.models.toygpu.link import LinkParams
+from helpers.presentation import figures
 
 # Seed 001 (a 2009 forum thread): "three configured areas, one of them 255MB large", on a
 # card "supposed to include 768MB of memory". A BAR is a power of two, so 255 MB is how a

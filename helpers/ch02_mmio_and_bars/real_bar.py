@@ -1,7 +1,7 @@
 """Chapter 2, part 2: a real BAR — QEMU's edu device, mapped and used from the guest's user space.
 
 Experiment ``real_bar.edu`` boots the kernel lab's ``edu`` machine (helpers.measure.kernel_vm)
-and runs ``tools/kernel_lab/edu_probe.py bar`` as root in the guest: edu's configuration
+and runs ``helpers/measure/kernel_vm/guest/edu_probe.py bar`` as root in the guest: edu's configuration
 space and BARs from sysfs (as Chapter 2 read the H100's), BAR0 mapped through sysfs
 ``resource0`` (what the host refused with EPERM), the identification register, the liveness
 register (the device stores the bitwise inverse of what is written), the factorial unit
@@ -22,12 +22,12 @@ by iomem_is_exclusive unless the kernel booted with iomem=relaxed, as the lab's 
 
 from __future__ import annotations
 
-from helpers.core import figures, validate
+from helpers.core import transcript, validate
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
 from helpers.measure import kernel_vm
-from helpers.measure.kernel_vm import transcript
+from helpers.presentation import figures
 
 EXPERIMENT = "real_bar.edu"
 DEFAULT_FACTORIALS = (1, 5, 10, 12, 13)

@@ -27,12 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helpers.core import beside, gpu, validate
+from helpers.core import gpu, validate
 from helpers.core.errors import DeviceTimeoutError, InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import experiment
 from helpers.measure.host_memory import HostBuffer, check_nbytes
 from helpers.measure.transfers import DIRECTIONS, MEMCPY_KIND, wait_event
+from helpers.presentation import beside
 
 MAX_GATE_TIMEOUT_S = 60.0
 MAX_GATED_COPIES = 2000  # the stream's push buffer must hold them all while the gate is shut
@@ -398,8 +399,8 @@ def gated_figure(ev: Evidence):
     """Grouped bars per size: host enqueue, device time per copy, and a synchronous copy's wall time."""
     import plotly.graph_objects as go
 
-    from helpers.core.figures import CourseFigure
     from helpers.measure.sysinfo import fmt_bytes
+    from helpers.presentation.figures import CourseFigure
 
     fig = go.Figure()
     runs = ev.require()["runs"]
@@ -417,7 +418,7 @@ def bidirectional_figure(ev: Evidence):
     """Aggregate GB/s of h2d alone, d2h alone and both at once (each trial a point, bar = median)."""
     import plotly.graph_objects as go
 
-    from helpers.core.figures import CourseFigure
+    from helpers.presentation.figures import CourseFigure
 
     data = ev.require()
     fig = go.Figure()
@@ -439,7 +440,7 @@ def cpu_cost_figure(ev: Evidence):
     """Per kind and direction: bandwidth, and the share of the copy's wall time the process spent on CPU."""
     from plotly.subplots import make_subplots
 
-    from helpers.core.figures import CourseFigure
+    from helpers.presentation.figures import CourseFigure
 
     data = ev.require()
     res = data["results"]

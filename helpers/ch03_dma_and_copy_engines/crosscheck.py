@@ -1,6 +1,6 @@
 """Cross-checking the course's measurements against an independent C/CUDA program.
 
-tools/bwcheck/bwcheck.cu times the same things with the CUDA runtime directly: pinned 256 MiB
+helpers/measure/bwcheck/bwcheck.cu times the same things with the CUDA runtime directly: pinned 256 MiB
 copies (bandwidth), small pinned copies (device time), one thread's pointer chase over mapped
 pinned host memory and device memory (ns per read, Chapter 2) and a kernel copying through
 mapped pinned memory (SM copies, Chapter 3). The recorder alternates it with the course's own
@@ -14,42 +14,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 from statistics import median
 
-from helpers.core import config, validate
-from helpers.core.errors import InputError, SkipExperiment, SystemInfoError
+from helpers.core import validate
+from helpers.core.errors import InputError, SystemInfoError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, NVCC, experiment, recording_check
-from helpers.core.figures import provenance_line
+from helpers.measure import bwcheck
 from helpers.measure.transfers import DIRECTIONS, measure_copy
+from helpers.presentation.figures import provenance_line
 
 TOLERANCE = 0.02  # relative; the Foundation issue's bar for large-copy bandwidth
-SOURCE = config.BWCHECK_SOURCE
-
-
-def binary() -> Path:
-    """Path to the compiled bwcheck, building it with nvcc if needed (BWCHECK overrides).
-
-    Without nvcc and a built binary the recorder skips the experiment (SkipExperiment); a
-    notebook never gets here, since the evidence contract checks the NVCC need first."""
-    given = config.bwcheck_setting()
-    if given:
-        return given
-    out = SOURCE.with_suffix("")
-    newest = max(p.stat().st_mtime for p in (SOURCE, SOURCE.with_name("chain.h")))
-    if out.exists() and out.stat().st_mtime >= newest:
-        return out
-    nvcc = config.tool_on_path("nvcc")
-    if not nvcc:
-        raise SkipExperiment("nvcc not found and tools/bwcheck/bwcheck not built (run `make bwcheck`)")
-    subprocess.run([nvcc, "-O2", "-o", str(out), str(SOURCE)], check=True, timeout=300)
-    return out
-
-
 def run_bwcheck(nbytes: int = 256 << 20, reps: int = 30, timeout_s: float = 120) -> dict:
     """Run the C program and return its JSON; a clear error if it fails."""
-    proc = subprocess.run([str(binary()), str(nbytes), str(reps)], capture_output=True, text=True,
+    proc = subprocess.run([str(bwcheck.binary()), str(nbytes), str(reps)], capture_output=True, text=True,
                           timeout=timeout_s)
     if proc.returncode != 0:
         raise SystemInfoError(f"bwcheck exited {proc.returncode}: {proc.stderr.strip()}")
@@ -124,7 +102,7 @@ LIVE_ROUNDS = 3
 
 
 @experiment("crosscheck.bwcheck", chapter=0, needs=(GPU, NVCC),
-            title="Pinned 256 MiB bandwidth: course (CuPy events) vs tools/bwcheck (C/CUDA), interleaved rounds",
+            title="Pinned 256 MiB bandwidth: course (CuPy events) vs helpers/measure/bwcheck (C/CUDA), interleaved rounds",
             params={"rounds": validate.count(LIVE_ROUNDS, 9)})
 def record_crosscheck(quick: bool, rounds: int = ROUNDS) -> dict:
     n, reps, rounds = ((16 << 20), 5, 1) if quick else ((256 << 20), 30, rounds)
@@ -146,7 +124,7 @@ SMALL_TOLERANCE = 0.25  # relative; the bar for small-copy device-side latency
 
 def run_bwcheck_small(reps: int = 200, timeout_s: float = 120) -> dict:
     """Run `bwcheck --small` (4 B .. 4 KiB pinned, device time per copy) and return its JSON."""
-    proc = subprocess.run([str(binary()), "--small", str(reps)], capture_output=True, text=True,
+    proc = subprocess.run([str(bwcheck.binary()), "--small", str(reps)], capture_output=True, text=True,
                           timeout=timeout_s)
     if proc.returncode != 0:
         raise SystemInfoError(f"bwcheck --small exited {proc.returncode}: {proc.stderr.strip()}")
@@ -180,7 +158,7 @@ def small_copy_comparison(course: dict, c: dict, tolerance: float = SMALL_TOLERA
 
 
 @experiment("crosscheck.small_copy", chapter=3, needs=(GPU, NVCC),
-            title="Small pinned copies (4 B..4 KiB), device time: course (CuPy events) vs tools/bwcheck --small")
+            title="Small pinned copies (4 B..4 KiB), device time: course (CuPy events) vs helpers/measure/bwcheck --small")
 def record_small_copy(quick: bool) -> dict:
     from helpers.ch03_dma_and_copy_engines.copy_engines import SMALL_SIZES, gated_copies
 
@@ -205,7 +183,7 @@ def caption(*evs: Evidence) -> str:
 
 
 # -- latency (Chapter 2) and SM copies (Chapter 3) -------------------------------------------------
-# Both sides chase exactly the same chains (helpers/measure/gpu_chase.py and tools/bwcheck/chain.h:
+# Both sides chase exactly the same chains (helpers/measure/gpu_chase.py and helpers/measure/bwcheck/chain.h:
 # the same splitmix64 order, the device buffer >= 4 x the L2, the host chain, the L2 flushed before
 # each trial), time them the same way (from every SM in turn: runs of `steps` and 2*`steps`, the
 # difference over `steps`; a trial's figure is the mean over the SMs), and report each trial's first
@@ -223,7 +201,7 @@ LATENCY_BASIS = ("6%, from measured spreads, kept when the chase moved to every 
 
 def run_bwcheck_args(args: list[str], timeout_s: float = 180) -> dict:
     """Run bwcheck with `args` (e.g. ["--latency", "67108864", "8192"]) and return its JSON."""
-    proc = subprocess.run([str(binary()), *args], capture_output=True, text=True, timeout=timeout_s)
+    proc = subprocess.run([str(bwcheck.binary()), *args], capture_output=True, text=True, timeout=timeout_s)
     if proc.returncode != 0:
         raise SystemInfoError(f"bwcheck {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}")
     return json.loads(proc.stdout)
@@ -272,7 +250,7 @@ def _latency_sm_disagreements(data: dict | None) -> list[str]:
 # (bar 2%): every verdict the same.
 
 @experiment("crosscheck.latency_and_sm_copy", chapter=3, needs=(GPU, NVCC),
-            title="GPU->host read latency and SM-copy bandwidth: course (Numba) vs tools/bwcheck --latency/--smcopy",
+            title="GPU->host read latency and SM-copy bandwidth: course (Numba) vs helpers/measure/bwcheck --latency/--smcopy",
             params={"rounds": validate.count(LIVE_ROUNDS, 9)})
 def record_latency_and_sm_copy(quick: bool, rounds: int = ROUNDS) -> dict:
     from helpers.ch03_dma_and_copy_engines.engine_vs_sm import (

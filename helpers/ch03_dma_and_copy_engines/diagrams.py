@@ -3,7 +3,7 @@ engine and the link), and how PCIe carries a read (requests, completions) and a 
 
 from __future__ import annotations
 
-from helpers.core.diagrams import Diagram
+from helpers.presentation.diagrams import Diagram
 
 
 def copy_path_diagram() -> Diagram:

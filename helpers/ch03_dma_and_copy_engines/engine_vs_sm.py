@@ -15,11 +15,12 @@ import statistics
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core import config, figures, gpu
+from helpers.core import config, gpu
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
 from helpers.core.gpu import cuda
 from helpers.measure.transfers import DIRECTIONS
+from helpers.presentation import figures
 
 SIZES = (64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20)
 QUICK_SIZES = (64 << 10, 1 << 20, 4 << 20)

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers.ch03_dma_and_copy_engines import views
-from helpers.core import validate, widgets
+from helpers.core import validate
 from helpers.core.evidence import Evidence
-from helpers.core.figures import CourseFigure
 from helpers.measure.sysinfo import fmt_bytes
 from helpers.measure.transfers import DIRECTIONS, measure_copy
 from helpers.models import copy_cost
+from helpers.presentation import widgets
+from helpers.presentation.figures import CourseFigure
 
 MIN_SIZE, MAX_SIZE = 4, 256 << 20
 

@@ -11,9 +11,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from helpers.core.evidence import Evidence
-from helpers.core.figures import CourseFigure, log_size_axis
 from helpers.models import copy_cost
 from helpers.models.copy_cost import LinearFit
+from helpers.presentation.figures import CourseFigure, log_size_axis
 
 SEED_002_OVERHEAD_BYTES = 10_000  # seed 002: "the initial overhead equals (approx) 10KB"
 SEED_002_PINNED_BPS = 3.2e9  # seed 002's own pinned bandwidth, 16 MB in 5 ms
@@ -127,7 +127,7 @@ def pageable_steps(sweep: Evidence, min_bytes: int = 1 << 20) -> list[str]:
 
 def fits_beside(here: Evidence, here_fits: dict, ref: Evidence, ref_fits: dict) -> list[str]:
     """The fitted pinned B and t0 measured now beside the reference's (live); in replay, the recorded fits."""
-    from helpers.core import beside
+    from helpers.presentation import beside
 
     out = []
     for d in ("h2d", "d2h"):

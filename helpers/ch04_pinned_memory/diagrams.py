@@ -1,8 +1,8 @@
-"""Chapter 4's pictures, in the course's one visual language (helpers.core.diagrams)."""
+"""Chapter 4's pictures, in the course's one visual language (helpers.presentation.diagrams)."""
 
 from __future__ import annotations
 
-from helpers.core.diagrams import Diagram
+from helpers.presentation.diagrams import Diagram
 
 
 def pinning_paths_diagram() -> Diagram:

@@ -116,7 +116,7 @@ def summary(ev: Evidence) -> str:
 def beside_lines(here: Evidence, ref: Evidence) -> list[str]:
     """Each size's zero-copy speed-up measured now beside the reference's (replay: the recorded values). A
     zero-copy read is the SMs' PCIe reads against a DMA copy: a difference points at the link and the host."""
-    from helpers.core import beside
+    from helpers.presentation import beside
 
     if here.data is None or ref.data is None:
         return []

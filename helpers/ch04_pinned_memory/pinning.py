@@ -533,7 +533,7 @@ def cost_figure(ev: Evidence):
     """Time of each pinning step vs size, log-log, in microseconds (ev: pinning.cost_vs_size)."""
     import plotly.graph_objects as go
 
-    from helpers.core import figures
+    from helpers.presentation import figures
 
     rows = ev.require()["rows"]
     fig = go.Figure()
@@ -658,7 +658,7 @@ def register_verdict(data: dict) -> str:
 def cost_beside(here: Evidence, ref: Evidence, nbytes: int = 1 << 30) -> list[str]:
     """Pinning 1 GiB (cudaHostRegister, cudaHostAlloc) measured now beside the reference's; pinning is CPU work
     in the kernel, so a difference is named with the host's likely causes (replay: the recorded values)."""
-    from helpers.core import beside
+    from helpers.presentation import beside
 
     mine, theirs = row_at(here.require(), nbytes), row_at(ref.require(), nbytes)
     return [beside.sentence(f"{call} of {fmt_bytes(nbytes)}", "ms", here, beside.Value(mine[key] * 1e3), ref,

@@ -1,7 +1,7 @@
 """Chapter 4, part 2: DMA through an IOMMU — QEMU's edu device driven from user space with VFIO.
 
 Experiment ``vfio_dma.edu`` boots the kernel lab's ``edu`` machine (q35 with an emulated Intel
-IOMMU, helpers.measure.kernel_vm) and runs ``tools/kernel_lab/edu_probe.py dma`` in the guest:
+IOMMU, helpers.measure.kernel_vm) and runs ``helpers/measure/kernel_vm/guest/edu_probe.py dma`` in the guest:
 
 1. edu is handed to ``vfio-pci`` (driver_override); the probe opens the VFIO container, the
    device's IOMMU group and the device, maps BAR0 through the device fd and turns bus
@@ -32,11 +32,11 @@ edu_clamp_addr: addresses are ANDed with dma_mask, 28 bits by default).
 
 from __future__ import annotations
 
-from helpers.core import figures, validate
+from helpers.core import transcript, validate
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
 from helpers.measure import kernel_vm
-from helpers.measure.kernel_vm import transcript
+from helpers.presentation import figures
 
 EXPERIMENT = "vfio_dma.edu"
 DEFAULT_PAYLOAD = 2048

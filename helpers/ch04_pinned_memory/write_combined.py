@@ -16,11 +16,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from helpers.ch04_pinned_memory.pinning import PinnedAlloc, time_copy
-from helpers.core import experiments, figures, validate
+from helpers.core import experiments, validate
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU
 from helpers.core.progress import Progress
+from helpers.presentation import figures
 
 KINDS = ("default", "write_combined")
 LABEL = {"default": "pinned (cudaHostAlloc default)", "write_combined": "pinned, write-combined"}

@@ -25,12 +25,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from helpers.ch04_pinned_memory.pinning import PinnedAlloc, PinRequestError, device_pointer
-from helpers.core import experiments, figures, gpu, validate
+from helpers.core import experiments, gpu, validate
 from helpers.core.errors import CourseError, DeviceTimeoutError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU
 from helpers.core.progress import Progress
 from helpers.measure.host_memory import check_nbytes
+from helpers.presentation import figures
 
 PATTERNS = ("stream", "stream_x8", "gather_sparse", "gather_dense")
 PASSES = {"stream": 1, "stream_x8": 8}

@@ -1,8 +1,8 @@
-"""Chapter 5's picture, in the course's one visual language (helpers.core.diagrams)."""
+"""Chapter 5's picture, in the course's one visual language (helpers.presentation.diagrams)."""
 
 from __future__ import annotations
 
-from helpers.core.diagrams import Diagram
+from helpers.presentation.diagrams import Diagram
 
 
 def fault_migration_diagram() -> Diagram:

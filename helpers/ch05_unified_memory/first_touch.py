@@ -127,8 +127,8 @@ def ratio_note(fvp: Evidence, mig: Evidence, nbytes: int = 1 << 30) -> str:
 
 def ratio_beside(here: Evidence, ref: Evidence, nbytes: int = 1 << 30) -> str:
     """um.migration's fault/prefetch ratio measured now beside the reference's (replay: the recorded value). One
-    run per mode and size, so no spread: the 5 % floor of helpers.core.beside stands in."""
-    from helpers.core import beside
+    run per mode and size, so no spread: the 5 % floor of helpers.presentation.beside stands in."""
+    from helpers.presentation import beside
 
     return beside.sentence(f"fault-driven migration / prefetch, {fmt_bytes(nbytes)}", "x", here,
                            beside.Value(fault_over_prefetch(here.require(), nbytes)), ref,

@@ -30,7 +30,7 @@ from types import ModuleType
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core import figures, gpu, reference, validate
+from helpers.core import gpu, reference, validate
 from helpers.core.errors import CourseError, InputError, ReferenceDataError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
@@ -39,6 +39,7 @@ from helpers.measure import driver_api
 from helpers.measure.host_memory import check_nbytes
 from helpers.measure.sysinfo import fmt_bytes
 from helpers.measure.transfers import wait_event
+from helpers.presentation import figures
 
 SAFE_MANAGED_SHARE = 0.5  # of the GPU's free memory
 CPU = -1  # cudaCpuDeviceId / CU_DEVICE_CPU: "the host" where a device ordinal is expected

@@ -30,12 +30,13 @@ import mmap
 import os
 
 from helpers.ch06_gem_ttm_dmabuf.drm import read_fdinfo
-from helpers.core import figures, gpu, validate
+from helpers.core import gpu, validate
 from helpers.core.errors import InputError, InputTypeError, SkipExperiment
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
 from helpers.core.gpu import cp
 from helpers.measure import driver_api
+from helpers.presentation import figures
 
 EXPERIMENT_ID = "dmabuf.cuda_export"
 EXPORT_BYTES = 2 << 20

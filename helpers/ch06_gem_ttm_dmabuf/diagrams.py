@@ -1,12 +1,12 @@
 """Chapter 6's pictures: sharing a buffer through dma-buf, and where TTM keeps buffer objects.
 
-Drawn in the course's one visual language (helpers.core.diagrams): boxes for places, solid
+Drawn in the course's one visual language (helpers.presentation.diagrams): boxes for places, solid
 arrows for bytes, dashed for requests (ioctls, handing over an fd), dotted for completions.
 """
 
 from __future__ import annotations
 
-from helpers.core.diagrams import Diagram
+from helpers.presentation.diagrams import Diagram
 
 
 def sharing_diagram() -> Diagram:

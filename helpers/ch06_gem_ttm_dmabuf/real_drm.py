@@ -3,7 +3,7 @@
 Experiment ``real_drm.gem_prime`` boots Debian's stock kernel in the kernel lab's VM
 (helpers.measure.kernel_vm) with two DRM drivers: ``vgem`` (no hardware at all, GEM on shmem
 pages) and ``virtio_gpu`` (QEMU's ``-device virtio-gpu-pci``). The probe
-(tools/kernel_lab/probe.c) makes the calls of Chapter 6's walkthrough on each and reports
+(helpers/measure/kernel_vm/guest/probe.c) makes the calls of Chapter 6's walkthrough on each and reports
 what the kernel answered: dumb-buffer handles, pitch and size, the fake mmap offset of
 MAP_DUMB, a write and read-back through that mapping, PRIME export (the dma-buf's inode; a
 second export of the same object gives the same dma-buf), the dma-buf's fdinfo, SET_NAME as
@@ -29,12 +29,12 @@ import json
 import subprocess
 from pathlib import Path
 
-from helpers.core import figures
+from helpers.core import transcript
 from helpers.core.errors import SkipExperiment
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
 from helpers.measure import kernel_vm
-from helpers.measure.kernel_vm import transcript
+from helpers.presentation import figures
 
 DRIVERS = ("vgem", "virtio_gpu")
 HOST_PROBE_TIMEOUT_S = 60

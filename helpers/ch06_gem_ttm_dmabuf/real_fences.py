@@ -1,7 +1,7 @@
 """Chapter 6, part 2: fences in a real kernel — dma_fence, dma_resv, dma-buf poll, sync_file.
 
 Experiment ``real_fences.implicit_sync`` boots the kernel lab's ``fences`` machine (Debian's
-stock kernel, the ``vgem`` driver, no device) and runs tools/kernel_lab/fences.c. vgem has two
+stock kernel, the ``vgem`` driver, no device) and runs helpers/measure/kernel_vm/guest/fences.c. vgem has two
 test ioctls: ``DRM_IOCTL_VGEM_FENCE_ATTACH`` puts a new, unsignalled ``dma_fence`` into a
 buffer's reservation object (``dma_resv``) as a writer's fence (``DMA_RESV_USAGE_WRITE``) or a
 reader's (``DMA_RESV_USAGE_READ``), and ``DRM_IOCTL_VGEM_FENCE_SIGNAL`` signals it. That is
@@ -37,12 +37,12 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable
 
-from helpers.core import figures, validate
+from helpers.core import transcript, validate
 from helpers.core.errors import InputTypeError, SkipExperiment
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
 from helpers.measure import kernel_vm
-from helpers.measure.kernel_vm import transcript
+from helpers.presentation import figures
 
 EXPERIMENT = "real_fences.implicit_sync"
 DEFAULT_DELAY_MS = 200

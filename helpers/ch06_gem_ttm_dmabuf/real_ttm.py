@@ -25,14 +25,14 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from helpers.core import figures, validate
+from helpers.core import transcript, validate
 from helpers.core.errors import InputError, InputTypeError, SkipExperiment
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
 from helpers.core.mode import Mode
 from helpers.measure import kernel_vm
-from helpers.measure.kernel_vm import transcript
 from helpers.models import ttm
+from helpers.presentation import figures
 
 EXPERIMENT = "real_ttm.eviction"
 PAGE = 4096

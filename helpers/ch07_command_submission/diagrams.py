@@ -1,12 +1,12 @@
 """Chapter 7's pictures: how a driver hands work to a GPU and learns it is done.
 
-Drawn in the course's one visual language (helpers.core.diagrams): boxes for places, solid
+Drawn in the course's one visual language (helpers.presentation.diagrams): boxes for places, solid
 arrows for bytes, dashed for commands and doorbells, dotted for completions.
 """
 
 from __future__ import annotations
 
-from helpers.core.diagrams import Diagram
+from helpers.presentation.diagrams import Diagram
 
 
 def ring_diagram() -> Diagram:

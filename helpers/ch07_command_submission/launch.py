@@ -32,11 +32,12 @@ import time
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core import figures, gpu, validate
+from helpers.core import gpu, validate
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
 from helpers.core.gpu import cp
 from helpers.measure.transfers import wait_event
+from helpers.presentation import figures
 
 TIMEOUT_S = 30.0
 LAUNCH_KINDS = ("empty", "tiny", "cupy")

@@ -16,12 +16,13 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core import figures, validate
+from helpers.core import validate
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.mode import Mode
 from helpers.models.toygpu import ToyGPU
 from helpers.models.toygpu import commands as C
 from helpers.models.toygpu.link import LinkParams
+from helpers.presentation import figures
 
 
 def _check_gpu(gpu) -> None:

@@ -1,9 +1,9 @@
 """Chapter 8's picture: three ways from one GPU's memory to another's (NVLink, PCIe peer-to-peer,
-staged through host memory), in the course's one visual language (helpers.core.diagrams)."""
+staged through host memory), in the course's one visual language (helpers.presentation.diagrams)."""
 
 from __future__ import annotations
 
-from helpers.core.diagrams import Diagram
+from helpers.presentation.diagrams import Diagram
 
 
 def p2p_paths_diagram() -> Diagram:

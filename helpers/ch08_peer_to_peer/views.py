@@ -16,8 +16,8 @@ import plotly.graph_objects as go
 from helpers.ch08_peer_to_peer import p2p, topology
 from helpers.core import gpu
 from helpers.core.evidence import Evidence
-from helpers.core.figures import CourseFigure, Table
 from helpers.core.mode import Mode
+from helpers.presentation.figures import CourseFigure, Table
 
 if TYPE_CHECKING:
     from helpers.course import Context

@@ -27,7 +27,7 @@ def latency_figure(runs: list[dict], parts, title: str = "End-to-end latency of 
     """Latency over time, one trace per run, with the deadline drawn."""
     import plotly.graph_objects as go
 
-    from helpers.core.figures import CourseFigure
+    from helpers.presentation.figures import CourseFigure
 
     fig = go.Figure()
     for r in runs:
@@ -44,7 +44,7 @@ def latency_figure(runs: list[dict], parts, title: str = "End-to-end latency of 
 def histogram_figure(runs: list[dict], parts, title: str = "Latency distribution"):
     import plotly.graph_objects as go
 
-    from helpers.core.figures import CourseFigure
+    from helpers.presentation.figures import CourseFigure
 
     fig = go.Figure()
     for r in runs:
@@ -72,7 +72,7 @@ def timeline_figure(ev: Evidence, design: str, first: int = 12):
     times (copy, then the kernels queued behind it) and the host's view (frame ready → seen done)."""
     import plotly.graph_objects as go
 
-    from helpers.core.figures import CourseFigure
+    from helpers.presentation.figures import CourseFigure
 
     run = next((r for r in ev.require()["runs"] if r["design"] == design), None)
     if run is None:
@@ -96,7 +96,7 @@ def map_figure(rd, ranges: int = 900, max_cells: int = 20_000):
     the page stays light (the full 512 x 900 grid embedded 8.6 MB). The title says what a cell is."""
     import plotly.graph_objects as go
 
-    from helpers.core.figures import CourseFigure, block_max
+    from helpers.presentation.figures import CourseFigure, block_max
 
     db = 10 * np.log10(np.asarray(rd)[:, :ranges] + 1e-3)
     z, sy, sx = block_max(db, max_cells)
@@ -110,7 +110,7 @@ def map_figure(rd, ranges: int = 900, max_cells: int = 20_000):
 
 def pipeline_diagram():
     """The radar pipeline as stages on a clock: card → ring → copy engine → SMs → host sees done."""
-    from helpers.core.diagrams import Diagram
+    from helpers.presentation.diagrams import Diagram
 
     d = Diagram("The radar pipeline, one frame",
                 "Every period the capture card (a separate process) writes a frame into a ring slot in host "
@@ -153,7 +153,7 @@ def sweep_figure(params: MachineParams, sizes=(1 << 20, 4 << 20, 16 << 20, 64 <<
     """Model: the highest sustainable data rate (GB/s) of each design against frame size."""
     import plotly.graph_objects as go
 
-    from helpers.core.figures import CourseFigure
+    from helpers.presentation.figures import CourseFigure
 
     fig = go.Figure()
     for d in DESIGNS:
@@ -172,7 +172,7 @@ def panel_items(ctx: Context, params: MachineParams | None, frame_bytes: int, pe
                 buffers: int, frames: int = 500) -> list:
     """What the panel shows for one choice: a live run of radar.<design> through ctx.get, or
     (without a GPU) the discrete-event model's run. Bad choices raise in both modes."""
-    from helpers.core.figures import Table
+    from helpers.presentation.figures import Table
 
     validate.choice(design, "design", DESIGNS)
     ev = ctx.get(f"radar.{design}", frames=frames, frame_bytes=frame_bytes, period_s=period_s,
@@ -197,7 +197,7 @@ def panel(ctx: Context, params: MachineParams | None):
     """The ipywidgets panel: frame size, period, design, buffer count, a run button, an Output."""
     import ipywidgets as w
 
-    from helpers.core.widgets import show
+    from helpers.presentation.widgets import show
 
     size = w.Dropdown(options=[("1 MiB", 1 << 20), ("4 MiB", 4 << 20), ("8 MiB", 8 << 20),
                                ("16 MiB", 16 << 20), ("32 MiB", 32 << 20)], value=4 << 20, description="frame")

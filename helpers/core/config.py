@@ -10,7 +10,7 @@ environment (Numba's CUDA simulator when there is no GPU) is made by `course.sta
 | COURSE_P2P_REFERENCE | the two-GPU reference machine Chapter 8 and Lab 5 replay | h200x2-nvlink |
 | COURSE_DATA_DIR | the folder of reference machines (tests point it elsewhere) | data/reference |
 | COURSE_STRACE | the strace binary Chapter 1 runs | `strace` on PATH |
-| BWCHECK | a built tools/bwcheck binary for the C cross-check | built with nvcc on first use |
+| BWCHECK | a built bwcheck binary (helpers/measure/bwcheck) for the C cross-check | built with nvcc into build/bwcheck on first use |
 | COURSE_STATE_DIR | where the learner's committed predictions are kept | ~/.local/state/cpu-gpu-course |
 | COURSE_NVIDIA_SMI | the nvidia-smi that tells whether other processes share the GPU | `nvidia-smi` on PATH |
 | NUMBA_ENABLE_CUDASIM | Numba's own switch; 1 runs kernels on its CUDA simulator | set by course.start without a GPU |
@@ -36,7 +36,7 @@ MODES = ("auto", "live", "replay")
 DEFAULT_REFERENCE = "h100-pcie"  # the machine replays use unless COURSE_REFERENCE names another
 DEFAULT_P2P_REFERENCE = "h200x2-nvlink"  # Chapter 8's two-GPU recording
 REPO_ROOT = Path(__file__).resolve().parents[2]
-BWCHECK_SOURCE = REPO_ROOT / "tools" / "bwcheck" / "bwcheck.cu"  # the C cross-check; `make bwcheck` builds it beside
+BWCHECK_BUILT = REPO_ROOT / "build" / "bwcheck" / "bwcheck"  # the C cross-check, as `make bwcheck` builds it
 
 #: every variable the course reads, for the README's table and its test
 VARIABLES = ("COURSE_MODE", "COURSE_REFERENCE", "COURSE_P2P_REFERENCE", "COURSE_DATA_DIR", "COURSE_STRACE",
@@ -116,6 +116,12 @@ def bwcheck_setting() -> Path | None:
     return Path(env) if env else None
 
 
+def bwcheck_ready() -> bool:
+    """Whether the C cross-check can run here without asking: BWCHECK is set, nvcc is on PATH, or
+    `make bwcheck` built it (the evidence contract's NVCC need asks this)."""
+    return bool(bwcheck_setting() or tool_on_path("nvcc") or BWCHECK_BUILT.exists())
+
+
 def state_dir() -> Path:
     """Where the course keeps what a learner commits (predictions): COURSE_STATE_DIR, else
     ~/.local/state/cpu-gpu-course."""
@@ -141,8 +147,36 @@ def nbgrader_grading() -> bool:
 
 
 def qemu_setting() -> str | None:
-    """COURSE_QEMU as given (the kernel lab checks it runs), or None for qemu-system-x86_64 on PATH."""
+    """COURSE_QEMU as given (checked by `qemu_binary`), or None for qemu-system-x86_64 on PATH."""
     return _get("COURSE_QEMU") or None
+
+
+QEMU_INSTALL_HINTS = {
+    "Debian/Ubuntu": "sudo apt-get install --no-install-recommends qemu-system-x86",
+    "Fedora": "sudo dnf install qemu-system-x86-core",
+    "macOS": "brew install qemu",
+    "Windows": "install QEMU from https://www.qemu.org/download/#windows (or use WSL 2 with the "
+               "Debian/Ubuntu line)",
+}
+
+
+def qemu_install_hint() -> str:
+    """What to install to run the kernel lab live, per system, in one paragraph."""
+    return "QEMU is not installed: " + "; ".join(f"{k}: `{v}`" for k, v in QEMU_INSTALL_HINTS.items())
+
+
+def qemu_binary() -> str | None:
+    """The one lookup of QEMU: COURSE_QEMU (when executable), else qemu-system-x86_64 on PATH, else None."""
+    setting = qemu_setting()
+    if setting:
+        return setting if os.access(setting, os.X_OK) else None
+    return tool_on_path("qemu-system-x86_64")
+
+
+def qemu_missing() -> str | None:
+    """None when QEMU is here to boot the kernel lab live, else the install hint (the evidence
+    contract's QEMU need asks this)."""
+    return None if qemu_binary() else qemu_install_hint()
 
 
 def kernel_lab_dir() -> Path:

@@ -144,15 +144,10 @@ def missing_needs(exp: experiments.Experiment, live: bool, live_reason: str, for
             found, why = config.strace_binary()
             if found is None:
                 return why
-        if need == experiments.NVCC and not (config.bwcheck_setting() or config.tool_on_path("nvcc")
-                                             or config.BWCHECK_SOURCE.with_suffix("").exists()):
-            return "nvcc is not installed here and tools/bwcheck is not built (run `make bwcheck`)"
-        if need == experiments.QEMU:
-            from helpers.measure.kernel_vm import qemu
-
-            hint = qemu.available()
-            if hint:
-                return hint
+        if need == experiments.NVCC and not config.bwcheck_ready():
+            return "nvcc is not installed here and the C cross-check is not built (run `make bwcheck`)"
+        if need == experiments.QEMU and config.qemu_missing():
+            return config.qemu_missing()
     return None
 
 
@@ -208,7 +203,7 @@ def _replay(ctx, exp: experiments.Experiment, why: str, params: dict) -> Evidenc
                 f"{', '.join(f'{k}={v!r}' for k, v in params.items())}")
     optional = exp.reference in exp.optional_on
     if exp.reference == experiments.KERNEL_LAB_REFERENCE:  # a VM transcript, not a GPU recording
-        from helpers.measure.kernel_vm import transcript
+        from helpers.core import transcript
 
         try:
             t = transcript.load(exp.id)

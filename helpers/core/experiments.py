@@ -48,7 +48,7 @@ from helpers.core.validate import Validator
 GPU = "gpu"  # one usable CUDA GPU, and the course in live mode
 TWO_GPUS = "two_gpus"  # two or more CUDA GPUs
 STRACE = "strace"  # the strace binary (COURSE_STRACE or PATH)
-NVCC = "nvcc"  # nvcc, or a built tools/bwcheck (BWCHECK)
+NVCC = "nvcc"  # nvcc, or a built helpers/measure/bwcheck (BWCHECK)
 QEMU = "qemu"  # qemu-system-x86_64 (COURSE_QEMU or PATH): the kernel lab boots Linux in it
 NEEDS = (GPU, TWO_GPUS, STRACE, NVCC, QEMU)
 

@@ -3,7 +3,7 @@
 The learner's driver functions (DRIVER_FUNCTIONS) run INSIDE the kernel lab's VM, never on
 this machine: :func:`code_of` takes them from a namespace (their source, or on Python 3.11
 their compiled code when no source is kept, as in the grader's worker), :func:`run` boots
-the ``edu`` machine once and runs the checks of tools/kernel_lab/lab6_harness.py on them,
+the ``edu`` machine once and runs the checks of helpers/measure/kernel_vm/guest/lab6_harness.py on them,
 part by part, each part in its own unprivileged process; the results stream out as the
 parts finish, so a driver that makes QEMU stop the VM still gets the parts it finished and
 an explanation for the rest.
@@ -131,7 +131,7 @@ def run(parts: dict[str, dict], learner: dict, reference: dict | None = None, *,
         timeout_s: float = TIMEOUT_S) -> dict:
     """Boot the edu machine once and check `parts` ({part: inputs}) on the learner's code (the
     other parts' functions from `reference`; without one, the course's stand-ins in the guest,
-    tools/kernel_lab/lab6_standins.py, which work only with what the root harness lends them).
+    helpers/measure/kernel_vm/guest/lab6_standins.py, which work only with what the root harness lends them).
 
     Returns {"parts": {part: {"ok", "feedback", ...}}, "vm": how it ran}; a part the VM did not
     finish is a failure saying why. SkipExperiment when the VM cannot run here."""

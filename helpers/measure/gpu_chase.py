@@ -4,7 +4,7 @@ A read that must finish before the next one can start (its address is the value 
 cannot overlap with anything, so the time per step of a long chase is the latency of one read:
 over mapped pinned host memory, one PCIe round trip (request out, completion back) plus the
 address translation on the way; over device memory, one trip to HBM. Chapter 2 shows
-`chase_ns_per_read` on its page; the C cross-check (tools/bwcheck `--latency`) chases exactly
+`chase_ns_per_read` on its page; the C cross-check (helpers/measure/bwcheck `--latency`) chases exactly
 the same chains the same way with nvcc's code, and helpers.ch03_dma_and_copy_engines.crosscheck
 compares the two. NVIDIA's nvbandwidth measures the host-memory figure too
 (`host_device_latency_sm`), and the course's host figure is defined as its is.
@@ -77,7 +77,7 @@ _SEED_SHIFT = 40  # hash input = slot + (seed << 40): distinct for < 2**40 slots
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer on uint64 (wrapping arithmetic): a bijection, so distinct inputs
-    give distinct outputs (no ties when sorting by it). tools/bwcheck/chain.h is the C twin."""
+    give distinct outputs (no ties when sorting by it). helpers/measure/bwcheck/chain.h is the C twin."""
     z = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -131,7 +131,7 @@ def _order(nbytes: int, part: int, parts: int, seed: int) -> np.ndarray:
 
 def order_head(nbytes: int, trials: int = TRIALS, n: int = HEAD) -> list[list[int]]:
     """The first `n` slot indices of each trial's chain over `nbytes`: the fingerprint both the
-    course and tools/bwcheck report, so a comparison of two different chains is refused."""
+    course and helpers/measure/bwcheck report, so a comparison of two different chains is refused."""
     return [[int(s) for s in _order(nbytes, t, trials, t)[:n]] for t in range(trials)]
 
 
@@ -160,7 +160,7 @@ def l2_bytes() -> int:
 
 def flush_l2(nbytes: int, value: int = 0) -> None:
     """Write `nbytes` of freshly allocated device memory (a grid-stride int64 fill, as
-    tools/bwcheck does) and wait: whatever the L2 held before is evicted. 0: nothing to do."""
+    helpers/measure/bwcheck does) and wait: whatever the L2 held before is evicted. 0: nothing to do."""
     nbytes = validate.whole_number(nbytes, "flush bytes", 0, 1 << 36)
     if nbytes == 0:
         return

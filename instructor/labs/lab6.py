@@ -3,7 +3,7 @@
 The reference functions run INSIDE the kernel lab's VM (the course ships their source to
 the guest, where ``edu``, ``os``, ``mmap``, ``time`` ... are the guest's modules; on the host
 they are never called). ``cases(part, seed)`` draws each part's hidden inputs; the checks
-(tools/kernel_lab/lab6_harness.py) judge what the device and the kernel did with them.
+(helpers/measure/kernel_vm/guest/lab6_harness.py) judge what the device and the kernel did with them.
 """
 
 from __future__ import annotations

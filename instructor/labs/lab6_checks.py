@@ -5,7 +5,7 @@ root to bind the device): the worker only hands over the driver's code (``lab6_c
 by the lab's setup cell: helpers.labs.lab6.code_of of the learner's namespace, as data), and the
 grader runs it where it can observe the device — in the kernel lab's VM, each part in its own
 unprivileged process given only that part's learner functions and the reference of the other
-parts (instructor.labs.lab6.grade, tools/kernel_lab/lab6_harness.py). A part whose functions
+parts (instructor.labs.lab6.grade, helpers/measure/kernel_vm/guest/lab6_harness.py). A part whose functions
 the learner did not define fails here, "not defined", without a boot. All seven parts are
 checked in ONE boot per student, with hidden inputs drawn from the student's lab seed
 (`Student.lab_seed`, printed, so `--seed` reruns it), within what is left of the lab's time.

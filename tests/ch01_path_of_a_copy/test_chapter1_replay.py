@@ -11,8 +11,9 @@ from conftest import write_reference
 
 from helpers import course
 from helpers.ch01_path_of_a_copy import cpu_time, diagrams, driver_maps, findings, ioctls, syscalls
-from helpers.core import errors, evidence, figures
+from helpers.core import errors, evidence
 from helpers.core.mode import Mode
+from helpers.presentation import figures
 
 DATA = Path(__file__).parent / "data"
 

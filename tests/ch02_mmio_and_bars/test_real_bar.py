@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from helpers.ch02_mmio_and_bars import real_bar, real_exercises
+from helpers.core import transcript
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
-from helpers.measure.kernel_vm import transcript
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ from conftest import write_reference
 from helpers import course
 from helpers.ch03_dma_and_copy_engines import copy_engines, explorer, views
 from helpers.core.errors import InputError, InputTypeError, ReferenceDataError
-from helpers.core.figures import CourseFigure
 from helpers.core.mode import Mode
 from helpers.models import copy_cost
+from helpers.presentation.figures import CourseFigure
 
 SWEEP_ID = "transfers.pinned_vs_pageable"
 

@@ -17,7 +17,7 @@ from helpers.core.errors import InputError, InputTypeError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 from helpers.learning import checks
-from helpers.measure import gpu_chase
+from helpers.measure import bwcheck, gpu_chase
 from helpers.models import copy_cost
 
 REF = Path(__file__).resolve().parents[2] / "data" / "reference" / "h100-pcie"
@@ -194,12 +194,12 @@ def test_latencies_of_different_chains_are_refused_whatever_the_numbers():
 
 
 def test_the_c_program_builds_the_courses_chains(tmp_path):
-    """tools/bwcheck/chain.h (compiled here with gcc) and gpu_chase produce the same chains: the
+    """helpers/measure/bwcheck/chain.h (compiled here with gcc) and gpu_chase produce the same chains: the
     same start and first slots of every trial, and the same buffer size from an L2 size."""
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
         pytest.skip("no C compiler on this machine")
-    header = Path(__file__).resolve().parents[2] / "tools" / "bwcheck" / "chain.h"
+    header = bwcheck.HEADER
     src = tmp_path / "t.c"
     src.write_text(f'#include <stdio.h>\n#include "{header}"\n'
                    "int main(int c, char **v) { size_t n = strtoull(v[1], NULL, 0); (void)c;\n"
@@ -229,7 +229,7 @@ def test_diagrams_describe_themselves():
 
 
 def test_bwcheck_source_has_the_new_modes():
-    src = (Path(__file__).resolve().parents[2] / "tools" / "bwcheck" / "bwcheck.cu").read_text()
+    src = bwcheck.SOURCE.read_text()
     assert '"--latency"' in src and '"--smcopy"' in src and "chase_kernel" in src
     assert np.uint64  # the kernel copies 8-byte elements, as time_kernel_copy does
 

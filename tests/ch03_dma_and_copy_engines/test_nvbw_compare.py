@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("nvbw_compare", ROOT / "tools" / "bwcheck" / "nvbw_compare.py")
-nvbw = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(nvbw)
+from tools.bwcheck import nvbw_compare as nvbw
 
 REC = {"experiments": {
     "crosscheck.bwcheck": {"data": {"course_gbps": {"h2d": 55.0, "d2h": 54.0}}},

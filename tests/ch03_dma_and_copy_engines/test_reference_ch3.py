@@ -1,5 +1,5 @@
 """Chapter 3's fidelity bars on recorded data: the small-copy device-side times the course
-reports agree with tools/bwcheck --small from the same run, within 25%."""
+reports agree with helpers/measure/bwcheck --small from the same run, within 25%."""
 
 from pathlib import Path
 

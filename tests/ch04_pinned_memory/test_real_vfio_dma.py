@@ -7,11 +7,10 @@ from __future__ import annotations
 import pytest
 
 from helpers.ch04_pinned_memory import real_exercises, real_vfio_dma
-from helpers.core import experiments
+from helpers.core import experiments, transcript
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
-from helpers.measure.kernel_vm import transcript
 
 
 @pytest.fixture(scope="module")

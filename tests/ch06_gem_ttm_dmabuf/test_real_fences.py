@@ -8,9 +8,9 @@ import json
 import pytest
 
 from helpers.ch06_gem_ttm_dmabuf import real_exercises, real_fences
+from helpers.core import transcript
 from helpers.core.errors import ReferenceDataError, SkipExperiment
 from helpers.core.mode import Mode
-from helpers.measure.kernel_vm import transcript
 
 
 @pytest.fixture(scope="module")

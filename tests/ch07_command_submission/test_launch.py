@@ -15,8 +15,8 @@ from helpers.ch07_command_submission import launch
 from helpers.core import evidence, experiments
 from helpers.core.errors import InputError, InputTypeError, NoGPUError, ReferenceDataError
 from helpers.core.evidence import Evidence
-from helpers.core.figures import CourseFigure
 from helpers.core.mode import Mode
+from helpers.presentation.figures import CourseFigure
 
 IDS = ("submission.launch_overhead", "submission.streams", "submission.graphs")
 

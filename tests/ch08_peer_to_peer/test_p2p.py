@@ -17,9 +17,9 @@ from helpers.ch08_peer_to_peer import p2p, views
 from helpers.ch08_peer_to_peer import topology as topo
 from helpers.core import config, evidence, experiments, gpu, reference
 from helpers.core.errors import InputError, InputTypeError
-from helpers.core.figures import CourseFigure, Table
 from helpers.core.mode import Mode
 from helpers.models import routes as pr
+from helpers.presentation.figures import CourseFigure, Table
 from instructor.labs import lab5  # Lab 5's reference answers (route time, makespan, optimum)
 
 P2P_IDS = ("p2p.topology", "p2p.matrices", "p2p.nccl_allreduce")

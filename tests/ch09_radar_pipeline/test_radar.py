@@ -22,9 +22,9 @@ from helpers.ch09_radar_pipeline import breaking, diagrams, findings, pipeline_r
 from helpers.core import errors, evidence, experiments
 from helpers.core.errors import CourseError, InputError, InputTypeError
 from helpers.core.evidence import Evidence
-from helpers.core.figures import CourseFigure
 from helpers.core.mode import Mode
 from helpers.models.radar import card, designs, dsp, metrics, pipeline, ring, simulator
+from helpers.presentation.figures import CourseFigure
 
 DESIGN_IDS = tuple(f"radar.{d}" for d in designs.DESIGNS)
 

@@ -5,11 +5,11 @@ import pytest
 
 from helpers import course
 from helpers.ch00_your_machine import first_copy
-from helpers.core import figures
 from helpers.core.errors import InputTypeError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 from helpers.learning import checks
+from helpers.presentation import figures
 
 
 def _fig(parts):
@@ -122,8 +122,8 @@ def test_claim_vs_measurement_follows_the_numbers():
 
 
 def test_widget_output_is_state_not_capture():
-    """helpers.core.widgets.show writes nbformat outputs (stream + MIME bundle) into the widget."""
-    from helpers.core import widgets
+    """helpers.presentation.widgets.show writes nbformat outputs (stream + MIME bundle) into the widget."""
+    from helpers.presentation import widgets
 
     class Out:
         outputs = ()

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers.core import beside, evidence, predictions
+from helpers.core import evidence
 from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
+from helpers.learning import predictions
+from helpers.presentation import beside
 
 ROOT = Path(__file__).resolve().parents[2]
 

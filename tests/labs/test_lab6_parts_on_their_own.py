@@ -4,7 +4,7 @@ The notebook is run cell by cell as its student version has it (hidden tests rem
 solution region replaced by `raise NotImplementedError()`), except the solution cell(s) of ONE
 part, kept as the instructor wrote them; the check cells boot the VM (one boot per version of
 the code) and run the driver there. That part's check must pass although every other part is a
-stub: the checks of Parts 2-6 use the course's stand-ins (tools/kernel_lab/lab6_standins.py) for
+stub: the checks of Parts 2-6 use the course's stand-ins (helpers/measure/kernel_vm/guest/lab6_standins.py) for
 the parts they build on, lent a device the root harness opened. With every part stubbed, each
 check names its own part's function. Then, graded, a driver that calls or copies the stand-ins
 gets nothing for those parts: the harness lends a graded child nothing.

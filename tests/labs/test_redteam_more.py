@@ -108,10 +108,10 @@ def factorial(dev, n):
 
 
 def _child(functions: dict):
-    """tools/kernel_lab/lab6_harness.py's child, run here (no VM, no uid change): (send, close)."""
+    """helpers/measure/kernel_vm/guest/lab6_harness.py's child, run here (no VM, no uid change): (send, close)."""
     a_r, a_w = os.pipe()
     b_r, b_w = os.pipe()
-    proc = subprocess.Popen([sys.executable, "-S", str(ROOT / "tools/kernel_lab/lab6_harness.py"), "--child",
+    proc = subprocess.Popen([sys.executable, "-S", str(ROOT / "helpers/measure/kernel_vm/guest/lab6_harness.py"), "--child",
                              str(a_r), str(b_w)], pass_fds=(a_r, b_w), stdout=subprocess.DEVNULL)
     os.close(a_r)
     os.close(b_w)
@@ -131,11 +131,11 @@ def _child(functions: dict):
 
 
 def _harness():
-    sys.path.insert(0, str(ROOT / "tools/kernel_lab"))
+    sys.path.insert(0, str(ROOT / "helpers/measure/kernel_vm/guest"))
     try:
         import lab6_harness
     finally:
-        sys.path.remove(str(ROOT / "tools/kernel_lab"))
+        sys.path.remove(str(ROOT / "helpers/measure/kernel_vm/guest"))
     return lab6_harness
 
 

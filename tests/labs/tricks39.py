@@ -3,7 +3,7 @@
 Each is the worked solution of a lab with some solution cells replaced: cloning the course's own
 implementation past the in-process own-work check, patching that check away, returning a correct
 answer in another Python type. Lab 6's tricks (an empty driver, the harness's frames) are data for
-instructor.labs.lab6_checks and tools/kernel_lab/lab6_harness.py, written there.
+instructor.labs.lab6_checks and helpers/measure/kernel_vm/guest/lab6_harness.py, written there.
 """
 
 from __future__ import annotations

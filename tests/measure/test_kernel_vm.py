@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.core import config, experiments
+from helpers.core import config, experiments, transcript
 from helpers.core.errors import DeviceTimeoutError, InputError, ReferenceDataError, SkipExperiment
-from helpers.measure.kernel_vm import bundle, machines, qemu, transcript
+from helpers.measure.kernel_vm import bundle, machines, qemu
 
 
 def test_cpio_newc_entries_are_aligned_and_end_with_the_trailer():
@@ -144,7 +144,7 @@ def test_parse_result_between_markers_and_the_ways_it_fails():
 
 def test_missing_qemu_says_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setenv("COURSE_QEMU", str(tmp_path / "no-such-qemu"))
-    hint = qemu.available()
+    hint = config.qemu_missing()
     for system in ("Debian/Ubuntu", "Fedora", "macOS", "Windows"):
         assert system in hint
     with pytest.raises(SkipExperiment, match="apt-get install --no-install-recommends qemu-system-x86"):

@@ -10,14 +10,14 @@ from __future__ import annotations
 import pytest
 
 from helpers.ch06_gem_ttm_dmabuf import real_drm, real_fences, real_ttm
-from helpers.measure.kernel_vm import qemu
+from helpers.core import config
 
 pytestmark = pytest.mark.kernel_vm
 
 
 @pytest.fixture(autouse=True)
 def _qemu_here():
-    hint = qemu.available()
+    hint = config.qemu_missing()
     assert hint is None, hint
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from helpers.ch06_gem_ttm_dmabuf import ttm_figures
 from helpers.core.errors import InputError, InputTypeError
-from helpers.models import ttm, ttm_figures
+from helpers.models import ttm
 from helpers.models.ttm import Domain, MiB
 
 LINK = ttm.LinkModel(latency_s=1e-5, h2d_bytes_per_s=50e9, d2h_bytes_per_s=40e9, source="test")

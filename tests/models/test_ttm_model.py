@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.ch06_gem_ttm_dmabuf import ttm_figures
 from helpers.core import reference
-from helpers.models import ttm, ttm_figures
+from helpers.models import ttm
 from helpers.models.buddy import OutOfSpace
 from helpers.models.ttm import Domain, MiB
 from instructor.labs import lab4
@@ -208,7 +209,7 @@ def test_invariants_under_random_operations(seq, policy):
 
 def test_panel_renders_into_widget_state_and_redraws():
     """The panel's figures live in the Output widget's state (no frontend needed, so a
-    headless executor never has to mimic output capture; see ttm.panel), and a control
+    headless executor never has to mimic output capture; see ttm_figures.panel), and a control
     change replaces them with the new run's numbers."""
     pytest.importorskip("ipywidgets")
     box = ttm_figures.panel(None)

@@ -167,7 +167,7 @@ def test_missing_figure_against_executed_notebook_fails(browser, static_assets, 
 
 
 WIDGET_NOTEBOOK = [
-    "from helpers import course\nfrom helpers.core import figures\nctx = course.start('Widget fixture')",
+    "from helpers import course\nfrom helpers.presentation import figures\nctx = course.start('Widget fixture')",
     "import plotly.graph_objects as go\nfrom helpers.core.mode import Mode\n\n"
     "def fig(title):\n"
     "    return figures.CourseFigure(go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2]), layout_title_text=title),\n"
@@ -226,7 +226,7 @@ def test_widgets_and_figures_render_offline_in_a_built_book(browser, widget_book
 # --- layout: pictures that clip or overprint, code that scrolls; axe-core ------------------------
 
 def _svg(texts: str) -> str:
-    """A course-diagram figure (the structure helpers/core/diagrams.py writes) holding `texts`."""
+    """A course-diagram figure (the structure helpers/presentation/diagrams.py writes) holding `texts`."""
     return ("<main><article><figure class='course-diagram'><svg xmlns='http://www.w3.org/2000/svg' role='img' "
             "class='course-diagram-svg' viewBox='0 0 300 100' width='300' height='100' "
             "style='max-width:100%;height:auto'><title>Planted</title>"

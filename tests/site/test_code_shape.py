@@ -289,7 +289,7 @@ def test_sys_path_edits_fail(tmp_path):
 def test_chapter_roles_fail_when_broken(tmp_path):
     ch = "helpers/ch42_test"
     _write(tmp_path, f"{ch}/__init__.py", '"""Chapter 42."""\n')
-    _write(tmp_path, f"{ch}/diagrams.py", "from helpers.core.diagrams import Diagram\n\n\n"
+    _write(tmp_path, f"{ch}/diagrams.py", "from helpers.presentation.diagrams import Diagram\n\n\n"
            "def a_diagram() -> Diagram:\n    return Diagram('t', 'd')\n")
     _write(tmp_path, f"{ch}/view.py", "X = 1\n")
     _write(tmp_path, f"{ch}/cost_view.py", "X = 1\n")
@@ -298,7 +298,7 @@ def test_chapter_roles_fail_when_broken(tmp_path):
     _write(tmp_path, f"{ch}/real_fake.py", "X = 1\n")
     _write(tmp_path, f"{ch}/real_ok.py", "from helpers.measure.kernel_vm import transcript\n")
     _write(tmp_path, f"{ch}/real_exercises.py", "from helpers.ch42_test import real_ok\nfrom helpers.learning import checks\n")
-    _write(tmp_path, f"{ch}/probe.py", "from helpers.learning import checks\nfrom helpers.core.diagrams import Diagram\n\n\n"
+    _write(tmp_path, f"{ch}/probe.py", "from helpers.learning import checks\nfrom helpers.presentation.diagrams import Diagram\n\n\n"
            "def picture() -> Diagram:\n    return Diagram('t', 'd')\n")
     assert chapter_roles(tmp_path) == [
         f"{ch}/cost_view.py:1: a views module is called views.py",

@@ -1,6 +1,6 @@
 """The course's figures against NVIDIA's nvbandwidth, measured in the same run on the same GPU.
 
-    python tools/bwcheck/nvbw_compare.py --recordings R1 [R2 ...] --nvbw N1.json [N2.json ...] [--out table.md]
+    python -m tools.bwcheck.nvbw_compare --recordings R1 [R2 ...] --nvbw N1.json [N2.json ...] [--out table.md]
 
 Each R* is a machine folder that `python -m helpers.record --out R1` wrote (the whole recorder, or
 `--only` the experiments below), read through the course's loader; each N*.json is the output of `nvbandwidth -j` (built from

@@ -42,7 +42,7 @@ TEXT_SUFFIXES = {".py", ".ipynb", ".md", ".txt", ".json", ".toml", ".yml", ".yam
 #: what `build` copies besides the generated parts: (source, destination), relative to the roots
 COPIED = ("helpers", "notebooks", "data", "pyproject.toml", "Makefile", "environment.yml", "postBuild",
           "LICENSE", "LICENSE-CONTENT", "CITATION.cff", "tools/__init__.py", "tools/env/__init__.py", "tools/env/mkvenv.py",
-          "tools/bwcheck/bwcheck.cu", "tools/kernel_lab")
+          "helpers/measure/bwcheck/bwcheck.cu", "helpers/measure/kernel_vm/guest")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
 
 README = """\

@@ -87,8 +87,8 @@ def page(rows: list[dict], refused: list[str]) -> str:
     import plotly.graph_objects as go
     from plotly.offline import get_plotlyjs
 
-    from helpers.core.figures import CourseFigure
     from helpers.core.mode import Mode
+    from helpers.presentation.figures import CourseFigure
 
     have = [r for r in rows if "h2d B (GB/s)" in r]
     fig = go.Figure([go.Scatter(x=[r["h2d t0 (us)"] for r in have], y=[r["h2d B (GB/s)"] for r in have],

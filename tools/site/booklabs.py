@@ -207,7 +207,7 @@ def public_lines(root: Path = ROOT) -> set[str]:
     helpers and the kernel lab's guest programs (Chapter 4b prints them). A solution line that one
     of them contains (a wait loop's deadline test, opening /dev/vfio/vfio) gives nothing away;
     whole copied functions are what tools/dist/studentdist.py's fingerprints catch."""
-    files = [*(root / "helpers").rglob("*.py"), *(root / "tools" / "kernel_lab").glob("*.py")]
+    files = [*(root / "helpers").rglob("*.py"), *(root / "helpers" / "measure" / "kernel_vm" / "guest").glob("*.py")]
     return {ln.strip() for f in files for ln in f.read_text().splitlines() if ln.strip()}
 
 

@@ -75,7 +75,7 @@ def measured(ctx) -> dict[str, tuple[float, str, object]]:
 def main() -> int:
     os.environ["COURSE_MODE"] = "replay"  # the reference recordings, whatever this machine has
     from helpers import course
-    from helpers.core import predictions
+    from helpers.learning import predictions
 
     if predictions.read_record().predictions:
         print(f"{predictions.store()} already holds predictions: plant the demonstration in an empty "

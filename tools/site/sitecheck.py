@@ -84,7 +84,7 @@ A11Y_JS = r"""(() => {
     last = lvl; });
   return out; })()"""
 # Evaluated in the page at one window width: what a reader of that width cannot read. Course
-# diagrams (helpers/core/diagrams.py): every text inside the SVG's frame, no two texts overprinting,
+# diagrams (helpers/presentation/diagrams.py): every text inside the SVG's frame, no two texts overprinting,
 # no text on a box it does not belong to, a box's label inside its box. Plotly figures: no two texts
 # of different parts (title and provenance, axis titles, tick labels, legend, annotations)
 # overprinting, none outside the figure. Any figure, image or diagram wider than the page's column;

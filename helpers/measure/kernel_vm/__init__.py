@@ -35,6 +35,7 @@ import subprocess
 import sys
 import types
 
+from helpers.core import config
 from helpers.core.errors import SkipExperiment
 from helpers.measure.kernel_vm import bundle, guest_python, machines, qemu
 
@@ -42,7 +43,7 @@ __all__ = ["run", "missing", "guest_source", "guest_module", "bundle", "machines
            "guest_files"]
 
 # What a machine with Python runs when the caller gives no program: the edu probe's scenario
-# (kl.scenario=bar|dma on the kernel command line), tools/kernel_lab/edu_probe.py.
+# (kl.scenario=bar|dma on the kernel command line), helpers/measure/kernel_vm/guest/edu_probe.py.
 PROBE_MAIN = b"import sys\nimport edu_probe\nsys.exit(edu_probe.main(['edu_probe']))\n"
 
 
@@ -57,10 +58,10 @@ def missing(machine: str) -> str | None:
     """None when `machine` can boot here, else what is missing (QEMU; a QEMU built without one of the
     machine's devices, e.g. edu or the Intel IOMMU) and how to install it."""
     m = machines.get(machine)
-    hint = qemu.available()
+    hint = config.qemu_missing()
     if hint or not m.needs_devices:
         return hint
-    binary = qemu.qemu_binary()
+    binary = config.qemu_binary()
     listed = _device_list(binary)
     lacking = [f"{name} ({what})" for name, what in m.needs_devices if f'name "{name}"' not in listed]
     if lacking:
@@ -71,7 +72,7 @@ def missing(machine: str) -> str | None:
 
 
 def guest_files(files: dict[str, bytes] | None = None) -> bytes:
-    """The run's /work folder as a gzipped cpio: the course's guest modules (tools/kernel_lab/*.py)
+    """The run's /work folder as a gzipped cpio: the course's guest modules (helpers/measure/kernel_vm/guest/*.py)
     and `files` ({name: bytes}, e.g. main.py, the program /init runs), for machines with Python."""
     entries = [("work", None, 0o755)]
     entries += [(f"work/{p.name}", p.read_bytes(), 0o644) for p in sorted(bundle.SOURCES.glob("*.py"))]
@@ -116,7 +117,7 @@ def run(machine: str, params: dict[str, str], *, main: bytes | None = None, file
 
 
 def guest_module() -> types.ModuleType:
-    """The guest library (tools/kernel_lab/edu.py) imported here, to read: its constants, layouts and
+    """The guest library (helpers/measure/kernel_vm/guest/edu.py) imported here, to read: its constants, layouts and
     classes are the ones the VM's code uses (it is standard library only; nothing in it runs a device)."""
     path = bundle.SOURCES / "edu.py"
     if not path.is_file():  # a copy without the guest sources (the grader's sandbox): nothing to read

@@ -15,10 +15,10 @@ import json
 import sys
 import time
 
-from helpers.core import experiments
+from helpers.core import config, experiments, transcript
 from helpers.core.errors import CourseError
 from helpers.measure import kernel_vm
-from helpers.measure.kernel_vm import bundle, guest_python, transcript
+from helpers.measure.kernel_vm import bundle, guest_python
 
 
 def kernel_lab_experiments() -> list[experiments.Experiment]:
@@ -31,7 +31,7 @@ def record(only: list[str], argv: list[str]) -> int:
     if not chosen:
         print(f"record: no kernel-lab experiment matches {only}", file=sys.stderr)
         return 2
-    hint = kernel_vm.qemu.available()
+    hint = config.qemu_missing()
     if hint:
         print(f"record: refusing to record without QEMU — {hint}", file=sys.stderr)
         return 2

@@ -9,7 +9,7 @@ default build/kernel_lab/ of the checkout, git-ignored):
   (``/machines/<name>.modules``, dependencies first, read from each module's ``.modinfo``
   ``depends=`` field, because the package ships no ``modules.dep``);
 * ``busybox-static``: the initramfs's shell, mount, insmod, poweroff;
-* the guest programs (machines.PROGRAMS: ``tools/kernel_lab/<name>.c``), compiled here with
+* the guest programs (machines.PROGRAMS: ``helpers/measure/kernel_vm/guest/<name>.c``), compiled here with
   ``gcc -static`` against libdrm-dev's headers (``drm.h``, ``drm_mode.h``) and the kernel's
   uapi headers (``linux/dma-buf.h``, ``linux/sync_file.h``).
 
@@ -38,7 +38,7 @@ from helpers.core import config
 from helpers.core.errors import SkipExperiment
 from helpers.measure.kernel_vm import machines
 
-SOURCES = config.REPO_ROOT / "tools" / "kernel_lab"
+SOURCES = Path(__file__).with_name("guest")  # the guest sources, package data (pyproject.toml)
 KERNEL_META = "linux-image-amd64"  # Debian's metapackage: depends on the current linux-image-<abi>-amd64
 BUSYBOX = "busybox-static"
 # The parameters busybox insmod passes to a module (the machines name the modules).
@@ -75,7 +75,7 @@ def cache_dir() -> Path:
 
 
 def source_files() -> list[Path]:
-    """What the bundle is built from in tools/kernel_lab/: init.sh, the programs' .c, every .h."""
+    """What the bundle is built from in helpers/measure/kernel_vm/guest/: init.sh, the programs' .c, every .h."""
     return [SOURCES / "init.sh", *(SOURCES / f"{p}.c" for p in machines.PROGRAMS), *sorted(SOURCES.glob("*.h"))]
 
 
@@ -143,7 +143,7 @@ def build(log=print) -> Bundle:
         busybox = next(p for p in extract_deb(debs[BUSYBOX], ("./bin/busybox",), tmp / "busybox"))
         programs = {}
         for name in machines.PROGRAMS:
-            log(f"kernel lab: compiling tools/kernel_lab/{name}.c (gcc -static)")
+            log(f"kernel lab: compiling helpers/measure/kernel_vm/guest/{name}.c (gcc -static)")
             programs[name] = compile_program(name, tmp / name)
         entries = [("bin", None, 0o755), ("dev", None, 0o755), ("proc", None, 0o755), ("sys", None, 0o755),
                    ("lib", None, 0o755), ("lib/modules", None, 0o755), ("machines", None, 0o755),
@@ -205,7 +205,7 @@ def _run(cmd: list[str], timeout: float, cwd: Path | None = None) -> str:
 
 
 def compile_program(name: str, out: Path) -> Path:
-    """gcc -static tools/kernel_lab/<name>.c (DRM headers from libdrm-dev, its .h files beside it)."""
+    """gcc -static helpers/measure/kernel_vm/guest/<name>.c (DRM headers from libdrm-dev, its .h files beside it)."""
     _run(["gcc", "-static", "-O2", "-Wall", "-I/usr/include/libdrm", f"-I{SOURCES}", "-o", str(out),
           str(SOURCES / f"{name}.c")], GCC_TIMEOUT_S)
     return out

@@ -8,10 +8,10 @@ machine, and nowhere else:
 * what the kernel command line adds (e.g. ``intel_iommu=on``);
 * the kernel modules ``/init`` loads for it (the bundle ships the union of all machines'
   modules and, per machine, their load order with dependencies first);
-* the guest programs the bundle compiles from ``tools/kernel_lab/<name>.c`` (statically,
+* the guest programs the bundle compiles from ``helpers/measure/kernel_vm/guest/<name>.c`` (statically,
   one binary per program at ``/<name>`` in the initramfs).
 
-``/init`` (tools/kernel_lab/init.sh) reads ``kl.machine`` (added by the runner) to load the
+``/init`` (helpers/measure/kernel_vm/guest/init.sh) reads ``kl.machine`` (added by the runner) to load the
 machine's modules, and ``kl.run`` to choose what to run. Adding a machine: one entry in
 MACHINES, its program (or a mode of an existing one), one ``case`` line in init.sh.
 """
@@ -61,7 +61,7 @@ MACHINES: dict[str, Machine] = {m.name: m for m in (
             needs_devices=(("edu", "QEMU's educational PCI device"), ("intel-iommu", "the emulated Intel IOMMU"))),
 )}
 
-# The guest programs compiled into the bundle, from tools/kernel_lab/<name>.c (plus any .h there).
+# The guest programs compiled into the bundle, from helpers/measure/kernel_vm/guest/<name>.c (plus any .h there).
 PROGRAMS = ("probe", "fences")
 
 

@@ -40,27 +40,6 @@ _KVM_FAILED: list[str] = []  # why KVM was abandoned in this process (then TCG o
 # iomem=relaxed: the probe reads bochs's VRAM through BAR0 (sysfs resource0) while the driver owns it
 CMDLINE = "console=ttyS0 panic=-1 loglevel=4 iomem=relaxed"
 
-INSTALL_HINTS = {
-    "Debian/Ubuntu": "sudo apt-get install --no-install-recommends qemu-system-x86",
-    "Fedora": "sudo dnf install qemu-system-x86-core",
-    "macOS": "brew install qemu",
-    "Windows": "install QEMU from https://www.qemu.org/download/#windows (or use WSL 2 with the "
-               "Debian/Ubuntu line)",
-}
-
-
-def install_hint() -> str:
-    """What to install to run the kernel lab live, per system, in one paragraph."""
-    return "QEMU is not installed: " + "; ".join(f"{k}: `{v}`" for k, v in INSTALL_HINTS.items())
-
-
-def qemu_binary() -> str | None:
-    """COURSE_QEMU, else qemu-system-x86_64 on PATH, else None."""
-    setting = config.qemu_setting()
-    if setting:
-        return setting if os.access(setting, os.X_OK) else None
-    return config.tool_on_path("qemu-system-x86_64")
-
 
 def qemu_version(binary: str) -> str:
     """'QEMU emulator version 7.2.22 (Debian ...)' -> '7.2.22 (Debian ...)'."""
@@ -152,9 +131,9 @@ def boot(kernel: Path, initrd: Path, machine: str, params: dict[str, str], *,
     when it ran past timeout_s (the QEMU process group is killed first).
     """
     parse = parse or parse_result
-    binary = qemu_binary()
+    binary = config.qemu_binary()
     if binary is None:
-        raise SkipExperiment(install_hint())
+        raise SkipExperiment(config.qemu_install_hint())
     version = qemu_version(binary)
     notes: list[str] = []
     accels = accelerators()
@@ -241,9 +220,3 @@ def _kill(proc: subprocess.Popen) -> None:
         proc.communicate(timeout=10)
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not fail
         print("kernel lab: QEMU did not exit after SIGKILL", file=sys.stderr)
-
-
-def available() -> str | None:
-    """None when QEMU is here to boot the lab live, else the install hint."""
-    return None if qemu_binary() else install_hint()
-

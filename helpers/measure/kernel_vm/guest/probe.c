@@ -1,5 +1,5 @@
 /*
- * The kernel lab's probe: runs as part of /init inside a Linux VM (tools/kernel_lab/init.sh)
+ * The kernel lab's probe: runs as part of /init inside a Linux VM (helpers/measure/kernel_vm/guest/init.sh)
  * and prints ONE JSON object on stdout describing what real DRM ioctls returned.
  *
  *   probe gem [DRIVER...]   GEM handles, dumb buffers, the fake mmap offset, PRIME export and

@@ -1,19 +1,22 @@
-"""Figures, tables and an interactive panel for the TTM model (helpers.models.ttm): VRAM occupancy
-and fragmentation, evictions and bytes moved, a buddy allocator's VRAM map, and rows of the moves
-and buffer objects; each figure says it is a software model (and, where the move costs come from
-a recorded sweep, which one)."""
+"""The TTM model's figures and its panel (Chapter 6, Lab 4): VRAM occupancy, evictions and
+bytes moved, the buddy allocator's VRAM map, and a widget panel that redraws them.
+
+The model itself (helpers.models.ttm) draws nothing: figures belong above the models, so a
+model never imports the presentation layer. Every figure says it is simulated, and names the
+recording its move costs came from when they came from one.
+"""
 
 from __future__ import annotations
 
-from helpers.core import widgets
 from helpers.core.errors import InputTypeError
+from helpers.core.mode import Mode
 from helpers.models.buddy import BuddyAllocator
-from helpers.models.ttm import POLICIES, WORKLOADS, GiB, LinkModel, MiB, Run, TTMModel, simulate
+from helpers.models.ttm import POLICIES, WORKLOADS, GiB, LinkModel, MiB, Run, simulate
+from helpers.presentation import widgets
+from helpers.presentation.figures import CourseFigure
 
 
 def _provenance(run: Run) -> list[tuple]:
-    from helpers.core.mode import Mode
-
     parts = [(Mode.SIMULATED, f"TTM + drm_buddy model, workload '{run.workload}', policy '{run.policy}', "
                               f"seed {run.seed}; moves are simulated")]
     if run.link.source.startswith("pinned-copy fit of"):
@@ -27,8 +30,6 @@ def figure_occupancy(run: Run):
     """VRAM and GTT in use, and VRAM fragmentation, against the operation number."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
-
-    from helpers.core.figures import CourseFigure
 
     x = [t["step"] for t in run.timeline]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
@@ -51,8 +52,6 @@ def figure_moves(run: Run):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from helpers.core.figures import CourseFigure
-
     x = [t["step"] for t in run.timeline]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_trace(go.Scatter(x=x, y=[t["link_bytes"] / MiB for t in run.timeline], name="bytes over the link (MiB)"),
@@ -70,9 +69,6 @@ def figure_moves(run: Run):
 def figure_vram_map(model_or_run_blocks: BuddyAllocator, title: str = "VRAM map"):
     """One bar per buddy leaf block, coloured free/allocated, along the VRAM address range."""
     import plotly.graph_objects as go
-
-    from helpers.core.figures import CourseFigure
-    from helpers.core.mode import Mode
 
     a = model_or_run_blocks
     if not isinstance(a, BuddyAllocator):
@@ -93,8 +89,8 @@ def panel(link: LinkModel | None = None):
 
     Optional: the chapter runs top to bottom without it (and without ipywidgets).
 
-    The figures are written into the Output widget's state (helpers.core.widgets.show), never
-    captured with ``with out:``, which can stall a headless executor (see helpers.core.widgets).
+    The figures are written into the Output widget's state (helpers.presentation.widgets.show), never
+    captured with ``with out:``, which can stall a headless executor (see helpers.presentation.widgets).
     """
     import ipywidgets as w
 
@@ -116,21 +112,3 @@ def panel(link: LinkModel | None = None):
         c.observe(redraw, names="value")
     redraw()
     return w.VBox([w.HBox([vram, wl]), w.HBox([pol, seed]), out])
-
-
-def move_rows(model: TTMModel) -> list[tuple]:
-    """One row per move the model made: step, BO, from, to, why, and the jobs it waited for."""
-    return [(mv.step, mv.bo, str(mv.src), str(mv.dst), mv.reason, ", ".join(mv.waited_for) or "-")
-            for mv in model.moves]
-
-
-def bo_rows(model: TTMModel) -> list[tuple[str, str, str, str]]:
-    """One row per BO: where it is, what moved it (and which fences each move waited for), and the
-    fences it still carries."""
-    rows = []
-    for name, bo in sorted(model.bos.items()):
-        moved = [f"{mv.reason} {mv.src}→{mv.dst}" + (f" after waiting for {', '.join(mv.waited_for)}"
-                                                     if mv.waited_for else "")
-                 for mv in model.moves if mv.bo == name]
-        rows.append((name, str(bo.domain), "; ".join(moved) or "not moved", ", ".join(sorted(bo.fences)) or "none"))
-    return rows

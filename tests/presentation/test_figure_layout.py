@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from helpers.core import figures
 from helpers.core.mode import Mode
+from helpers.presentation import figures
 
 
 def _fig(parts, title="Pinned vs pageable copy bandwidth", height=None):

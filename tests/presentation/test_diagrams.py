@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from helpers.core import diagrams
-from helpers.core.diagrams import KINDS, Diagram
 from helpers.core.errors import InputError
+from helpers.presentation import diagrams
+from helpers.presentation.diagrams import KINDS, Diagram
 
 NS = "{http://www.w3.org/2000/svg}"
 

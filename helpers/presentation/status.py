@@ -11,8 +11,8 @@ from pathlib import Path
 
 from helpers.core import mode, provenance, reference
 from helpers.core.errors import ReferenceDataError
-from helpers.core.figures import Table
 from helpers.measure import sysinfo
+from helpers.presentation.figures import Table
 
 # Packages that shape the site itself (the book's builder and widget/figure renderers).
 SITE_PACKAGES = ("jupyter-book", "myst-nb", "sphinx", "sphinx-book-theme", "ipywidgets", "ipykernel")

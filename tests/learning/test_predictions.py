@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from helpers import course
-from helpers.core import config, predictions
+from helpers.core import config
 from helpers.core.errors import InputError, InputTypeError
 from helpers.core.mode import Mode
+from helpers.learning import predictions
 
 
 @pytest.fixture(autouse=True)
@@ -171,7 +172,7 @@ def test_a_lock_held_too_long_is_a_clear_error_not_a_hang(state, monkeypatch):
 _AS_ANOTHER_USER = r"""
 import fcntl, json, os, pwd, sys
 os.environ["COURSE_STATE_DIR"] = sys.argv[1]
-from helpers.core import predictions  # imported first: the interpreter's own files may be root's alone
+from helpers.learning import predictions  # imported first: the interpreter's own files may be root's alone
 if os.getuid() == 0:  # root may open any file: become a user who does not own the lock
     os.setgid(65534)
     os.setuid(65534)

@@ -7,7 +7,7 @@ import re
 
 import plotly.graph_objects as go
 
-from helpers.core.figures import PALETTE, CourseFigure
+from helpers.presentation.figures import PALETTE, CourseFigure
 
 
 def _fig() -> CourseFigure:
@@ -52,7 +52,7 @@ def test_a_figure_that_chose_its_own_dashes_keeps_them():
 
 def test_a_size_axis_is_described_in_the_units_its_ticks_show():
     """On a log_size_axis the reader sees '4 B … 256 MiB'; the description says the same, not 2.68e+08."""
-    from helpers.core.figures import log_size_axis
+    from helpers.presentation.figures import log_size_axis
 
     f = go.Figure([go.Scatter(x=[4, 1 << 20, 3 << 23, 1 << 28], y=[0.001, 20.0, 54.0, 53.0], name="pinned h2d")])
     f.update_layout(title="Bandwidth vs size", yaxis_title="GB/s")

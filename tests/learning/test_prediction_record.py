@@ -10,7 +10,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from helpers.core import figures, prediction_record, predictions
+from helpers.learning import prediction_record, predictions
+from helpers.presentation import figures
 
 
 @pytest.fixture(autouse=True)

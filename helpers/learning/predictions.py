@@ -14,7 +14,7 @@ and a changed guess after the fact shows as a later entry; None (not answered) w
 `compare` reads the first guess back, says how far off it was (a ratio, never right or wrong: a
 prediction is for thinking, not for points) and keeps what it was compared with: the value,
 its source and whether it was measured live, replayed from a recording or simulated. The
-learner's prediction record (notebooks/my_predictions.ipynb, helpers.core.prediction_record)
+learner's prediction record (notebooks/my_predictions.ipynb, helpers.learning.prediction_record)
 reads both.
 
 The record is never lost. Every change is a read-modify-write made under an exclusive lock on
@@ -524,7 +524,7 @@ def _check_kind(question: str, kind: str) -> str:
 def commit(question: str, guess, *, unit: str = "", kind: str = "") -> Prediction | None:
     """Keep `guess` for `question` (appended: every guess stays on record), with the kind of
     quantity it is (one of KINDS; every prediction on a course page declares one, which
-    tests/core/test_predictions.py checks; "" is kept as 'not declared'). None keeps nothing
+    tests/learning/test_predictions.py checks; "" is kept as 'not declared'). None keeps nothing
     and says how to answer. Returns the Prediction kept."""
     if kind:
         _check_kind(question if isinstance(question, str) else repr(question), kind)

@@ -1,5 +1,5 @@
 /*
- * The kernel lab's fences program: runs as part of /init inside a Linux VM (tools/kernel_lab/init.sh,
+ * The kernel lab's fences program: runs as part of /init inside a Linux VM (helpers/measure/kernel_vm/guest/init.sh,
  * machine "fences") and prints ONE JSON object on stdout: what the kernel answered when a buffer
  * carried an unsignalled fence.
  *

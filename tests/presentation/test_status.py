@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from helpers.core import status
 from helpers.core.errors import ReferenceDataError
+from helpers.presentation import status
 
 
 def _result(path, machine, mode, requested, gpus, passed=15, total=15, leaks=0, date="2026-11-21 22:00 UTC", **kw):

@@ -11,9 +11,9 @@ import pytest
 
 from helpers import course
 from helpers.ch09_radar_pipeline import diagrams
-from helpers.core import figures
 from helpers.core.mode import Mode
 from helpers.models.radar import designs, dsp, metrics
+from helpers.presentation import figures
 
 
 def test_a_figure_over_the_limit_refuses_to_display():

@@ -1,7 +1,7 @@
 """The learner's prediction record: every kept prediction beside what it was compared with.
 
 notebooks/my_predictions.ipynb shows it. It reads the store that `ctx.predict` and
-`ctx.compare` write (helpers.core.predictions) and never writes it: a damaged store is
+`ctx.compare` write (helpers.learning.predictions) and never writes it: a damaged store is
 reported, not moved. What it shows, for each question:
 
 - the first guess kept (the one made before the answer was on the screen);
@@ -13,7 +13,7 @@ reported, not moved. What it shows, for each question:
 Where each question lives (its chapter, section and Predict question) is read from the
 course's notebooks themselves (`catalog`), so a new Predict cell appears here with no list to
 update; the exercise to revisit is the one notebooks/revisit.json names for it (chosen by
-reading the exercises; tests/core/test_prediction_record.py checks every question has one).
+reading the exercises; tests/learning/test_prediction_record.py checks every question has one).
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from helpers.core import config, figures, predictions
+from helpers.core import config
 from helpers.core.mode import Mode
+from helpers.learning import predictions
+from helpers.presentation import figures
 
 BAND = 2.0  # the calibration plot's band: within a factor of 2 counts as close
 LARGE_MISS = 3.0  # off by more than this factor: the record says what to revisit

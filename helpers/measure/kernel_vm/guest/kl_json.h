@@ -1,5 +1,5 @@
 /*
- * JSON on stdout for the kernel lab's guest programs (tools/kernel_lab/<name>.c): each prints ONE
+ * JSON on stdout for the kernel lab's guest programs (helpers/measure/kernel_vm/guest/<name>.c): each prints ONE
  * JSON object, which /init (init.sh) passes to the host between two marker lines.
  *
  *   obj("key") / end_obj(), arr("key") / end_arr()   (key NULL inside an array)

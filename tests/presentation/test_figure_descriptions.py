@@ -8,7 +8,7 @@ import io
 import numpy as np
 import plotly.graph_objects as go
 
-from helpers.core.figures import CourseFigure
+from helpers.presentation.figures import CourseFigure
 
 REPLAY = [("replay", "H100 reference")]
 
