@@ -1,4 +1,4 @@
-"""The TTM model's figures and its panel (Chapter 6, Lab 4): VRAM occupancy, evictions and
+"""The TTM model's figures, its row tables and its panel (Chapter 6, Lab 4): VRAM occupancy, evictions and
 bytes moved, the buddy allocator's VRAM map, and a widget panel that redraws them.
 
 The model itself (helpers.models.ttm) draws nothing: figures belong above the models, so a
@@ -11,7 +11,7 @@ from __future__ import annotations
 from helpers.core.errors import InputTypeError
 from helpers.core.mode import Mode
 from helpers.models.buddy import BuddyAllocator
-from helpers.models.ttm import POLICIES, WORKLOADS, GiB, LinkModel, MiB, Run, simulate
+from helpers.models.ttm import POLICIES, WORKLOADS, GiB, LinkModel, MiB, Run, TTMModel, simulate
 from helpers.presentation import widgets
 from helpers.presentation.figures import CourseFigure
 
@@ -112,3 +112,21 @@ def panel(link: LinkModel | None = None):
         c.observe(redraw, names="value")
     redraw()
     return w.VBox([w.HBox([vram, wl]), w.HBox([pol, seed]), out])
+
+
+def move_rows(model: TTMModel) -> list[tuple]:
+    """One row per move the model made: step, BO, from, to, why, and the jobs it waited for."""
+    return [(mv.step, mv.bo, str(mv.src), str(mv.dst), mv.reason, ", ".join(mv.waited_for) or "-")
+            for mv in model.moves]
+
+
+def bo_rows(model: TTMModel) -> list[tuple[str, str, str, str]]:
+    """One row per BO: where it is, what moved it (and which fences each move waited for), and the
+    fences it still carries."""
+    rows = []
+    for name, bo in sorted(model.bos.items()):
+        moved = [f"{mv.reason} {mv.src}→{mv.dst}" + (f" after waiting for {', '.join(mv.waited_for)}"
+                                                     if mv.waited_for else "")
+                 for mv in model.moves if mv.bo == name]
+        rows.append((name, str(bo.domain), "; ".join(moved) or "not moved", ", ".join(sorted(bo.fences)) or "none"))
+    return rows

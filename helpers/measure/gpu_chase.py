@@ -185,9 +185,9 @@ def _fill_kernel():
 
 def sm_count() -> int:
     """How many SMs this GPU has (the chase runs once from each); 1 on Numba's simulator."""
-    from helpers.core import gpu
+    from helpers.core import config, gpu
 
-    if not gpu.probe().usable:
+    if config.numba_simulator_on() or not gpu.probe().usable:  # the simulator on a GPU machine too
         return 1
     return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
