@@ -112,3 +112,14 @@ def test_a_plain_jupyter_book_build_with_the_committed_config_and_toc_refuses(tm
         subprocess.run([jb, "build", "book/", "--path-output", str(tmp_path / "b")], cwd=ROOT, capture_output=True,
                        timeout=300, check=True)
     assert not list((tmp_path / "b").rglob("*.html"))
+
+
+def test_the_site_copy_of_a_lab_links_the_book_pages_from_where_the_site_keeps_it():
+    """labs/lab6.ipynb links ../book/bibliography.md (right in JupyterLab); the site serves the copy from
+    book/labs/, where the same page is ../bibliography.md (the build failed on the unresolved link)."""
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Lab 9\n\nsee ([NVIDIA, nv-mmap.c](../book/bibliography.md#cite-nv-mmap))"),
+        nbformat.v4.new_code_cell("x = '](../book/'  # code is left alone")])
+    out = booklabs.site_copy(nb, "Lab 9")
+    assert "](../bibliography.md#cite-nv-mmap)" in out.cells[0].source and "../book/" not in out.cells[0].source
+    assert out.cells[1].source == "x = '](../book/'  # code is left alone"

@@ -93,3 +93,27 @@ def test_timesteps_stops_at_the_first_failing_step_and_reports_each(tmp_path, ca
     out = capsys.readouterr().out
     assert log.read_text().split() == ["one", "two", "one", "bad"]
     assert "make test: bad took" in out and "never" not in out
+
+
+def test_timesteps_runs_lanes_side_by_side_and_a_failure_stops_the_others(tmp_path, capsys, monkeypatch):
+    """`//` splits the steps into lanes that run at the same time; the first failure stops the other lane's
+    running step (its process group), and the exit status is the failing step's."""
+    from tools.env import timesteps
+
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "ran"
+    make = tmp_path / "make"
+    # 'slow' waits for a file that only 'done' writes: both lanes pass only if they really overlap
+    make.write_text(f'#!/bin/sh\necho "$2" >> {log}\n'
+                    f'case "$2" in slow) for i in $(seq 100); do [ -e {tmp_path}/flag ] && exit 0; sleep 0.1; done; exit 9;;\n'
+                    f'done) touch {tmp_path}/flag;; bad) exit 4;; hang) sleep 600;; esac\n')
+    make.chmod(0o755)
+    assert timesteps.main(["--make", str(make), "first", "//", "slow", "after", "//", "done"]) == 0
+    out = capsys.readouterr().out
+    assert log.read_text().split()[0] == "first" and sorted(log.read_text().split()) == ["after", "done", "first", "slow"]
+    assert "every step passed" in out and "lane done" in out
+    log.write_text("")
+    assert timesteps.main(["--make", str(make), "//", "hang", "never", "//", "bad"]) == 4
+    out = capsys.readouterr().out
+    assert "never" not in log.read_text() and "make test: bad took" in out
+    assert "stopped before the end: hang never" in out

@@ -87,7 +87,8 @@ def map_toc(toc: dict, mapping: dict[str, str]) -> dict:
 
 
 def site_copy(nb, lab: str):
-    """The student notebook with the note right under its title (or in a first cell, without one)."""
+    """The student notebook with the note right under its title (or in a first cell, without one), its links
+    to the book's pages made relative to where the site keeps it (book/labs/, not labs/)."""
     note = NOTE.format(lab=lab)
     first = nb.cells[0] if nb.cells else None
     if first is not None and first.cell_type == "markdown" and first.source.startswith("# "):
@@ -95,6 +96,9 @@ def site_copy(nb, lab: str):
         first.source = f"{title}\n\n{note}\n{rest.lstrip()}"
     else:
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(note, id="booklabs-note"))
+    for cell in nb.cells:  # labs/x.ipynb links ../book/page.md; the site's copy is book/labs/x.ipynb
+        if cell.cell_type == "markdown":
+            cell.source = cell.source.replace("](../book/", "](../")
     return nb
 
 
