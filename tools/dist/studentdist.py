@@ -41,8 +41,7 @@ MIN_NODES = 15  # smaller functions (a getter, `return candidates[0]`) are too c
 TEXT_SUFFIXES = {".py", ".ipynb", ".md", ".txt", ".json", ".toml", ".yml", ".yaml", ".cfg", ".cu", ".c", ".h", ""}
 #: what `build` copies besides the generated parts: (source, destination), relative to the roots
 COPIED = ("helpers", "notebooks", "data", "pyproject.toml", "Makefile", "environment.yml", "postBuild",
-          "LICENSE", "LICENSE-CONTENT", "CITATION.cff", "tools/__init__.py", "tools/env/__init__.py", "tools/env/mkvenv.py",
-          "helpers/measure/bwcheck/bwcheck.cu", "helpers/measure/kernel_vm/guest")
+          "LICENSE", "LICENSE-CONTENT", "CITATION.cff", "tools/__init__.py", "tools/env/__init__.py", "tools/env/mkvenv.py")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
 
 README = """\
