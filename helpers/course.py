@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from helpers.core import config, evidence, gpu, mode, reference
 from helpers.core.evidence import Evidence
@@ -27,6 +27,7 @@ class Context:
 
     mode: Mode
     reason: str
+    _: KW_ONLY
     gpu_name: str | None
     reference_name: str | None
     p2p_reference_name: str = config.DEFAULT_P2P_REFERENCE
@@ -80,8 +81,9 @@ def start(chapter: str | None = None, *, quiet: bool = False) -> Context:
     ref_name = reference.default_reference_name()
     if not quiet:
         print(mode.banner(info, chapter, simulator=simulator, reference_name=ref_name))
-    return Context(info.mode, info.reason, info.probe.name if info.probe.usable else None, ref_name,
-                   config.p2p_reference_name(), config.requested_mode() == "replay")
+    return Context(info.mode, info.reason, gpu_name=info.probe.name if info.probe.usable else None,
+                   reference_name=ref_name, p2p_reference_name=config.p2p_reference_name(),
+                   forced_replay=config.requested_mode() == "replay")
 
 
 def finish(*, quiet: bool = False) -> dict:

@@ -200,7 +200,8 @@ def stand_in_recorder(monkeypatch):
 
     monkeypatch.delenv("COURSE_MODE", raising=False)
     monkeypatch.setattr(recorder, "warm_up", lambda: None)
-    monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Stand-in GPU", 1, "Stand-in GPU"))
+    monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Stand-in GPU", device_count=1,
+                                                           name="Stand-in GPU"))
     monkeypatch.setattr(gpu, "release_pools", lambda: None)
     fake_prov = dict(reference.load(REFERENCE).recording("system.report").provenance)
     fake_prov.pop("split_from", None)  # what the live machine reports, not how a file was moved

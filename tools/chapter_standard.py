@@ -1,8 +1,8 @@
 """Does a chapter meet the course's chapter standard (COURSE_DESIGN.md)? Checks what can be
 checked from the notebooks and the chapter's package, without running them.
 
-    python tools/chapter_standard.py 3        # one chapter (all its notebooks: 03_*.ipynb, 03b_*.ipynb …)
-    python tools/chapter_standard.py          # every chapter
+    python -m tools.chapter_standard 3        # one chapter (all its notebooks: 03_*.ipynb, 03b_*.ipynb …)
+    python -m tools.chapter_standard          # every chapter
 
 Per notebook: a time estimate, prerequisites and objectives at the top, key points at the end;
 numbered sections (## 1., ## 2., ...) consecutive from 1; no Predict prompt without a committed
@@ -25,11 +25,10 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from helpers.core import experiments
+from tools.shown.generate import marked_cells
 
-from helpers.core import experiments  # noqa: E402
-from tools.shown.generate import marked_cells  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SEED = re.compile(r"(?<!random )(?<!random-)\bseeds?\b", re.IGNORECASE)
 DIRECT_CHECK = re.compile(r"\bchecks\.(close|equal|choice|explain|code|verdict)\(")

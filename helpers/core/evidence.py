@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from helpers.core import experiments, gpu, shown
 from helpers.core.errors import InputError, InputTypeError, ReferenceDataError, SkipExperiment
@@ -68,6 +68,7 @@ class Evidence:
     data: dict | None
     mode: Mode
     source: str  # the GPU measured now, or the reference machine's label
+    _: KW_ONLY
     why: str  # why this mode: "measured now on ...", or the reason live was not possible
     provenance: dict = field(default_factory=dict, repr=False)  # machine, driver, CUDA, date
     missing: str | None = None  # set (and data None) when an optional recording is absent
@@ -194,7 +195,7 @@ def _run_live(ctx, exp: experiments.Experiment, params: dict, quick: bool, code,
     prov = {"gpu": source, "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "quick": quick, "params": params, "changed_code": yours, "other_processes": others}
     why = f"measured now on {source}" + (f", running your changed {yours}" if yours else "")
-    return Evidence(exp.id, data, Mode.LIVE, source, why, prov, params=params, changed_code=yours)
+    return Evidence(exp.id, data, Mode.LIVE, source, why=why, provenance=prov, params=params, changed_code=yours)
 
 
 def _replay(ctx, exp: experiments.Experiment, why: str, params: dict) -> Evidence:
@@ -209,7 +210,7 @@ def _replay(ctx, exp: experiments.Experiment, why: str, params: dict) -> Evidenc
             t = transcript.load(exp.id)
         except ReferenceDataError as exc:
             return _missing(exp, str(exc), why, optional, source="no kernel-lab transcript")
-        return Evidence(exp.id, t.data, Mode.REPLAY, t.label, why, t.provenance)
+        return Evidence(exp.id, t.data, Mode.REPLAY, t.label, why=why, provenance=t.provenance)
     try:
         ref = ctx.reference(exp.reference)
     except ReferenceDataError as exc:
@@ -224,11 +225,11 @@ def _replay(ctx, exp: experiments.Experiment, why: str, params: dict) -> Evidenc
         return _missing(exp, f"{ref.name}: {own} was not recorded there: {rec.skipped}", why, optional,
                         source=rec.label)
     data = rec.data if exp.from_recording is None else exp.from_recording(rec.data)
-    return Evidence(exp.id, data, Mode.REPLAY, rec.label, why, rec.provenance)
+    return Evidence(exp.id, data, Mode.REPLAY, rec.label, why=why, provenance=rec.provenance)
 
 
 def _missing(exp, message: str, why: str, optional: bool, source: str) -> Evidence:
     """The Evidence of a recording that is not there: an error, unless the experiment declares it optional there."""
     if not optional:
         raise ReferenceDataError(message)
-    return Evidence(exp.id, None, Mode.REPLAY, source, why, missing=message)
+    return Evidence(exp.id, None, Mode.REPLAY, source, why=why, missing=message)

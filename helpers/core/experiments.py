@@ -38,7 +38,7 @@ import inspect
 import pkgutil
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from helpers.core import validate
 from helpers.core.errors import CourseError, InputError
@@ -77,6 +77,7 @@ class Experiment:
     chapter: int
     title: str
     run: Callable[..., dict]  # run(quick, **params) -> JSON-serialisable data
+    _: KW_ONLY
     needs: tuple[str, ...] = (GPU,)
     reference: str = DEFAULT_REFERENCE
     params: Mapping[str, Validator] = field(default_factory=dict)
@@ -154,8 +155,9 @@ def experiment(id: str, *, chapter: int, title: str, needs: tuple[str, ...] = (G
         existing = _REGISTRY.get(id)
         if existing and existing.run.__qualname__ != fn.__qualname__:
             raise RegistryError(f"experiment {id!r} is registered twice")
-        _REGISTRY[id] = Experiment(id, chapter, title, fn, tuple(needs), reference, params, params_check,
-                                  recorded_in, from_recording, tuple(optional_on))
+        _REGISTRY[id] = Experiment(id, chapter, title, fn, needs=tuple(needs), reference=reference,
+                                   params=params, params_check=params_check, recorded_in=recorded_in,
+                                   from_recording=from_recording, optional_on=tuple(optional_on))
         return fn
 
     return wrap

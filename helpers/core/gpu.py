@@ -12,7 +12,7 @@ import importlib
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from types import ModuleType
 
 from helpers.core import config
@@ -25,6 +25,7 @@ class GPUProbe:
 
     usable: bool
     reason: str  # why not, or a short description of the device when usable
+    _: KW_ONLY
     device_count: int = 0
     name: str | None = None
     pci_bus_id: str | None = None
@@ -63,7 +64,8 @@ def probe() -> GPUProbe:
         return GPUProbe(False, f"a CUDA context could not be created ({_short(exc)})",
                         device_count=count, cupy_version=cupy.__version__)
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    return GPUProbe(True, name, count, name, bus_id.lower(), cupy.__version__, runtime, driver)
+    return GPUProbe(True, name, device_count=count, name=name, pci_bus_id=bus_id.lower(),
+                    cupy_version=cupy.__version__, cuda_runtime=runtime, cuda_driver=driver)
 
 
 def _short(exc: BaseException) -> str:

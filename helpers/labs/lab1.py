@@ -87,7 +87,7 @@ def lab_device(seed: int, **overrides) -> ToyGPU:
 
 
 # -- the driver's state (given) -------------------------------------------------------------------
-@dataclass
+@dataclass(kw_only=True)
 class LabDriver:
     """Everything the learner's driver keeps about one device."""
 

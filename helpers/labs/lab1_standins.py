@@ -83,8 +83,9 @@ def bring_up(dev, ring_entries: int = 16) -> lab1.LabDriver:
                         ("RING_SIZE", ring_entries), ("RPTR_ADDR", rptr.addr),
                         ("CONTROL", regs.Control.RING_ENABLE)):
         d.write(name, value)
-    return lab1.LabDriver(d, ring, fence, rptr, ring_entries, lay["pt_base"], lay["pages"],
-                                lay["bar1_table"], lay["first_dva"])
+    return lab1.LabDriver(dev=d, ring=ring, fence=fence, rptr=rptr, entries=ring_entries,
+                          pt_base=lay["pt_base"], pages=lay["pages"], bar1_table=lay["bar1_table"],
+                          first_dva=lay["first_dva"])
 
 
 def _lend_ring(drv: lab1.LabDriver) -> ToyGPU:

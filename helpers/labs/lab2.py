@@ -102,7 +102,7 @@ class _Runtime:
 
 
 # ----------------------------------------------------------------------- copy jobs
-@dataclass
+@dataclass(kw_only=True)
 class CopyJob:
     """Everything one copy needs: pass `*job.args` to timed_copy."""
 
@@ -128,7 +128,8 @@ def simulated_copy(nbytes: int, direction: str = "h2d", *, t0_s: float = 8e-6, b
     if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
         raise InputError(f"nbytes must be a positive whole number of bytes, got {nbytes!r}")
     fake = FakeCuda(t0_s, bw_Bps)
-    yield CopyJob(fake, fake.stream, 0xD0, 0x50, int(nbytes), H2D if direction == "h2d" else D2H, True)
+    yield CopyJob(cuda=fake, stream=fake.stream, dst=0xD0, src=0x50, nbytes=int(nbytes),
+                  kind=H2D if direction == "h2d" else D2H, simulated=True)
 
 
 @contextmanager
@@ -143,7 +144,8 @@ def live_copy(nbytes: int, direction: str = "h2d"):
     try:
         with HostBuffer(n, "pinned") as host:
             src, dst = (host.ptr, dev.ptr) if direction == "h2d" else (dev.ptr, host.ptr)
-            yield CopyJob(cp.cuda, stream, dst, src, n, H2D if direction == "h2d" else D2H, False)
+            yield CopyJob(cuda=cp.cuda, stream=stream, dst=dst, src=src, nbytes=n,
+                          kind=H2D if direction == "h2d" else D2H, simulated=False)
     finally:
         stream.synchronize()
         del dev

@@ -47,7 +47,7 @@ _PROMPT = re.compile(r"\*\*Predict[.:]?\*\*[.:]?\s*(.+?)(?:\n\s*\n|\Z)", re.S)
 
 # --------------------------------------------------------------------------- where questions live
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Place:
     """Where a prediction is asked: the notebook, its title, the section, what the guess is of,
     and the exercise that works the same idea."""
@@ -127,8 +127,9 @@ def _notebook_places(path: Path) -> tuple[str, dict[str, Place], dict[str, str]]
             continue
         for m in _PREDICT.finditer(t):
             kw = dict(_KEYWORD.findall(m.group(2)))
-            out[m.group(1)] = Place(path.name, chapter, section, _asks(t, m.group(1)), kw.get("kind", ""),
-                                    kw.get("unit", ""), "", prompt)
+            out[m.group(1)] = Place(notebook=path.name, chapter=chapter, section=section,
+                                    asks=_asks(t, m.group(1)), kind=kw.get("kind", ""),
+                                    unit=kw.get("unit", ""), exercise="", prompt=prompt)
     return chapter, out, _exercises(cells)
 
 
@@ -172,7 +173,7 @@ def catalog(folder: Path | None = None) -> dict[str, Place]:
 
 # --------------------------------------------------------------------------- one row per question
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Entry:
     """One question: the first guess, what it was compared with, and where it is asked."""
 
@@ -238,7 +239,7 @@ def _number(v) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Report:
     """The record as the page shows it."""
 
@@ -270,10 +271,11 @@ def load(store: Path | None = None, notebooks: Path | None = None) -> Report:
         measured = _number(c.get("measured")) if c else None
         if measured is not None and guess is not None:  # -3e-13 beside a guess of 990 is shown, and taken, as 0
             measured = predictions.zeroed(measured, max(abs(guess), abs(measured))) + 0.0
-        entries.append(Entry(q, guess if guess is not None else str(p.guess), p.unit,
-                             p.kind or (place.kind if place else ""), place, measured, (c or {}).get("unit", ""),
-                             (c or {}).get("mode"), (c or {}).get("source", "")))
-    return Report(entries, places, store, rec.problem, rec.set_aside)
+        entries.append(Entry(question=q, guess=guess if guess is not None else str(p.guess), unit=p.unit,
+                             kind=p.kind or (place.kind if place else ""), place=place, measured=measured,
+                             measured_unit=(c or {}).get("unit", ""), mode=(c or {}).get("mode"),
+                             source=(c or {}).get("source", "")))
+    return Report(entries=entries, places=places, store=store, problem=rec.problem, set_aside=rec.set_aside)
 
 
 # --------------------------------------------------------------------------- what the page shows

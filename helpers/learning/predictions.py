@@ -49,7 +49,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from helpers.core import config, files
@@ -92,10 +92,11 @@ class Prediction:
     guess: float | str
     unit: str
     at: str  # UTC time it was committed
+    _: KW_ONLY
     kind: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Comparison:
     """A measured value set beside the first guess, as `compare` kept it."""
 
@@ -188,7 +189,7 @@ class Record:
         if not entries:
             return None
         e = entries[0]
-        return Prediction(question, e.get("guess"), e.get("unit", ""), e.get("at", ""), e.get("kind", ""))
+        return Prediction(question, e.get("guess"), e.get("unit", ""), e.get("at", ""), kind=e.get("kind", ""))
 
 
 def store() -> Path:
@@ -533,7 +534,7 @@ def commit(question: str, guess, *, unit: str = "", kind: str = "") -> Predictio
               "the next cell shows the result either way.")
         return None
     value = _check(question, guess, unit, kind)
-    kept = Prediction(question, value, unit, _now(), kind)
+    kept = Prediction(question, value, unit, _now(), kind=kind)
     _update(lambda rec: rec.predictions.setdefault(question, []).append(
         {"guess": value, "unit": unit, "kind": kind, "at": kept.at}),
         f"your prediction {value}{(' ' + unit) if unit else ''} for {question}")
@@ -574,5 +575,5 @@ def compare(question: str, measured: float, *, unit: str = "", source: str = "",
 
     _update(change, f"the comparison for {question} (measured {measured:.3g} {unit})".replace(" )", ")"))
     p = seen["p"]
-    return Comparison(question, float(measured), unit, source, m, at,
-                      p.guess if p else None, p.unit if p else "")
+    return Comparison(question=question, measured=float(measured), unit=unit, source=source, mode=m, at=at,
+                      guess=p.guess if p else None, guess_unit=p.unit if p else "")

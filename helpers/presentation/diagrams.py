@@ -50,7 +50,7 @@ from __future__ import annotations
 import hashlib
 import html
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 from helpers.core.errors import InputError
 
@@ -154,7 +154,7 @@ def _crosses(seg: tuple[float, float, float, float], r: Rect) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Box:
     key: str
     label: str
@@ -186,6 +186,7 @@ class _Arrow:
     dst: str
     label: str
     kind: str
+    _: KW_ONLY
     bend: float
 
 
@@ -204,6 +205,7 @@ class _Text:
     size: float
     x: float          # the anchor: centre for 'middle', left edge for 'start'
     top: float        # the top of the first line's ascent
+    _: KW_ONLY
     anchor: str = "middle"
     rect: Rect = field(init=False)
 
@@ -218,7 +220,7 @@ class _Text:
         return f"<text text-anchor='{self.anchor}' font-size='{self.size}' {FONT}{attrs}>{spans}</text>"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Layout:
     """Where everything goes: boxes grown and separated, arrows, labels and notes placed, the frame."""
 
@@ -236,7 +238,7 @@ def _turned(b: _Box) -> _Box:
     cx, cy = b.x + b.w / 2, b.y + b.h / 2
     w = min(b.w, NARROW_BOX)
     nx, ny = cy * NARROW_SPREAD[0], cx * NARROW_SPREAD[1]
-    return _Box(b.key, b.label, b.kind, nx - w / 2, ny - b.h / 2, w, b.h)
+    return replace(b, x=nx - w / 2, y=ny - b.h / 2, w=w)
 
 
 def _fit_box(b: _Box, grow: float = MAX_GROW) -> tuple[_Box, list[str]]:
@@ -251,7 +253,7 @@ def _fit_box(b: _Box, grow: float = MAX_GROW) -> tuple[_Box, list[str]]:
         widest = max(text_width(s, BOX_FONT) for s in lines)
     w = max(w, widest + 2 * PAD_X)
     h = max(b.h, text_height(len(lines), BOX_FONT) + 2 * PAD_Y)
-    return _Box(b.key, b.label, b.kind, b.x - (w - b.w) / 2, b.y - (h - b.h) / 2, w, h), lines
+    return replace(b, x=b.x - (w - b.w) / 2, y=b.y - (h - b.h) / 2, w=w, h=h), lines
 
 
 def _separate(boxes: dict[str, _Box]) -> dict[str, _Box]:
@@ -269,9 +271,9 @@ def _separate(boxes: dict[str, _Box]) -> dict[str, _Box]:
                 px = (a.x + a.w + GAP - b.x) if bx >= ax else (b.x + b.w + GAP - a.x)
                 py = (a.y + a.h + GAP - b.y) if by >= ay else (b.y + b.h + GAP - a.y)
                 if px <= py:
-                    b = _Box(b.key, b.label, b.kind, b.x + (px if bx >= ax else -px), b.y, b.w, b.h)
+                    b = replace(b, x=b.x + (px if bx >= ax else -px))
                 else:
-                    b = _Box(b.key, b.label, b.kind, b.x, b.y + (py if by >= ay else -py), b.w, b.h)
+                    b = replace(b, y=b.y + (py if by >= ay else -py))
                 boxes[kb] = b
                 moved = True
         if not moved:
@@ -321,10 +323,10 @@ def _label_candidates(seg: tuple[float, float, float, float], lines: list[str], 
             for side in (-1, 1) if horizontal else (1, -1):
                 if horizontal:
                     top = py - gap - h if side < 0 else py + gap
-                    text = _Text(lines, size, px, top, "middle")
+                    text = _Text(lines, size, px, top, anchor="middle")
                 else:
                     x0 = px + gap if side > 0 else px - gap - w
-                    text = _Text(lines, size, x0, py - h / 2, "start")
+                    text = _Text(lines, size, x0, py - h / 2, anchor="start")
                 cost = abs(t - 0.5) * 60 + gap * 0.8 + (0 if side == (-1 if horizontal else 1) else 4)
                 yield cost, text
 
@@ -335,7 +337,7 @@ def _nearest_free(space: _Space, seg, lines: list[str]) -> tuple[float, _Text] |
     h = text_height(len(lines), LABEL_FONT)
     steps = sorted(((dx, dy) for dx in range(-150, 151, 6) for dy in range(-90, 91, 6)), key=lambda d: abs(d[0]) + abs(d[1]))
     for dx, dy in steps:
-        text = _Text(lines, LABEL_FONT, mx + dx, my + dy - h / 2, "middle")
+        text = _Text(lines, LABEL_FONT, mx + dx, my + dy - h / 2, anchor="middle")
         if space.free(text.rect, seg):
             return abs(dx) + abs(dy) + 100, text
     return None
@@ -373,12 +375,12 @@ def _place_note(space: _Space, note: _Note, right: float) -> _Text:
     best: tuple[float, _Text] | None = None
     for dy in sorted(range(-80, 81, 4), key=abs):
         for dx in (0, -20, 20, -40, 40, -80, 80):
-            text = _Text(lines, size, note.x + dx, top0 + dy, "start")
+            text = _Text(lines, size, note.x + dx, top0 + dy, anchor="start")
             if space.free(text.rect):
                 cost = abs(dy) + abs(dx) + 20 * space.crossings(text.rect)
                 if best is None or cost < best[0]:
                     best = (cost, text)
-    text = best[1] if best else _Text(lines, size, note.x, top0, "start")
+    text = best[1] if best else _Text(lines, size, note.x, top0, anchor="start")
     space.take(text.rect)
     return text
 
@@ -413,7 +415,7 @@ class Diagram:
             raise InputError(f"the diagram already has a box {key!r}")
         if w <= 0 or h <= 0:
             raise InputError(f"box {key!r} needs a positive width and height, got {w} x {h}")
-        self._boxes[key] = _Box(key, label, kind, x, y, w, h)
+        self._boxes[key] = _Box(key=key, label=label, kind=kind, x=x, y=y, w=w, h=h)
         return self
 
     def arrow(self, src: str, dst: str, label: str = "", kind: str = "data", *, bend: float = 0) -> Diagram:
@@ -424,7 +426,7 @@ class Diagram:
         missing = [k for k in (src, dst) if k not in self._boxes]
         if missing:
             raise InputError(f"arrow {src!r} -> {dst!r}: no box {missing[0]!r} (boxes: {', '.join(self._boxes)})")
-        self._arrow_list.append(_Arrow(src, dst, label, kind, bend))
+        self._arrow_list.append(_Arrow(src, dst, label, kind, bend=bend))
         return self
 
     def via(self, src: str, hub: str, dst: str, label: str, hub_label: str = "", kind: str = "data", *,
@@ -459,7 +461,7 @@ class Diagram:
             notes = []
             for n in self._notes:
                 lines_n = [p for s in n.text.split("\n") for p in wrap(s, NOTE_FONT, right - left)]
-                notes.append(_Text(lines_n, NOTE_FONT, left, y - ASCENT * NOTE_FONT, "start"))
+                notes.append(_Text(lines_n, NOTE_FONT, left, y - ASCENT * NOTE_FONT, anchor="start"))
                 space.take(notes[-1].rect)
                 y += text_height(len(lines_n), NOTE_FONT) + 6
         else:
@@ -471,7 +473,7 @@ class Diagram:
                     for _, s in lines])
         frame = (min(r[0] for r in rects) - MARGIN, min(r[1] for r in rects) - MARGIN,
                  max(r[2] for r in rects) + MARGIN, max(r[3] for r in rects) + MARGIN)
-        return Layout(boxes, box_text, lines, labels, notes, frame)
+        return Layout(boxes=boxes, box_text=box_text, lines=lines, labels=labels, notes=notes, frame=frame)
 
     def _legend(self, frame: Rect) -> tuple[str, float]:
         """The legend's SVG, flowed in rows under the drawing, and the frame's new bottom."""
@@ -492,7 +494,7 @@ class Diagram:
                 mark = (f"<line x1='{x:.1f}' y1='{y + 7:.1f}' x2='{x + 26:.1f}' y2='{y + 7:.1f}' stroke='{color}' "
                         f"stroke-width='{width}'{dash_attr}/>")
                 tx = x + 30
-            label = _Text([kind], LEGEND_FONT, tx, y + 7 - text_height(1, LEGEND_FONT) / 2, "start")
+            label = _Text([kind], LEGEND_FONT, tx, y + 7 - text_height(1, LEGEND_FONT) / 2, anchor="start")
             out.append(f"<g class='legend-item'>{mark}{label.svg('')}</g>")
             x += w
         return "<g class='legend'>" + "".join(out) + "</g>", (y + 20 if items else frame[3])

@@ -31,7 +31,7 @@ from helpers.models import copy_cost, routes
 MiB = 1 << 20
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Problem:
     """One learner's problem: what to do (text) and the inputs (data), reproducible from the seed."""
 
@@ -185,4 +185,4 @@ def problem(key: str, learner: str) -> Problem:
         raise InputError(f"no per-learner problem {key!r}; there are: {', '.join(KEYS)}")
     seed = learner_seed(key, learner)
     title, text, data = GENERATORS[key](np.random.default_rng(seed))
-    return Problem(key, learner.strip(), seed, title, text, data)
+    return Problem(key=key, learner=learner.strip(), seed=seed, title=title, text=text, data=data)

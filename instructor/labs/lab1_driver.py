@@ -65,7 +65,8 @@ def bring_up(dev, ring_entries: int = 16) -> LabDriver:
     fence, rptr = dev.alloc_sys(8, align=8), dev.alloc_sys(16, align=8)
     fence.view[:] = 0
     rptr.view[:] = 0
-    drv = LabDriver(dev, ring, fence, rptr, ring_entries, pt_base, pages, table, first_dva)
+    drv = LabDriver(dev=dev, ring=ring, fence=fence, rptr=rptr, entries=ring_entries, pt_base=pt_base,
+                    pages=pages, bar1_table=table, first_dva=first_dva)
     _program_ring(drv)
     return drv
 

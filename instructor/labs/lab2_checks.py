@@ -164,7 +164,7 @@ GRADED = (
     Part("timed_copy_events", 4, ("timed_copy",), timed_copy),
     Part("benchmark_warmup", 4, ("benchmark",), benchmark_warmup),
     Part("benchmark_agrees", 5, ("benchmark",), benchmark_agrees),
-    Part("fit_synthetic", 5, ("fit_line",), fit_synthetic, own(FIT_FORBIDDEN)),
+    Part("fit_synthetic", 5, ("fit_line",), fit_synthetic, own_work=own(FIT_FORBIDDEN)),
     Part("predict_reference", 4, ("predict_time",), predict_reference),
     Part("batch_slowdown", 3, ("batch_slowdown",), batch_slowdown),
 )

@@ -133,9 +133,9 @@ def choose_design_cheapest(c, student, seed: int) -> None:
 WIRE_TYPES = (simulator.MachineParams,)  # the machine each choose_design case hands the learner
 
 GRADED = (
-    Part("rd_matches_reference", 5, ("range_doppler",), rd_matches_reference, own(OWN_PROCESSING)),
-    Part("rd_finds_target", 3, ("range_doppler",), rd_finds_target, own(OWN_PROCESSING)),
-    Part("deadline_report", 4, ("deadline_report",), deadline_report, own(OWN_REPORT)),
+    Part("rd_matches_reference", 5, ("range_doppler",), rd_matches_reference, own_work=own(OWN_PROCESSING)),
+    Part("rd_finds_target", 3, ("range_doppler",), rd_finds_target, own_work=own(OWN_PROCESSING)),
+    Part("deadline_report", 4, ("deadline_report",), deadline_report, own_work=own(OWN_REPORT)),
     Part("choose_design", 6, ("choose_design",), choose_design),
     Part("choose_design_cheapest", 4, ("choose_design",), choose_design_cheapest),
 )

@@ -44,7 +44,7 @@ def open_device(bdf):
     off = config[5] + edu.PCI_COMMAND
     cmd = int.from_bytes(os.pread(device, 2, off), "little")
     os.pwrite(device, (cmd | edu.PCI_COMMAND_MASTER | edu.PCI_COMMAND_MEMORY).to_bytes(2, "little"), off)
-    return edu.VfioDevice(container, group, device, bar, config[5])
+    return edu.VfioDevice(container, group, device, bar, config_offset=config[5])
 
 
 def identify(dev):

@@ -33,7 +33,7 @@ def recorded_report() -> sysinfo.SystemReport:
 def recorded_sweep() -> Evidence:
     return Evidence("transfers.pinned_vs_pageable", REF["experiments"]["transfers.pinned_vs_pageable"]["data"]
                     if "data" in REF["experiments"]["transfers.pinned_vs_pageable"]
-                    else REF["experiments"]["transfers.pinned_vs_pageable"], Mode.REPLAY, "ref", "test")
+                    else REF["experiments"]["transfers.pinned_vs_pageable"], Mode.REPLAY, "ref", why="test")
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_the_sweep_runs_the_given_code_and_keeps_the_recorded_format(fake_gpu):
 
     data = copy_sweeps.record_pinned_vs_pageable(True, lo=1 << 20, hi=1 << 20, code=my_copy)
     assert len(calls) == 4 and {c[1] for c in calls} == {"h2d", "d2h"}
-    ev = Evidence("transfers.pinned_vs_pageable", data, Mode.LIVE, "test", "test")
+    ev = Evidence("transfers.pinned_vs_pageable", data, Mode.LIVE, "test", why="test")
     size, bw = first_copy.bandwidths(ev, 1 << 20)
     assert size == 1 << 20 and bw[("pinned", "h2d")] == pytest.approx(2 * bw[("pageable", "h2d")])
 

@@ -87,7 +87,7 @@ def made_up(per_round: float, seed: int, repeats: int = syscalls.REPEATS, name: 
 
 
 def evidence_of(gpu: dict) -> Evidence:
-    return Evidence("path.syscall_census", {"gpu": gpu}, Mode.REPLAY, "test H100", "test")
+    return Evidence("path.syscall_census", {"gpu": gpu}, Mode.REPLAY, "test H100", why="test")
 
 
 def test_the_fresh_census_is_the_plan_of_the_recorder():

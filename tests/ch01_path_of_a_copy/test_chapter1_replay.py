@@ -95,7 +95,7 @@ def test_missing_recording_fails_with_a_clear_message(fake_reference):
 
 
 def _live_ctx() -> course.Context:
-    return course.Context(Mode.LIVE, "test", "Test GPU", "h100-pcie")
+    return course.Context(Mode.LIVE, "test", gpu_name="Test GPU", reference_name="h100-pcie")
 
 
 @pytest.mark.parametrize("live", [True, False])

@@ -19,7 +19,7 @@ WRITES = {"nbytes": 64 << 20, "steps": 65536, "trials": 3, "host_store_ns": [4.0
 
 
 def _ev(eid, data):
-    return Evidence(eid, data, Mode.REPLAY, "test machine", "test")
+    return Evidence(eid, data, Mode.REPLAY, "test machine", why="test")
 
 
 def _follow(chain, start, steps):

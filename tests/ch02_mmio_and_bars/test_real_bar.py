@@ -15,7 +15,7 @@ from helpers.core.mode import Mode
 @pytest.fixture(scope="module")
 def ev() -> Evidence:
     t = transcript.load(real_bar.EXPERIMENT)
-    return Evidence(real_bar.EXPERIMENT, t.data, Mode.REPLAY, t.label, "recorded transcript")
+    return Evidence(real_bar.EXPERIMENT, t.data, Mode.REPLAY, t.label, why="recorded transcript")
 
 
 def test_the_recording_is_edu_as_qemu_defines_it(ev):

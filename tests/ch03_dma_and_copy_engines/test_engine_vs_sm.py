@@ -57,7 +57,7 @@ def test_the_verdict_names_no_winner_when_single_copies_overlap():
 
 
 def test_comparison_figure_has_four_series_and_provenance():
-    ev = lambda eid, d: Evidence(eid, d, Mode.REPLAY, "ref", "test")  # noqa: E731
+    ev = lambda eid, d: Evidence(eid, d, Mode.REPLAY, "ref", why="test")  # noqa: E731
     fig = engine_vs_sm.comparison_figure(ev("copy_engines.engine_copies", ENGINE), ev("copy_engines.kernel_copies", KERNEL))
     assert len(fig.fig.data) == 4 and "REPLAY" in fig.fig.layout.title.text
 
@@ -112,7 +112,7 @@ def test_exercises_3_1_to_3_3_on_the_recorded_reference(ref, capsys):
     ratio = 1024 * fit.predict_s(4096) / fit.predict_s(4 << 20)
     assert exercises.ex_3_2_batching(ratio, fit) is True and exercises.ex_3_2_batching(1024, fit) is False
     gated = Evidence("copy_engines.gated_small_copies", ref.experiment("copy_engines.gated_small_copies"),
-                     Mode.REPLAY, "ref", "test")
+                     Mode.REPLAY, "ref", why="test")
     r = next(r for r in gated.data["runs"] if r["direction"] == "h2d" and r["nbytes"] == 4)
     slow = max(r["enqueue_median_s"], r["device_median_s"])
     fast = min(r["enqueue_median_s"], r["device_median_s"])
@@ -122,10 +122,11 @@ def test_exercises_3_1_to_3_3_on_the_recorded_reference(ref, capsys):
 
 
 def test_exercise_3_4_uses_the_recorded_mrrs_or_says_it_is_pending(capsys):
-    ev = Evidence("copy_engines.pcie_limits", {"gpu": {"mps": 256, "mrrs": 512}}, Mode.REPLAY, "ref", "test")
+    ev = Evidence("copy_engines.pcie_limits", {"gpu": {"mps": 256, "mrrs": 512}}, Mode.REPLAY, "ref", why="test")
     assert exercises.ex_3_4_read_requests(2048, ev) is True
     assert exercises.ex_3_4_read_requests(4096, ev) is False
-    assert exercises.ex_3_4_read_requests(1, Evidence("copy_engines.pcie_limits", None, Mode.REPLAY, "ref", "t")) is None
+    assert exercises.ex_3_4_read_requests(1, Evidence("copy_engines.pcie_limits", None, Mode.REPLAY, "ref",
+                                                      why="t")) is None
     assert "pending" in capsys.readouterr().out
 
 

@@ -50,7 +50,7 @@ def test_verdict_compares_the_recording_with_the_ceiling():
 def test_exercise_3_8_on_the_reference_recording(capsys):
     limits = reference.load("h100-pcie").experiment("copy_engines.pcie_limits")
     assert packets.recorded_mps(limits) == 256, "the hand-worked CEILING_256 assumes the recorded MPS"
-    ev = Evidence("copy_engines.pcie_limits", limits, Mode.REPLAY, "ref", "t")
+    ev = Evidence("copy_engines.pcie_limits", limits, Mode.REPLAY, "ref", why="t")
     assert exercises.ex_3_8_tlp_ceiling(57.6, ev) is True
     assert exercises.ex_3_8_tlp_ceiling(SYMBOLS_GBPS, ev) is False  # no packet overhead
     assert "24 bytes" in capsys.readouterr().out
@@ -62,5 +62,6 @@ def test_exercise_3_8_on_the_reference_recording(capsys):
 
 
 def test_exercise_3_8_says_when_the_recording_is_pending(capsys):
-    assert exercises.ex_3_8_tlp_ceiling(57.6, Evidence("copy_engines.pcie_limits", None, Mode.REPLAY, "ref", "t")) is None
+    assert exercises.ex_3_8_tlp_ceiling(57.6, Evidence("copy_engines.pcie_limits", None, Mode.REPLAY, "ref",
+                                                       why="t")) is None
     assert "pending" in capsys.readouterr().out

@@ -27,7 +27,7 @@ REF = recorded_machine()["experiments"]
 
 
 def _ev(exp_id: str, data=None) -> Evidence:
-    return Evidence(exp_id, REF[exp_id]["data"] if data is None else data, Mode.REPLAY, "h100 test", "test")
+    return Evidence(exp_id, REF[exp_id]["data"] if data is None else data, Mode.REPLAY, "h100 test", why="test")
 
 
 def test_the_shown_functions_are_the_experiments_code():
@@ -54,8 +54,9 @@ def test_time_mapped_sum_on_the_simulator():
 def test_mapped_rows_and_pending_summary():
     data = {"runs": [{"nbytes": 1 << 24, "zero_copy_ms": 2.0, "copy_then_sum_ms": 3.0}]}
     assert mapped_kernel.rows(data)[0][-1] == "1.50x"
-    assert "1.50x faster" in mapped_kernel.summary(Evidence("zero_copy.numba_mapped", data, Mode.REPLAY, "x", "t"))
-    pending = Evidence("zero_copy.numba_mapped", None, Mode.REPLAY, "x", "t", missing="no recording")
+    assert "1.50x faster" in mapped_kernel.summary(Evidence("zero_copy.numba_mapped", data, Mode.REPLAY, "x",
+                                                            why="t"))
+    pending = Evidence("zero_copy.numba_mapped", None, Mode.REPLAY, "x", why="t", missing="no recording")
     assert "recording pending" in mapped_kernel.summary(pending)
 
 
@@ -87,14 +88,14 @@ def test_host_mapping_verdict_tells_the_kinds_apart():
                                            "iommu_units": ["dmar0"], "gpu_iommu_group": "12"},
             "buffers": [{"buffer": "cudaHostAlloc(default)", **host_mappings.mapping_of(0x7f0000000000, SMAPS)},
                         {"buffer": "cudaHostAlloc(write_combined)", **host_mappings.mapping_of(0x7f0000200000, SMAPS)}]}
-    ev = Evidence("pinning.host_mappings", data, Mode.REPLAY, "x", "t")
+    ev = Evidence("pinning.host_mappings", data, Mode.REPLAY, "x", why="t")
     text = host_mappings.verdict(ev).splitlines()
     assert "shared anonymous" in text[0] and "/dev/nvidiactl" in text[1] and "mixed map" in text[1]
     assert "de (VM_DONTEXPAND), dd (VM_DONTDUMP), mm" in host_mappings.rows(data)[1][3]
     numa = host_mappings.numa_lines(ev)
     assert numa[0] == "NUMA and IOMMU, recorded on x:"  # the data named by their mode
     assert "0-1" in numa[1] and "one node" not in numa[1] and "group: 12" in numa[3]
-    pending = Evidence("pinning.host_mappings", None, Mode.REPLAY, "x", "t", missing="absent")
+    pending = Evidence("pinning.host_mappings", None, Mode.REPLAY, "x", why="t", missing="absent")
     assert "recording pending" in host_mappings.verdict(pending)
 
 

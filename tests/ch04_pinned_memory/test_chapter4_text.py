@@ -53,7 +53,7 @@ def test_the_host_mappings_note_does_not_say_pending_once_recorded():
 
 def test_exercise_4_2s_feedback_names_the_write_combining_section(capsys):
     sections = dict(re.findall(r"^## (\d+)\. (.+)$", _text(), re.M))
-    ev = Evidence("pinning.write_combined", _data("pinning.write_combined"), Mode.REPLAY, "test", "test")
+    ev = Evidence("pinning.write_combined", _data("pinning.write_combined"), Mode.REPLAY, "test", why="test")
     wrong = next(k for k in exercises.WC_OPTIONS if k != exercises.wc_correct(ev.data))
     for pick in ("b", wrong):
         exercises.wc_reading(pick, ev)

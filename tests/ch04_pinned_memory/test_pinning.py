@@ -257,7 +257,7 @@ def test_cost_sizes():
 
 
 def test_cost_conversions():
-    cd = Evidence("pinning.cost_vs_size", _cost_data(), Mode.REPLAY, "stand-in machine", "test")
+    cd = Evidence("pinning.cost_vs_size", _cost_data(), Mode.REPLAY, "stand-in machine", why="test")
     fig = pinning.cost_figure(cd)
     assert "REPLAY" in fig.fig.layout.title.text
     mlock_trace = next(t for t in fig.fig.data if t.name == "mlock(2)")
@@ -301,7 +301,7 @@ def test_a_recording_replays_through_ctx_get(stand_in_recorder, tmp_path):
         "pinning.memlock": experiments.get("pinning.memlock")})
     out = tmp_path / "stand-in"
     assert recorder.main(["--out", str(out), "--only", "pinning.cost_vs_size"]) == 0
-    ctx = course.Context(Mode.REPLAY, "test", None, str(out))
+    ctx = course.Context(Mode.REPLAY, "test", gpu_name=None, reference_name=str(out))
     ev = ctx.get("pinning.cost_vs_size")
     assert ev.mode is Mode.REPLAY and ev.data == json.loads(json.dumps(_cost_data()))
     assert "H100" in ev.source and "REPLAY" in pinning.cost_figure(ev).fig.layout.title.text
@@ -324,7 +324,7 @@ def test_bad_parameters_raise_in_replay(exp, params, err):
     """Bad parameters raise before live or replay is decided, so replay never hides them."""
     from helpers import course
 
-    ctx = course.Context(Mode.REPLAY, "test", None, "h100-pcie")
+    ctx = course.Context(Mode.REPLAY, "test", gpu_name=None, reference_name="h100-pcie")
     with pytest.raises(err):
         ctx.get(exp, **params)
 
@@ -332,7 +332,8 @@ def test_bad_parameters_raise_in_replay(exp, params, err):
 def test_good_parameters_replay_and_say_so():
     from helpers import course
 
-    ev = course.Context(Mode.REPLAY, "test", None, "h100-pcie").get("pinning.memlock", limit=1 << 20)
+    ev = course.Context(Mode.REPLAY, "test", gpu_name=None,
+                        reference_name="h100-pcie").get("pinning.memlock", limit=1 << 20)
     assert ev.mode is Mode.REPLAY and "not limit=1048576" in ev.why and ev.data["probes"]
 
 
@@ -349,7 +350,7 @@ def test_live_run_passes_the_parameters(monkeypatch):
     monkeypatch.setattr(memlock, "memlock_probe", fake_probe)
     monkeypatch.setattr(pinning.os, "geteuid", lambda: 1000)
     monkeypatch.setattr(pinning.gpu, "release_pools", lambda: None)
-    ctx = course.Context(Mode.LIVE, "test", "Stand-in GPU", "h100-pcie")
+    ctx = course.Context(Mode.LIVE, "test", gpu_name="Stand-in GPU", reference_name="h100-pcie")
     ev = ctx.get("pinning.memlock", limit=1 << 20, request=8 << 20)
     assert ev.mode is Mode.LIVE and ev.source == "Stand-in GPU"
     assert seen == {"limit": 1 << 20, "request": 8 << 20}

@@ -16,7 +16,7 @@ from helpers.core.mode import Mode
 @pytest.fixture(scope="module")
 def ev() -> Evidence:
     t = transcript.load(real_vfio_dma.EXPERIMENT)
-    return Evidence(real_vfio_dma.EXPERIMENT, t.data, Mode.REPLAY, t.label, "recorded transcript")
+    return Evidence(real_vfio_dma.EXPERIMENT, t.data, Mode.REPLAY, t.label, why="recorded transcript")
 
 
 def test_the_recording_shows_what_the_page_explains(ev):

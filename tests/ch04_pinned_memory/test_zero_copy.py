@@ -80,7 +80,7 @@ def test_verdict_follows_the_numbers():
 
 def test_zero_copy_figure_and_table():
     data = _zc_data({p: 1 for p in zero_copy.PATTERNS}, {p: 2 for p in zero_copy.PATTERNS})
-    cd = Evidence("zero_copy.vs_copy", data, Mode.REPLAY, "stand-in", "test")
+    cd = Evidence("zero_copy.vs_copy", data, Mode.REPLAY, "stand-in", why="test")
     fig = zero_copy.figure(cd)
     assert len(fig.fig.data) == 2 and all(y == 2 for y in fig.fig.data[0].y)
     assert zero_copy.table_rows(data)[0][-2:] == ("2.00x", "wins")
@@ -126,7 +126,7 @@ def test_write_combined_verdicts():
     assert "1.2x faster" in write_combined.verdict(_wc(12.0, 50.0))
     hinted = dict(_wc(9.0, 50.0), hints={"cpu_pat": True, "hypervisor": True, "nvidia_UsePageAttributeTable": None})
     assert "runs under a hypervisor: yes" in write_combined.verdict(hinted)
-    fig = write_combined.figure(Evidence("pinning.write_combined", _wc(0.1, 50.0), Mode.REPLAY, "x", "test"))
+    fig = write_combined.figure(Evidence("pinning.write_combined", _wc(0.1, 50.0), Mode.REPLAY, "x", why="test"))
     assert fig.fig.layout.yaxis.type == "log" and len(fig.fig.data) == 2
 
 

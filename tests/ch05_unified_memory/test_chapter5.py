@@ -23,7 +23,7 @@ REF = recorded_machine()["experiments"]
 
 
 def _ev(exp_id: str, data=None) -> Evidence:
-    return Evidence(exp_id, REF[exp_id]["data"] if data is None else data, Mode.REPLAY, "h100 test", "test")
+    return Evidence(exp_id, REF[exp_id]["data"] if data is None else data, Mode.REPLAY, "h100 test", why="test")
 
 
 def test_the_shown_functions_are_the_experiments_code():
@@ -65,8 +65,8 @@ def test_fault_vs_prefetch_views():
     data = {"runs": [{"nbytes": 1 << 30, "repeat": r, "fault": {"prefetch_ms": 0.0, "first_read_ms": 100.0},
                       "prefetch": {"prefetch_ms": 20.0, "first_read_ms": 5.0}} for r in range(3)]}
     assert first_touch.rows(data)[0][-1] == "4.0x"
-    assert "4.0x as long" in first_touch.summary(Evidence("um.fault_vs_prefetch", data, Mode.REPLAY, "x", "t"))
-    pending = Evidence("um.fault_vs_prefetch", None, Mode.REPLAY, "x", "t", missing="absent")
+    assert "4.0x as long" in first_touch.summary(Evidence("um.fault_vs_prefetch", data, Mode.REPLAY, "x", why="t"))
+    pending = Evidence("um.fault_vs_prefetch", None, Mode.REPLAY, "x", why="t", missing="absent")
     assert "recording pending" in first_touch.summary(pending)
 
 

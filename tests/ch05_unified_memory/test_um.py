@@ -295,7 +295,7 @@ def test_migration_rates_and_rows():
     assert "prefetch is 4.0x faster" in line
     slower = {"runs": [_run(GiB, "fault", 0.02, 0.01), _run(GiB, "prefetch", 0.01, 0.01, prefetch_s=0.04)]}
     assert "4.0x slower" in managed.compare(slower)[0]  # the verdict follows the numbers
-    fig = managed.figure(Evidence("um.migration", FAKE["um.migration"], Mode.REPLAY, "a test machine", "test"))
+    fig = managed.figure(Evidence("um.migration", FAKE["um.migration"], Mode.REPLAY, "a test machine", why="test"))
     assert fig.modes == [Mode.REPLAY] and len(fig.fig.data) == 6
 
 
@@ -360,7 +360,7 @@ def fake_reference(tmp_path, monkeypatch):
 
 
 def test_evidence_replays_every_um_experiment(fake_reference):
-    ctx = Context(Mode.REPLAY, "test", None, "fake-um")
+    ctx = Context(Mode.REPLAY, "test", gpu_name=None, reference_name="fake-um")
     for exp in FAKE:
         ev = ctx.get(exp)
         assert ev.mode is Mode.REPLAY and ev.data == FAKE[exp] and "REPLAY" in ev.caption("x")
@@ -371,7 +371,7 @@ def test_evidence_replays_every_um_experiment(fake_reference):
 def test_evidence_names_a_missing_recording(tmp_path, monkeypatch):
     write_reference(tmp_path, "no-um", drop=("um.migration",))
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
-    ctx = Context(Mode.REPLAY, "test", None, "no-um")
+    ctx = Context(Mode.REPLAY, "test", gpu_name=None, reference_name="no-um")
     with pytest.raises(ReferenceDataError, match="no recording of 'um.migration'.*helpers.record"):
         ctx.get("um.migration")
     with pytest.raises(ValueError, match="no experiment"):
@@ -384,7 +384,7 @@ def test_evidence_names_a_missing_recording(tmp_path, monkeypatch):
     ("um.wrong_ways", {"timeout_s": 5}, InputError)])
 def test_bad_parameters_raise_in_replay(fake_reference, exp, params, err):
     with pytest.raises(err):
-        Context(Mode.REPLAY, "test", None, "fake-um").get(exp, **params)
+        Context(Mode.REPLAY, "test", gpu_name=None, reference_name="fake-um").get(exp, **params)
 
 
 def test_migration_largest_limits_the_sizes_live(monkeypatch):
@@ -397,7 +397,8 @@ def test_migration_largest_limits_the_sizes_live(monkeypatch):
     monkeypatch.setattr(managed, "_Kernel", lambda cp: types.SimpleNamespace(
         launch=lambda *a: None, bad=types.SimpleNamespace(data=types.SimpleNamespace(ptr=0))))
     monkeypatch.setattr(managed, "measure_one", lambda n, m, k, s: measured.append(n) or {"nbytes": n, "mode": m})
-    ev = Context(Mode.LIVE, "test", "Stand-in GPU", "fake-um").get("um.migration", largest=256 << 20)
+    ev = Context(Mode.LIVE, "test", gpu_name="Stand-in GPU",
+                 reference_name="fake-um").get("um.migration", largest=256 << 20)
     assert ev.mode is Mode.LIVE and sorted(set(measured)) == [16 << 20, 64 << 20, 256 << 20]
     assert len(ev.data["runs"]) == 3 * len(managed.MODES)
 

@@ -100,13 +100,13 @@ def test_granularity_summary_and_rows():
     s = vram_alloc.summary(fake_granularity())
     assert s[0]["nbytes"] == 1 and s[0]["taken_per_alloc"] == (2 << 20) / 8 and s[0]["min_gap"] == 512
     assert s[2]["taken_per_alloc"] == 4 << 20 and s[2]["spread"] == (2 << 20) / 8
-    ev = Evidence("vram.alloc_granularity", fake_granularity(), Mode.REPLAY, "a test recording", "a test")
+    ev = Evidence("vram.alloc_granularity", fake_granularity(), Mode.REPLAY, "a test recording", why="a test")
     rows = vram_alloc.rows(ev)
     assert rows[0] == ("1 B", "256 KiB", "256 KiB", "512 B") and rows[2][1] == "4 MiB"
 
 
 def test_granularity_without_a_recording_is_empty():
-    ev = Evidence("vram.alloc_granularity", None, Mode.REPLAY, "none", "no recording", missing="pending")
+    ev = Evidence("vram.alloc_granularity", None, Mode.REPLAY, "none", why="no recording", missing="pending")
     assert vram_alloc.rows(ev) == []
 
 

@@ -236,15 +236,15 @@ def test_cuda_dmabuf_views_take_evidence_and_say_when_there_is_none(tmp_path, mo
     from helpers.core.mode import Mode
     from helpers.course import Context
 
-    ev = Context(Mode.REPLAY, "no GPU here", None, "h100-pcie").get("dmabuf.cuda_export")
+    ev = Context(Mode.REPLAY, "no GPU here", gpu_name=None, reference_name="h100-pcie").get("dmabuf.cuda_export")
     assert ev.ok and "REPLAY: recorded on" in cuda_dmabuf.table(ev).caption
     assert cuda_dmabuf.report(ev).startswith("the export (REPLAY: recorded on")
     write_reference(tmp_path, "no-dmabuf", drop=("dmabuf.cuda_export",))
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     with pytest.raises(ReferenceDataError, match="--only dmabuf.cuda_export"):
-        Context(Mode.REPLAY, "no GPU here", None, "no-dmabuf").get("dmabuf.cuda_export")
+        Context(Mode.REPLAY, "no GPU here", gpu_name=None, reference_name="no-dmabuf").get("dmabuf.cuda_export")
     declare_optional(monkeypatch, "dmabuf.cuda_export")
-    none = Context(Mode.REPLAY, "no GPU here", None, "no-dmabuf").get("dmabuf.cuda_export")
+    none = Context(Mode.REPLAY, "no GPU here", gpu_name=None, reference_name="no-dmabuf").get("dmabuf.cuda_export")
     assert not none.ok
     rows = dict(cuda_dmabuf.table(none).rows)
     assert rows["outcome"].startswith("none") and "helpers.record --only dmabuf.cuda_export" in rows["to record it"]
@@ -271,6 +271,7 @@ def test_cuda_dmabuf_without_bindings_falls_back_to_the_recording(monkeypatch):
     monkeypatch.setattr(gpu, "cupy", lambda: object())
     monkeypatch.setattr(gpu, "release_pools", lambda: None)
     monkeypatch.setattr(builtins, "__import__", no_bindings)
-    ev = Context(Mode.LIVE, "test", "Stand-in GPU", "h100-pcie").get("dmabuf.cuda_export", nbytes=4096)
+    ev = Context(Mode.LIVE, "test", gpu_name="Stand-in GPU",
+                 reference_name="h100-pcie").get("dmabuf.cuda_export", nbytes=4096)
     assert ev.mode is Mode.REPLAY and "cuda-bindings" in ev.why and ev.ok
     assert "REPLAY" in cuda_dmabuf.table(ev).caption

@@ -33,7 +33,7 @@ def _ev(path: Path, eid: str, mode: Mode, change=None, source=None) -> Evidence:
     data = copy.deepcopy(doc["experiments"][eid]["data"])
     if change:
         change(data)
-    return Evidence(eid, data, mode, source or doc["name"], "test", doc["provenance"])
+    return Evidence(eid, data, mode, source or doc["name"], why="test", provenance=doc["provenance"])
 
 
 # -- the toy GPU: a write-back driver and a register-reading one -----------------------------------

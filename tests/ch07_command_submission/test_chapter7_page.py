@@ -13,7 +13,7 @@ from helpers.core.mode import Mode
 
 
 def replay():
-    return course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
+    return course.Context(Mode.REPLAY, "no GPU in this test", gpu_name=None, reference_name="h100-pcie")
 
 
 def test_loop_bound_is_the_slower_side_of_the_recording():

@@ -52,11 +52,11 @@ def fake_graphs(per_kernel_individual=4.0, per_kernel_graph=1.0, ok=True) -> dic
 
 
 def obtained(eid: str, data: dict) -> Evidence:
-    return Evidence(eid, data, Mode.REPLAY, "a test recording", "a test")
+    return Evidence(eid, data, Mode.REPLAY, "a test recording", why="a test")
 
 
 def replay_ctx(name: str = "h100-pcie") -> course.Context:
-    return course.Context(Mode.REPLAY, "no GPU in this test", None, name)
+    return course.Context(Mode.REPLAY, "no GPU in this test", gpu_name=None, reference_name=name)
 
 
 # -- analysis --------------------------------------------------------------------------------
@@ -190,7 +190,7 @@ def test_live_runs_the_recorders_function(monkeypatch):
     calls = []
     monkeypatch.setattr(launch, "measure_streams", lambda quick: calls.append(quick) or fake_streams())
     monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
-    ctx = course.Context(Mode.LIVE, "test", "Test GPU", "h100-pcie")
+    ctx = course.Context(Mode.LIVE, "test", gpu_name="Test GPU", reference_name="h100-pcie")
     ev = ctx.get("submission.streams", quick=True)
     assert calls == [True] and ev.live and ev.source == "Test GPU"
     assert launch.ordering_rows(ev)[0][2] == "always after A"

@@ -13,7 +13,7 @@ from helpers.core.mode import Mode
 
 @pytest.fixture
 def replay():
-    return course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
+    return course.Context(Mode.REPLAY, "no GPU in this test", gpu_name=None, reference_name="h100-pcie")
 
 
 def test_speedup_expects_the_recorded_ratio_and_hints_at_slips(replay, capsys):

@@ -282,9 +282,11 @@ def test_replay_reads_the_two_gpu_recording(tmp_path, monkeypatch, no_gpu):
 def test_one_gpu_replays_the_two_gpu_recording_and_says_why(tmp_path, monkeypatch):
     """Live on one GPU: the experiment is not run (it needs two); the recording comes back with the reason."""
     _two_gpu_file(tmp_path, monkeypatch, **{"p2p.matrices": fake_matrices()})
-    monkeypatch.setattr(evidence.gpu, "probe", lambda: gpu.GPUProbe(True, "One GPU", 1, "One GPU"))
+    monkeypatch.setattr(evidence.gpu, "probe", lambda: gpu.GPUProbe(True, "One GPU", device_count=1,
+                                                                    name="One GPU"))
     monkeypatch.setattr(p2p, "matrices_experiment", lambda quick: pytest.fail("ran a two-GPU experiment on one GPU"))
-    ctx = course.Context(Mode.LIVE, "a GPU", "One GPU", "h100-pcie", "fake-two")
+    ctx = course.Context(Mode.LIVE, "a GPU", gpu_name="One GPU", reference_name="h100-pcie",
+                         p2p_reference_name="fake-two")
     ev = ctx.get("p2p.matrices")
     assert ev.mode is Mode.REPLAY and "this machine has 1 GPU: p2p.matrices needs two" in ev.why
     assert isinstance(views.bandwidth_figure(ev), CourseFigure)
@@ -293,9 +295,9 @@ def test_one_gpu_replays_the_two_gpu_recording_and_says_why(tmp_path, monkeypatc
 
 def test_topology_here_follows_the_context(monkeypatch):
     """This machine's topology is live on any number of GPUs and absent without one."""
-    replay = course.Context(Mode.REPLAY, "no GPU", None, "h100-pcie")
+    replay = course.Context(Mode.REPLAY, "no GPU", gpu_name=None, reference_name="h100-pcie")
     assert views.topology_here(replay) == (None, "no GPU here: the topology below is the recording's")
-    one = course.Context(Mode.LIVE, "a GPU", "One GPU", "h100-pcie")
+    one = course.Context(Mode.LIVE, "a GPU", gpu_name="One GPU", reference_name="h100-pcie")
     text = ("\t\x1b[4mGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
             "GPU0\t X \t0-15\t0\t\tN/A\n\nLegend:\n\n  X    = Self\n")
     monkeypatch.setattr(topo, "nvidia_smi_topo", lambda: text)

@@ -35,7 +35,7 @@ def _doc(path: Path) -> dict:
 def _evidence(doc: dict, eid: str, mode: Mode, data=None, source=None) -> Evidence:
     label = source or f"{doc['provenance']['gpu']['name']} · {doc['name']}"
     return Evidence(eid, copy.deepcopy(data if data is not None else doc["experiments"][eid]["data"]), mode, label,
-                    "test", doc["provenance"])
+                    why="test", provenance=doc["provenance"])
 
 
 def _designs(doc: dict, mode: Mode, change=None, source=None) -> list[Evidence]:

@@ -386,7 +386,7 @@ def test_machine_params_and_verdicts_from_a_fake_recording():
     sweep = Evidence("transfers.pinned_vs_pageable", {"series": [
         {"direction": "h2d", "host_kind": "pinned", "nbytes": n, "median_s": [8e-6 + x / 25e9 for x in n]},
         {"direction": "h2d", "host_kind": "pageable", "nbytes": n, "median_s": [9e-6 + x / 6e9 for x in n]}]},
-        Mode.REPLAY, "fake", "a test")
+        Mode.REPLAY, "fake", why="a test")
     evs = []
     for d in designs.DESIGNS:
         runs = []
@@ -396,7 +396,7 @@ def test_machine_params_and_verdicts_from_a_fake_recording():
                          "latency_us": lat, "seq": list(range(50)), "dropped": 0, "cpu_s": 0.1,
                          "wall_s": 1.0, "copy_us_p50": fb / 25e3, "kernel_us_p50": 20 + fb / 1e5,
                          "memcpy_us_p50": fb / 8e3 if d == "staged" else None})
-        evs.append(Evidence(f"radar.{d}", {"runs": runs}, Mode.REPLAY, "fake", "a test"))
+        evs.append(Evidence(f"radar.{d}", {"runs": runs}, Mode.REPLAY, "fake", why="a test"))
     p = simulator.machine_params(sweep, evs)
     assert p.source == "fake"
     assert abs(p.pinned_Bps / 25e9 - 1) < 0.01 and abs(p.pageable_Bps / 6e9 - 1) < 0.01
@@ -493,7 +493,7 @@ def test_correctness_check_runs_after_the_timed_loop(fake_gpu, monkeypatch):
 # ---------------------------------------------------------------- the panel
 
 def test_panel_fills_its_output_and_reports_bad_choices():
-    ctx = course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
+    ctx = course.Context(Mode.REPLAY, "no GPU in this test", gpu_name=None, reference_name="h100-pcie")
     box, run = diagrams.panel(ctx, _params())
     out = box.children[-1]
     run()
@@ -536,7 +536,7 @@ def stand_in_pipeline(monkeypatch):
 
 
 def test_panel_runs_live_through_the_experiment(stand_in_pipeline):
-    ctx = course.Context(Mode.LIVE, "a GPU", "Test GPU", "h100-pcie")
+    ctx = course.Context(Mode.LIVE, "a GPU", gpu_name="Test GPU", reference_name="h100-pcie")
     table, fig = diagrams.panel_items(ctx, None, 8 << 20, 4e-3, "pipelined", 2, frames=30)
     cfg, = stand_in_pipeline
     assert isinstance(cfg.host, ring.CardHost)
@@ -567,7 +567,7 @@ def test_the_recorder_runs_every_design_at_both_seed_rates(stand_in_pipeline):
 
 
 def test_live_get_runs_what_the_recorder_runs_with_the_learners_frames(stand_in_pipeline):
-    ctx = course.Context(Mode.LIVE, "a GPU", "Test GPU", "h100-pcie")
+    ctx = course.Context(Mode.LIVE, "a GPU", gpu_name="Test GPU", reference_name="h100-pcie")
     measured = [ctx.get(eid, frames=20) for eid in DESIGN_IDS]
     runs = metrics.runs_of(measured)
     assert [(r["design"], r["frame_bytes"], r["frames"]) for r in runs] == [
@@ -584,14 +584,15 @@ def test_live_get_runs_what_the_recorder_runs_with_the_learners_frames(stand_in_
                                       ({"period_s": 2.0}, designs.RadarInputError), ({"period_s": "8ms"}, InputTypeError),
                                       ({"slots": 4}, InputError)])
 def test_bad_parameters_raise_in_both_modes(stand_in_pipeline, live, bad, exc):
-    ctx = course.Context(Mode.LIVE if live else Mode.REPLAY, "test", "Test GPU" if live else None, "h100-pcie")
+    ctx = course.Context(Mode.LIVE if live else Mode.REPLAY, "test", gpu_name="Test GPU" if live else None,
+                         reference_name="h100-pcie")
     with pytest.raises(exc):
         ctx.get("radar.registered", **bad)
     assert stand_in_pipeline == []
 
 
 def test_replay_reads_the_recorded_runs_and_says_they_are_the_recorders():
-    ctx = course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
+    ctx = course.Context(Mode.REPLAY, "no GPU in this test", gpu_name=None, reference_name="h100-pcie")
     measured = [ctx.get(eid, frames=200) for eid in DESIGN_IDS]
     assert all(ev.mode is Mode.REPLAY for ev in measured)
     assert "not frames=200" in measured[0].why
@@ -688,7 +689,7 @@ def test_timeline_puts_copy_before_kernels_on_one_clock(fake_gpu):
     assert [f["seq"] for f in tl] == r["seq"]
     for f in tl:
         assert f["copy_ms"][0] <= f["copy_ms"][1] <= f["kernels_ms"][1] and f["ready_ms"] <= f["seen_ms"]
-    ev = Evidence("radar.timeline", {"runs": [r], "frames": 6}, Mode.LIVE, "Test GPU", "a test")
+    ev = Evidence("radar.timeline", {"runs": [r], "frames": 6}, Mode.LIVE, "Test GPU", why="a test")
     fig = diagrams.timeline_figure(ev, "pipelined")
     assert isinstance(fig, CourseFigure) and "LIVE" in fig.description()
     with pytest.raises(designs.RadarInputError):
@@ -760,7 +761,7 @@ def test_breaking_point_experiment_is_bounded_and_stops_climbing_a_broken_design
 def test_new_experiments_show_their_code_and_replay_their_recording():
     assert experiments.get("radar.timeline").shown is pipeline.process_frame
     assert experiments.get("radar.breaking_point").shown is pipeline.wait_done
-    ctx = course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
+    ctx = course.Context(Mode.REPLAY, "no GPU in this test", gpu_name=None, reference_name="h100-pcie")
     for eid in ("radar.timeline", "radar.breaking_point"):
         ev = ctx.get(eid)
         assert ev.ok and ev.mode is Mode.REPLAY

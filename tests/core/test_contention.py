@@ -24,7 +24,7 @@ def live_demo(monkeypatch):
     exp = experiments.Experiment("demo.live", 0, "demo", lambda quick: {"x": 1})
     monkeypatch.setattr(experiments, "discover", lambda: {"demo.live": exp})
     monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
-    return course.Context(Mode.LIVE, "test", "Test GPU", "h100-pcie")
+    return course.Context(Mode.LIVE, "test", gpu_name="Test GPU", reference_name="h100-pcie")
 
 
 def test_other_contexts_on_the_gpu_are_named_in_the_source(tmp_path, monkeypatch, live_demo):

@@ -14,7 +14,8 @@ from helpers.core.mode import Mode
 
 
 def _ctx(live: bool, ref_name: str = "h100-pcie") -> course.Context:
-    return course.Context(Mode.LIVE if live else Mode.REPLAY, "test", "Test GPU" if live else None, ref_name)
+    return course.Context(Mode.LIVE if live else Mode.REPLAY, "test", gpu_name="Test GPU" if live else None,
+                          reference_name=ref_name)
 
 
 @pytest.fixture
@@ -93,7 +94,7 @@ def test_skip_falls_back_to_replay_with_the_reason(demo, tmp_path, monkeypatch):
 def test_missing_need_replays_with_the_reason(demo, tmp_path, monkeypatch):
     write_reference(tmp_path, "h100-pcie", add={"demo.two": {"y": 2}})
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(evidence.gpu, "probe", lambda: evidence.gpu.GPUProbe(True, "x", 1, "x"))
+    monkeypatch.setattr(evidence.gpu, "probe", lambda: evidence.gpu.GPUProbe(True, "x", device_count=1, name="x"))
     ev = _ctx(True).get("demo.two")
     assert ev.mode is Mode.REPLAY and "needs two" in ev.why and demo == []
 
@@ -159,7 +160,8 @@ def test_cpu_only_experiments_run_live_without_a_gpu_but_not_under_forced_replay
     monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
     ev = _ctx(False).get("demo.cpu")
     assert ev.mode is Mode.LIVE and ev.data == {"here": 1} and ev.source == "this machine"
-    forced = course.Context(Mode.REPLAY, "COURSE_MODE=replay forces replay", None, "h100-pcie", forced_replay=True)
+    forced = course.Context(Mode.REPLAY, "COURSE_MODE=replay forces replay", gpu_name=None,
+                            reference_name="h100-pcie", forced_replay=True)
     ev = forced.get("demo.cpu")
     assert ev.mode is Mode.REPLAY and ev.data == {"recorded": "report"} and "forces replay" in ev.why
     assert calls == [1]
@@ -170,7 +172,8 @@ def test_a_whole_parameter_check_runs_before_the_mode_is_chosen(monkeypatch):
         if params.get("lo", 0) > params.get("hi", 10):
             raise InputError("lo must not exceed hi")
     exp = experiments.Experiment("demo.range", 0, "r", lambda quick, lo=0, hi=10: {"x": 1},
-                                 params={"lo": validate.count(0, 10), "hi": validate.count(0, 10)}, params_check=both)
+                                 params={"lo": validate.count(0, 10), "hi": validate.count(0, 10)},
+                                 params_check=both)
     monkeypatch.setattr(experiments, "discover", lambda: {"demo.range": exp})
     for live in (True, False):
         with pytest.raises(InputError, match="lo must not exceed hi"):
@@ -180,7 +183,8 @@ def test_a_whole_parameter_check_runs_before_the_mode_is_chosen(monkeypatch):
 def test_the_system_report_and_the_write_census_replay_from_inside_the_recording():
     """Both are recorded by the recorder inside the file (the system report beside the
     experiments, the write(2) census as half of path.syscall_census): replay finds them there."""
-    forced = course.Context(Mode.REPLAY, "COURSE_MODE=replay forces replay", None, "h100-pcie", forced_replay=True)
+    forced = course.Context(Mode.REPLAY, "COURSE_MODE=replay forces replay", gpu_name=None,
+                            reference_name="h100-pcie", forced_replay=True)
     report = forced.get("system.report")
     assert report.mode is Mode.REPLAY and report.data["gpus"][0]["pci_id"].startswith("10de:")
     writes = forced.get("path.write_census")

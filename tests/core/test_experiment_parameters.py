@@ -53,7 +53,8 @@ def check_all(registry: dict, monkeypatch) -> tuple[dict, list[str]]:
                 failures.append(f"{eid}: {name}: its validator ({rule}) accepts every candidate {CANDIDATES}")
             counts["bad values"] += len(bad_values)
             for mode in (Mode.LIVE, Mode.REPLAY):
-                ctx = course.Context(mode, "test", "Stand-in GPU" if mode is Mode.LIVE else None, "h100-pcie")
+                ctx = course.Context(mode, "test", gpu_name="Stand-in GPU" if mode is Mode.LIVE else None,
+                                     reference_name="h100-pcie")
                 for value in bad_values:
                     counts["calls"] += 1
                     try:

@@ -82,8 +82,8 @@ def _sweep(live: bool, bw: dict[tuple[str, str], float], sizes=(4 << 20, 64 << 2
     series = [{"host_kind": k, "direction": d, "nbytes": list(sizes), "median_s": [n / (g * 1e9) for n in sizes]}
               for (k, d), g in bw.items()]
     mode, source = (Mode.LIVE, "Test GPU") if live else (Mode.REPLAY, "NVIDIA H100 · recorded")
-    return Evidence("transfers.pinned_vs_pageable", {"series": series}, mode, source, "test",
-                    {"gpu": {"name": "NVIDIA H100"}})
+    return Evidence("transfers.pinned_vs_pageable", {"series": series}, mode, source, why="test",
+                    provenance={"gpu": {"name": "NVIDIA H100"}})
 
 
 def _bw(pageable: float, pinned: float) -> dict:
@@ -91,7 +91,7 @@ def _bw(pageable: float, pinned: float) -> dict:
 
 
 def test_first_copy_reads_the_nearest_swept_size_of_the_real_recording():
-    ctx = course.Context(Mode.REPLAY, "test", None, "h100-pcie")
+    ctx = course.Context(Mode.REPLAY, "test", gpu_name=None, reference_name="h100-pcie")
     recorded = ctx.get("transfers.pinned_vs_pageable", recorded=True)
     used, bw = first_copy.bandwidths(recorded, 60 << 20)
     assert used == 64 << 20

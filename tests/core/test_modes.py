@@ -25,7 +25,7 @@ def test_live_demanded_without_gpu(no_gpu, monkeypatch):
 
 def test_live_with_gpu(monkeypatch):
     monkeypatch.delenv("COURSE_MODE", raising=False)
-    monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Fake GPU", 1, "Fake GPU"))
+    monkeypatch.setattr(gpu, "probe", lambda: gpu.GPUProbe(True, "Fake GPU", device_count=1, name="Fake GPU"))
     assert mode.is_live()
 
 

@@ -34,10 +34,10 @@ def _recorded(eid: str) -> list[tuple[str, dict, reference.Reference]]:
 
 def _evs(eid: str, data: dict, ref: reference.Reference) -> tuple[Evidence, Evidence, Evidence]:
     """(live Evidence of `data`, replayed Evidence of `data`, the recording itself as the reference)."""
-    live = Evidence(eid, data, Mode.LIVE, "Test GPU", "measured now on Test GPU", {})
+    live = Evidence(eid, data, Mode.LIVE, "Test GPU", why="measured now on Test GPU", provenance={})
     rec = ref.recording(eid)
-    replay = Evidence(eid, data, Mode.REPLAY, rec.label, "test", rec.provenance)
-    theirs = Evidence(eid, rec.data, Mode.REPLAY, rec.label, "test", rec.provenance)
+    replay = Evidence(eid, data, Mode.REPLAY, rec.label, why="test", provenance=rec.provenance)
+    theirs = Evidence(eid, rec.data, Mode.REPLAY, rec.label, why="test", provenance=rec.provenance)
     return live, replay, theirs
 
 
@@ -163,7 +163,7 @@ def test_ch4_zero_copy_key_points_follow_the_verdicts(name, data, ref, case, l2_
     d = data if ZC[case] is None else _zc(data, ZC[case])
     l2_data = None if L2[l2_case] is None else _l2(*L2[l2_case])
     for ev in _evs("zero_copy.vs_copy", d, ref)[:2]:
-        l2 = Evidence("zero_copy.l2_reread", l2_data, ev.mode, ev.source, "test",
+        l2 = Evidence("zero_copy.l2_reread", l2_data, ev.mode, ev.source, why="test",
                       missing=None if l2_data else "not yet recorded")
         key = zero_copy.key_points(ev, l2)
         verdict = zero_copy.verdict(d)
@@ -261,7 +261,7 @@ def _halved_pageable_cost(data: dict) -> dict:
 @pytest.mark.parametrize("name,data,ref", _recorded("um.migration"))
 def test_ch5_ratio_note_names_its_experiment_and_mode(name, data, ref):
     live, replay, _ = _evs("um.migration", data, ref)
-    fvp = Evidence("um.fault_vs_prefetch", None, Mode.REPLAY, "x", "x", missing="pending")
+    fvp = Evidence("um.fault_vs_prefetch", None, Mode.REPLAY, "x", why="x", missing="pending")
     for ev in (live, replay):
         note = first_touch.ratio_note(fvp, ev)
         assert f"{first_touch.fault_over_prefetch(data):.2f}x" in note and ev.said in note
@@ -318,5 +318,5 @@ def test_ch4_zero_copy_speedup_beside(name, data, ref):
     assert "different" in first and all("agrees" in x for x in rest)
     for line in (first, *rest):
         _worded(line, live)
-    missing = Evidence("zero_copy.numba_mapped", None, Mode.REPLAY, "x", "x", missing="absent")
+    missing = Evidence("zero_copy.numba_mapped", None, Mode.REPLAY, "x", why="x", missing="absent")
     assert mapped_kernel.beside_lines(live, missing) == []

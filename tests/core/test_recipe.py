@@ -86,7 +86,7 @@ def test_the_recipe_end_to_end(chapter, tmp_path, monkeypatch):
     assert rec.provenance["command_line"] == ["python", "-m", "helpers.record", "--only", EID, "--out", str(folder)]
     # Step 2: the notebook cell, replayed (no GPU) through ctx.get
     monkeypatch.setenv("COURSE_DATA_DIR", str(data_dir))
-    ctx = course.Context(Mode.REPLAY, "no GPU here", None, "h100-pcie")
+    ctx = course.Context(Mode.REPLAY, "no GPU here", gpu_name=None, reference_name="h100-pcie")
     ev = ctx.get(EID, code=chapter.time_copy)
     assert ev.mode is Mode.REPLAY and ev.data == rec.data and ev.source == rec.label
     assert f"REPLAY: recorded on {rec.label}" in ev.caption("copy") and rec.provenance["driver"] in rec.label

@@ -20,7 +20,8 @@ def _run(quick, n: int = 3, code=time_copies):
 
 
 def _ctx(live: bool) -> course.Context:
-    return course.Context(Mode.LIVE if live else Mode.REPLAY, "no GPU here", "Test GPU" if live else None, "h100-pcie")
+    return course.Context(Mode.LIVE if live else Mode.REPLAY, "no GPU here",
+                          gpu_name="Test GPU" if live else None, reference_name="h100-pcie")
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ def _wordcheck():
 
 
 def _ev(mode: Mode, source: str = "GPU X", prov: dict | None = None) -> Evidence:
-    return Evidence("demo", {}, mode, source, "why", prov or {})
+    return Evidence("demo", {}, mode, source, why="why", provenance=prov or {})
 
 
 def test_each_mode_has_its_own_verb():
@@ -46,10 +46,13 @@ def test_wording_problems(text, mode, bad):
 
 
 def test_a_models_value_is_never_measured():
-    line = predictions.Comparison("q", 3.0, "reads", "toy GPU", "simulated", "t").line
+    line = predictions.Comparison(question="q", measured=3.0, unit="reads", source="toy GPU",
+                                  mode="simulated", at="t").line
     assert "the model gives 3" in line and "measured" not in line
-    assert "recorded 3" in predictions.Comparison("q", 3.0, "reads", "H100", "replay", "t").line
-    assert "measured now 3" in predictions.Comparison("q", 3.0, "reads", "H100", "live", "t").line
+    assert "recorded 3" in predictions.Comparison(question="q", measured=3.0, unit="reads", source="H100",
+                                                  mode="replay", at="t").line
+    assert "measured now 3" in predictions.Comparison(question="q", measured=3.0, unit="reads", source="H100",
+                                                      mode="live", at="t").line
 
 
 def test_beside_in_replay_names_the_recording_only():

@@ -5,7 +5,6 @@ must pass every check. The checks run as the student version has them (published
 tests/labs/test_planted.py grades the hidden cases). (CI also grades the whole notebook through nbgrader: make test-labs.)
 """
 
-import sys
 from pathlib import Path
 
 import nbformat
@@ -13,9 +12,7 @@ import numpy as np
 import pytest
 
 from helpers.labs import grading
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import labsim  # noqa: E402
+from tests.labs import labsim
 
 LAB = Path(__file__).resolve().parents[2] / "labs" / "lab2_bandwidth_test.ipynb"
 

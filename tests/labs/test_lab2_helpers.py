@@ -73,7 +73,7 @@ def test_synthetic_line_is_reproducible_and_noisy_around_the_model():
 
 
 def _ev(experiment_id: str, data: dict | None) -> Evidence:
-    return Evidence(experiment_id, data, Mode.REPLAY, "fake machine", "test",
+    return Evidence(experiment_id, data, Mode.REPLAY, "fake machine", why="test",
                     missing=None if data is not None else f"no recording of {experiment_id!r}")
 
 
@@ -93,7 +93,7 @@ def test_reference_readers_pick_the_right_series():
 
 def test_readers_take_the_reference_machines_recording_even_live(monkeypatch):
     """Lab 2 sets the reference machine's sweep beside a live run: ctx.get(..., recorded=True)."""
-    ctx = course.Context(Mode.LIVE, "a GPU", "Test GPU", "h100-pcie")
+    ctx = course.Context(Mode.LIVE, "a GPU", gpu_name="Test GPU", reference_name="h100-pcie")
     sweep = ctx.get("transfers.pinned_vs_pageable", recorded=True)
     n, t = lab2.reference_sweep(sweep, "pinned", "h2d")
     assert sweep.mode is Mode.REPLAY and n.size == t.size > 10 and np.all(np.diff(n) > 0)

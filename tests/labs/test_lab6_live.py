@@ -44,7 +44,7 @@ def open_device(bdf):
     edu.ioctl_ptr(group, edu.VFIO_GROUP_SET_CONTAINER, container.to_bytes(4, "little"))
     # forgot VFIO_SET_IOMMU: the kernel will not hand out the device
     device = edu.ioctl_ptr(group, edu.VFIO_GROUP_GET_DEVICE_FD, bdf.encode() + b"\\0")
-    return edu.VfioDevice(container, group, device, None, 0)
+    return edu.VfioDevice(container, group, device, None, config_offset=0)
 ''',
     "check_alive": '''
 def check_alive(dev, value):

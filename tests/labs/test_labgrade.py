@@ -83,7 +83,8 @@ def _error(ename):
 
 
 def _result(status, score, max_score=5):
-    return labgrade.CheckResult("lab2", "x", score, max_score, status, "")
+    return labgrade.CheckResult(lab="lab2", grade_id="x", score=score, max_score=max_score, status=status,
+                                feedback="")
 
 
 def test_meets_pass_and_fail_expectations():
@@ -109,7 +110,9 @@ def test_student_run_problems():
 
 
 def test_report_lines_and_totals(capsys):
-    labgrade.print_report({"alice": [_result("OK", 5), labgrade.CheckResult("lab2", "fit", 0, 3, "FAIL", "weight by 1/t")]})
+    failed = labgrade.CheckResult(lab="lab2", grade_id="fit", score=0, max_score=3, status="FAIL",
+                                  feedback="weight by 1/t")
+    labgrade.print_report({"alice": [_result("OK", 5), failed]})
     out = capsys.readouterr().out
     assert "lab2: x ...." in out and "OK (5/5)" in out and "FAIL (0/3)" in out
     assert "    weight by 1/t" in out and "lab2: 5/8" in out and "Score: 5/8" in out

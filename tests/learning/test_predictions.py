@@ -66,8 +66,8 @@ def test_only_the_latest_comparisons_are_kept_per_question(state):
 
 
 def test_ctx_compare_shows_its_line_once_and_keeps_the_evidence_mode(state, capsys):
-    ctx = course.Context(Mode.REPLAY, "no GPU", None, None)
-    ev = course.Evidence("transfers.x", {}, Mode.REPLAY, "NVIDIA H100 PCIe, driver 580", "no GPU here")
+    ctx = course.Context(Mode.REPLAY, "no GPU", gpu_name=None, reference_name=None)
+    ev = course.Evidence("transfers.x", {}, Mode.REPLAY, "NVIDIA H100 PCIe, driver 580", why="no GPU here")
     ctx.predict("ch03.bw", 10, unit="GB/s", kind="bandwidth")
     capsys.readouterr()
     assert ctx.compare("ch03.bw", 12.0, unit="GB/s", source=ev) is None  # nothing for Jupyter to echo

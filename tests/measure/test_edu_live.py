@@ -22,7 +22,7 @@ def _edu_here():
 
 def test_edu_answers_through_a_user_space_mapping_live():
     data = real_bar.edu_bar(quick=True, factorials=[0, 7, 13])
-    ev = Evidence(real_bar.EXPERIMENT, data, Mode.LIVE, "this machine", "live")
+    ev = Evidence(real_bar.EXPERIMENT, data, Mode.LIVE, "this machine", why="live")
     f = real_bar.facts(ev)
     assert f["id"] == 0x010000ED and f["inverted"]
     assert f["factorials"] == {0: 1, 7: 5040, 13: 6227020800 % 2**32}
@@ -31,7 +31,7 @@ def test_edu_answers_through_a_user_space_mapping_live():
 
 def test_dma_goes_through_the_iommu_live():
     data = real_vfio_dma.edu_dma(quick=True, payload=3000, seed=9)
-    f = real_vfio_dma.facts(Evidence(real_vfio_dma.EXPERIMENT, data, Mode.LIVE, "this machine", "live"))
+    f = real_vfio_dma.facts(Evidence(real_vfio_dma.EXPERIMENT, data, Mode.LIVE, "this machine", why="live"))
     assert f["driver"] == "vfio-pci" and f["equal"] and f["bytes"] == 3000
     assert "fault addr 0x900000" in f["fault_line"] and f["mask_landed_low"]
     assert f["big_errno"] == 12 and "RLIMIT_MEMLOCK" in f["memlock_line"] and f["small_ok"]

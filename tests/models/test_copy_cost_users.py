@@ -17,7 +17,7 @@ RADAR_FROM = 1 << 16  # Chapter 9 fits the copies of 64 KiB and more (its frames
 @pytest.fixture(scope="module")
 def recorded():
     """The committed reference machine's pinned_vs_pageable sweep, as the notebooks get it."""
-    ctx = course.Context(Mode.REPLAY, "test", None, "h100-pcie")
+    ctx = course.Context(Mode.REPLAY, "test", gpu_name=None, reference_name="h100-pcie")
     return ctx.get("transfers.pinned_vs_pageable", recorded=True)
 
 
@@ -31,7 +31,7 @@ def test_chapter3_and_the_ttm_link_model_give_the_same_fit(recorded):
 
 
 def test_the_radar_model_is_the_same_fit_over_64_kib_and_up(recorded):
-    ctx = course.Context(Mode.REPLAY, "test", None, "h100-pcie")
+    ctx = course.Context(Mode.REPLAY, "test", gpu_name=None, reference_name="h100-pcie")
     params = simulator.machine_params(recorded, [ctx.get(f"radar.{d}") for d in designs.DESIGNS])
     sub = copy_cost.fit_all(recorded.data, lo=RADAR_FROM)
     assert (params.pinned_t0_s, params.pinned_Bps) == (sub[("pinned", "h2d")].t0_s, sub[("pinned", "h2d")].bandwidth_Bps)

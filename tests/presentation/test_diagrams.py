@@ -90,7 +90,7 @@ def test_the_layout_keeps_text_in_boxes_and_frame_and_apart(narrow):
 def test_a_planted_overlap_is_seen_by_the_layout_test_helpers():
     """The geometry the layout test relies on: a box drawn where the sketch put it overlaps."""
     raw = _crowded()._boxes
-    assert _overlap(raw["a"].rect, diagrams._Box("x", "", "cpu", 50, 20, 80, 40).rect)
+    assert _overlap(raw["a"].rect, diagrams._Box(key="x", label="", kind="cpu", x=50, y=20, w=80, h=40).rect)
     assert diagrams.text_width("a label much wider than the box it sits in", diagrams.BOX_FONT) > raw["a"].w
 
 

@@ -53,7 +53,7 @@ def test_the_range_doppler_map_stays_under_the_limit_and_keeps_its_targets():
 
 
 def test_the_recorded_radar_figures_stay_under_the_limit():
-    ctx = course.Context(Mode.REPLAY, "no GPU in this test", None, "h100-pcie")
+    ctx = course.Context(Mode.REPLAY, "no GPU in this test", gpu_name=None, reference_name="h100-pcie")
     measured = [ctx.get(f"radar.{d}") for d in designs.DESIGNS]
     parts = metrics.parts_of(measured)
     for n in (4 << 20, 16 << 20):

@@ -4,15 +4,13 @@ in cells tools.shown writes, exercises of each kind in the chapter's package, a 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
+from tools import chapter_standard
 
-import chapter_standard  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 CHAPTERS = sorted({int(p.name[:2]) for p in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")})
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
+from tools import chapter_standard
 
-import chapter_standard  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 GOOD_HEAD = "# Chapter 3\n**Time:** about 45 min · **Prerequisites:** Chapter 0\n\n**Learning objectives.** ..."
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from helpers.labs.grading import wire
 from tools.grader.session import Session
@@ -27,6 +27,7 @@ class Part:
     points: float
     functions: tuple[str, ...]
     run: Callable
+    _: KW_ONLY
     #: ((module, (function, ...)), ...): the course's own implementation of what this part must
     #: compute; the part runs in a worker whose copy of those modules has them redacted (tools/grader/ownwork.py)
     own_work: tuple[tuple[str, tuple[str, ...]], ...] = ()

@@ -40,7 +40,7 @@ from tools.grader.submission import (
 MAX_WORKERS = 3  # workers one lab of one student may use (a new one after each that died)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CheckResult:
     """One graded part of one student's lab."""
 
@@ -151,7 +151,8 @@ class LabRun:
     def grade(self, part: Part, seed: int, deadline: float | None = None) -> CheckResult:
         """Run one part; its result, whatever the learner's code did."""
         def result(score: float, status: str, feedback: str = "") -> CheckResult:
-            return CheckResult(self.source.lab, part.grade_id, score, part.points, status, printable(feedback), seed)
+            return CheckResult(lab=self.source.lab, grade_id=part.grade_id, score=score,
+                               max_score=part.points, status=status, feedback=printable(feedback), seed=seed)
 
         if time.monotonic() > self.deadline:
             return result(0, "ERROR", f"not run: this lab took more than {self.limits.submission_s:.0f} s")
@@ -200,7 +201,8 @@ def grade_lab(root: Path, notebook: bytes | Path, source_path: Path, *, seed: in
         data = read_one(notebook) if isinstance(notebook, Path) else notebook
         cells = solution_cells(data, source)
     except (SubmissionError, OSError) as exc:
-        return [CheckResult(source.lab, p.grade_id, 0, p.points, "ERROR", f"submission refused: {exc}", base)
+        return [CheckResult(lab=source.lab, grade_id=p.grade_id, score=0, max_score=p.points, status="ERROR",
+                            feedback=f"submission refused: {exc}", seed=base)
                 for p in parts]
     run = LabRun(root, source, cells, data, sandboxed=sandboxed, limits=limits, seed=base, deadline=deadline)
     try:
@@ -226,32 +228,39 @@ def grade_class(root: Path, folder: Path, sources: dict[str, Path], *, seed: int
     for student, notebooks in submissions(folder).items():
         results: list[CheckResult] = []
         if isinstance(notebooks, str):
-            report[student] = [CheckResult("-", "(submission)", 0, 0, "ERROR", printable(notebooks))]
+            report[student] = [CheckResult(lab="-", grade_id="(submission)", score=0, max_score=0,
+                                           status="ERROR", feedback=printable(notebooks))]
             continue
         for nb in notebooks:
             m = LAB_NAME.match(nb.name)
             if nb.data is None:  # refused as read (a link, a FIFO, a device, a hard link, too large)
                 lab = m.group(1) if m and m.group(1) in sources else None
-                results += [CheckResult(lab, p.grade_id, 0, p.points, "ERROR", printable(f"submission refused: {nb.refused}"))
+                results += [CheckResult(lab=lab, grade_id=p.grade_id, score=0, max_score=p.points, status="ERROR",
+                                        feedback=printable(f"submission refused: {nb.refused}"))
                             for p in lab_parts(lab)] if lab else [
-                    CheckResult("-", "(notebook)", 0, 0, "ERROR", printable(f"submission refused: {nb.refused}"))]
+                    CheckResult(lab="-", grade_id="(notebook)", score=0, max_score=0, status="ERROR",
+                                feedback=printable(f"submission refused: {nb.refused}"))]
                 continue
             if not m or m.group(1) not in sources:
-                results.append(CheckResult(Path(nb.name).stem[:20], "(notebook)", 0, 0, "ERROR",
-                                           f"{nb.name} is not a lab of this course ({', '.join(sorted(sources))})"))
+                results.append(CheckResult(
+                    lab=Path(nb.name).stem[:20], grade_id="(notebook)", score=0, max_score=0, status="ERROR",
+                    feedback=f"{nb.name} is not a lab of this course ({', '.join(sorted(sources))})"))
                 continue
             if nb.name != sources[m.group(1)].name:
-                results.append(CheckResult(m.group(1), "(notebook)", 0, 0, "ERROR",
-                                           f"{nb.name}: {m.group(1)} is submitted as {sources[m.group(1)].name}"))
+                results.append(CheckResult(
+                    lab=m.group(1), grade_id="(notebook)", score=0, max_score=0, status="ERROR",
+                    feedback=f"{nb.name}: {m.group(1)} is submitted as {sources[m.group(1)].name}"))
                 continue
             progress(f"grading {student} {m.group(1)} (sandboxed worker{'' if sandboxed else ': NO SANDBOX'})...")
             try:
                 results += grade_lab(root, nb.data, sources[m.group(1)], seed=seed, sandboxed=sandboxed, limits=limits)
             except Exception as exc:  # noqa: BLE001 - never the end of the class's run
-                results.append(CheckResult(m.group(1), "(notebook)", 0, 0, "CRASH", printable(
+                results.append(CheckResult(
+                    lab=m.group(1), grade_id="(notebook)", score=0, max_score=0, status="CRASH", feedback=printable(
                     f"the grader could not grade this notebook ({type(exc).__name__}: {exc}); tell the course "
                     "maintainers")))
         if not results:
-            results.append(CheckResult("-", "(submission)", 0, 0, "ERROR", "no lab notebook (labN_topic.ipynb) found"))
+            results.append(CheckResult(lab="-", grade_id="(submission)", score=0, max_score=0, status="ERROR",
+                                       feedback="no lab notebook (labN_topic.ipynb) found"))
         report[student] = results
     return report

@@ -34,7 +34,7 @@ COURSE = "/course"
 SCRATCH = "/home/learner"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Limits:
     """Per-worker limits (setrlimit, and the session's deadlines)."""
 

@@ -31,7 +31,7 @@ class SubmissionError(CourseError):
     """A submission that cannot be read as the lab's notebook (the student's 0, with this reason)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LabSource:
     """What the grader takes from the instructor's source lab."""
 
@@ -77,7 +77,7 @@ def lab_source(path: Path) -> LabSource:
             points[meta["grade_id"]] = float(meta.get("points", 0))
         elif not sol:
             setup.append(_source(c))
-    return LabSource(m.group(1), path.name, tuple(setup), tuple(sol), points)
+    return LabSource(lab=m.group(1), name=path.name, setup=tuple(setup), solution_ids=tuple(sol), points=points)
 
 
 def solution_cells(data: bytes | Path, source: LabSource) -> dict[str, str]:

@@ -262,6 +262,23 @@ def fetch_feedback_in_browser(hub: Hub, user: str, lab_id: str, transcript: list
 
 # --- the cycle -----------------------------------------------------------------------------------
 
+def scores_of(grades: Path, lab_id: str) -> dict[str, dict[str, float]]:
+    """Each student's total score and maximum for `lab_id`, summed over the parts in the gradebook CSV."""
+    scores: dict[str, dict[str, float]] = {}
+    with grades.open() as f:
+        for r in csv.DictReader(f):
+            if r["lab"] == lab_id:
+                sc = scores.setdefault(r["student"], {"score": 0.0, "max_score": 0.0})
+                sc["score"] += float(r["score"])
+                sc["max_score"] += float(r["max_score"])
+    return scores
+
+
+def feedback_files(homes: Path) -> dict[str, list[str]]:
+    """The HTML feedback files each student fetched into their home (paths relative to it)."""
+    return {s: sorted(str(p.relative_to(homes / s)) for p in (homes / s).rglob("*.html")) for s in STUDENTS}
+
+
 def cycle(lab: Path, out: Path, browser: bool = True, keep: bool = False) -> dict:
     """The whole assignment cycle for `lab`; returns scores per student, the CSV and a transcript."""
     import nbformat  # noqa: F401  (nbgrader needs it; fail early and clearly)
@@ -308,15 +325,8 @@ def cycle(lab: Path, out: Path, browser: bool = True, keep: bool = False) -> dic
             grades = out / "grades.csv"
             labgrade.write_gradebook(report, grades)
             transcript.append(f"grader: gradebook {grades}")
-        scores = {}
-        for r in csv.DictReader(grades.open()):
-            if r["lab"] == lab_id:
-                sc = scores.setdefault(r["student"], {"score": 0.0, "max_score": 0.0})
-                sc["score"] += float(r["score"])
-                sc["max_score"] += float(r["max_score"])
-        feedback = {s: sorted(str(p.relative_to(work / "homes" / s)) for p in (work / "homes" / s).rglob("*.html"))
-                    for s in STUDENTS}
-        result = {"lab": lab_id, "scores": scores, "csv": str(grades), "feedback_files": feedback,
+        result = {"lab": lab_id, "scores": scores_of(grades, lab_id), "csv": str(grades),
+                  "feedback_files": feedback_files(work / "homes"),
                   "transcript": transcript, "browser_student": "student1" if browser else None}
         (out / "result.json").write_text(json.dumps(result, indent=1))
         return result

@@ -23,7 +23,7 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from tools.env import npm
@@ -36,6 +36,7 @@ class NpmAsset:
     name: str
     dest: str
     prefix: str            # the part of the package copied (a folder inside it)
+    _: KW_ONLY
     flatten: bool = False  # copy the prefix's files without their sub-folders
     skip: tuple[str, ...] = ()  # file-name endings left out
 

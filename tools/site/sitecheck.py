@@ -372,7 +372,7 @@ def build_had_repository(site: Path) -> bool:
     return bool((yaml.safe_load(cfg.read_text()).get("repository") or {}).get("url"))
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("site", type=Path, nargs="?", default=Path("book/_build/html"))
     ap.add_argument("--screenshot", type=Path, help="PNG of the first chapter page "
@@ -385,74 +385,95 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-axe", action="store_true", help="leave out axe-core (it runs by default)")
     ap.add_argument("--shots", type=Path, help="also write a PNG of every course diagram at every width here")
     ap.add_argument("--pages", nargs="*", help="only these pages (paths relative to the site)")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+class Tally:
+    """What the pages checked so far add up to: failures, drawn figures, rendered widgets, banners, axe rules, notes."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.totals = {"figures": 0, "widgets": 0, "banners": 0}
+        self.rules: collections.Counter = collections.Counter()
+        self.notes: list[str] = []
+
+    def add(self, label: str, probs: list[str], state: dict | None = None) -> None:
+        """Count one checked page (or the search check, without `state`) and print its line."""
+        if state is None:
+            print(f"  {'FAIL' if probs else 'ok  '} {label}")
+        else:
+            self.totals["figures"] += state.get("drawn", 0)
+            self.totals["widgets"] += state.get("rendered", 0)
+            self.totals["banners"] += bool(state.get("banner"))
+            self.rules.update(state.get("axe", {}))
+            self.notes += state.get("notes", [])
+            print(f"  {'FAIL' if probs else 'ok  '} {label}: {state.get('drawn', 0)}/{state.get('figures', 0)} "
+                  f"figures drawn, {state.get('rendered', 0)}/{state.get('views', 0)} widgets rendered"
+                  f"{', banner ' + state['banner'] if state.get('banner') else ''}")
+        for p in probs:
+            print(f"         - {p}")
+        self.failures += bool(probs)
+
+    def report(self, pages: int, axe: bool) -> None:
+        print(f"sitecheck: {pages} pages, {self.failures} with problems; {self.totals['figures']} figures drawn, "
+              f"{self.totals['widgets']} widgets rendered, {self.totals['banners']} mode banners")
+        if self.notes:
+            print(f"sitecheck: {len(self.notes)} notes (plotly figures crowded at phone width, not failures):")
+            for n in self.notes:
+                print(f"  note {n}")
+        if axe:
+            print("sitecheck: axe-core violations, elements per rule over all pages: "
+                  + (", ".join(f"{k} {n}" for k, n in self.rules.most_common()) or "none"))
+
+
+def check_site(browser, base: str, site: Path, pages: list[str], args: argparse.Namespace, axe: str | None,
+               tally: Tally) -> None:
+    """Every page, the search page, and a screenshot of the first chapter page, in one browser tab."""
+    page = browser.new_page(allow=[base])
+    want_launch = build_had_repository(site)
+    for rel in pages:
+        try:
+            probs, state = check_page(page, base, site, rel, want_launch, source=args.source.resolve(),
+                                      widths=tuple(args.widths), axe=axe)
+            if args.shots:
+                diagram_shots(page, args.shots, rel, tuple(args.widths))
+        except BrowserError as exc:
+            probs, state = [str(exc)], {}
+        tally.add(rel, probs, state)
+    tally.add(f"search.html?q={args.search_word}", check_search(page, base, args.search_word))
+    chapter = next((p for d in COURSE_DIRS for p in pages if p.startswith(d)), pages[0])
+    shot = args.screenshot or site.parent / "screenshots" / (Path(chapter).stem + ".png")
+    page.goto(base + chapter)
+    page.wait_for(SETTLED_JS, timeout=20)
+    page.screenshot(shot)
+    print(f"sitecheck: screenshot of {chapter}: {shot}")
+    page.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     site = args.site.resolve()
     pages = [p for p in site_pages(site) if not args.pages or p in args.pages]
     axe = None if args.no_axe else axe_source(site)
     if axe is None and not args.no_axe:
         print("sitecheck: axe-core not found (book/_static/axe-core/axe.min.js): run `make book-static`")
         return 1
-    rules: collections.Counter = collections.Counter()
-    notes: list[str] = []
     if not pages:
         print(f"sitecheck: no pages under {site}")
         return 1
-    want_launch = build_had_repository(site)
     server, base = serve(site)
-    failures = 0
-    totals = {"figures": 0, "widgets": 0, "banners": 0}
+    tally = Tally()
     try:
         with Chromium() as browser:
             print(f"sitecheck: {browser.version()}, serving {site} at {base}; every other host blocked")
-            page = browser.new_page(allow=[base])
-            for rel in pages:
-                try:
-                    probs, state = check_page(page, base, site, rel, want_launch, source=args.source.resolve(),
-                                              widths=tuple(args.widths), axe=axe)
-                    rules.update(state.get("axe", {}))
-                    notes += state.get("notes", [])
-                    if args.shots:
-                        diagram_shots(page, args.shots, rel, tuple(args.widths))
-                except BrowserError as exc:
-                    probs, state = [str(exc)], {}
-                totals["figures"] += state.get("drawn", 0)
-                totals["widgets"] += state.get("rendered", 0)
-                totals["banners"] += bool(state.get("banner"))
-                tag = "FAIL" if probs else "ok  "
-                print(f"  {tag} {rel}: {state.get('drawn', 0)}/{state.get('figures', 0)} figures drawn, "
-                      f"{state.get('rendered', 0)}/{state.get('views', 0)} widgets rendered"
-                      f"{', banner ' + state['banner'] if state.get('banner') else ''}")
-                for p in probs:
-                    print(f"         - {p}")
-                failures += bool(probs)
-            search_probs = check_search(page, base, args.search_word)
-            print(f"  {'FAIL' if search_probs else 'ok  '} search.html?q={args.search_word}")
-            for p in search_probs:
-                print(f"         - {p}")
-            failures += bool(search_probs)
-            chapter = next((p for d in COURSE_DIRS for p in pages if p.startswith(d)), pages[0])
-            shot = args.screenshot or site.parent / "screenshots" / (Path(chapter).stem + ".png")
-            page.goto(base + chapter)
-            page.wait_for(SETTLED_JS, timeout=20)
-            page.screenshot(shot)
-            print(f"sitecheck: screenshot of {chapter}: {shot}")
-            page.close()
+            check_site(browser, base, site, pages, args, axe, tally)
     except BrowserError as exc:
         print(f"sitecheck: {exc}")
         return 1
     finally:
         server.shutdown()
-    print(f"sitecheck: {len(pages)} pages, {failures} with problems; {totals['figures']} figures drawn, "
-          f"{totals['widgets']} widgets rendered, {totals['banners']} mode banners")
-    if notes:
-        print(f"sitecheck: {len(notes)} notes (plotly figures crowded at phone width, not failures):")
-        for n in notes:
-            print(f"  note {n}")
-    if axe is not None:
-        print("sitecheck: axe-core violations, elements per rule over all pages: "
-              + (", ".join(f"{k} {n}" for k, n in rules.most_common()) or "none"))
-    return 1 if failures else 0
-
+    tally.report(len(pages), axe is not None)
+    return 1 if tally.failures else 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import os
 import sys
 import types
@@ -69,14 +70,26 @@ def instructor_module(name: str, root: str | os.PathLike | None = None) -> types
     if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve().parent != package:
         for key in [k for k in sys.modules if k == INSTRUCTOR_PACKAGE or k.startswith(INSTRUCTOR_PACKAGE + ".")]:
             sys.modules.pop(key)
-    sys.path.insert(0, str(where))
-    try:
-        importlib.invalidate_caches()
-        module = importlib.import_module(full)
-    finally:
-        sys.path.remove(str(where))
+    if INSTRUCTOR_PACKAGE not in sys.modules:
+        _load_package(INSTRUCTOR_PACKAGE, package)
+    importlib.invalidate_caches()
+    module = importlib.import_module(full)
     if not Path(module.__file__).resolve().is_relative_to(package):
         raise InstructorOnlyError(f"{full} came from {module.__file__}, not from {package}")
+    return module
+
+
+def _load_package(name: str, folder: Path) -> types.ModuleType:
+    """The package `name` imported from exactly `folder` (its submodules then come from there too, through the
+    package's __path__), without putting anything on sys.path."""
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
     return module
 
 

@@ -229,7 +229,7 @@ class VfioDevice:
     mappings: {iova: (user address, size)} of every MAP_DMA this driver made; buffers: the
     mmap objects behind them (kept alive while mapped)."""
 
-    def __init__(self, container: int, group: int, device: int, bar: Bar, config_offset: int):
+    def __init__(self, container: int, group: int, device: int, bar: Bar, *, config_offset: int):
         self.container, self.group, self.device = container, group, device
         self.bar, self.config_offset = bar, config_offset
         self.mappings: dict[int, tuple[int, int]] = {}

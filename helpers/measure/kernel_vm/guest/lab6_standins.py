@@ -69,7 +69,8 @@ def _bar() -> edu.Bar:
 
 def open_device(bdf):
     """Part 1's result: the VfioDevice of the triple the root harness opened, BAR0 via resource0."""
-    return edu.VfioDevice(_lent("container"), _lent("group"), _lent("device"), _bar(), _lent("config_offset"))
+    return edu.VfioDevice(_lent("container"), _lent("group"), _lent("device"), _bar(),
+                          config_offset=_lent("config_offset"))
 
 
 def map_buffer(dev, iova, size):
