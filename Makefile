@@ -110,9 +110,15 @@ lab: $(LAB_STAMP)
 # naming it (tests/prerequisites.py); COURSE_REQUIRE makes each one this run includes a failure instead.
 REQUIRE := built_site$(if $(filter 1,$(BROWSER_TESTS)),$(comma)browser$(comma)hub)$(if $(filter 1,$(KERNEL_LAB_TESTS)),$(comma)kernel_vm)
 # Each step is timed (tools/env/timesteps.py: wall, and the CPU its processes used), so a slow run
-# says where its time went; the first failure stops the run.
-TEST_STEPS = test-lint test-unit $(if $(filter 1,$(KERNEL_LAB_TESTS)),test-kernel-lab,kernel-lab-tests-left-out) \
-	test-notebooks test-labs test-lab book $(if $(filter 1,$(BROWSER_TESTS)),test-browser test-hub,browser-tests-left-out)
+# says where its time went; the first failure stops the run. After the lint and the kernel lab's
+# bundle, two lanes run side by side (`//`): the unit tests, labs and hub in one; the kernel lab's
+# VM tests, the book (every chapter executed once, live under QEMU where it boots) and the browser
+# tests in the other. Most steps wait (a VM booting, a kernel or a browser starting), so two lanes
+# on two cores take about the time of the longer lane instead of the sum.
+KL := $(filter 1,$(KERNEL_LAB_TESTS))
+TEST_STEPS = test-lint $(if $(KL),kernel-lab) \
+	// test-unit test-notebooks test-labs test-lab $(if $(filter 1,$(BROWSER_TESTS)),test-hub) \
+	// $(if $(KL),test-kernel-lab,kernel-lab-tests-left-out) book $(if $(filter 1,$(BROWSER_TESTS)),test-browser,browser-tests-left-out)
 test: $(STAMP)
 	COURSE_REQUIRE=$(REQUIRE) BOOK_FRESH=1 $(BIN)/python -m tools.env.timesteps --make "$(MAKE)" $(TEST_STEPS)
 

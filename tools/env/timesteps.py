@@ -31,7 +31,7 @@ LOGS = Path("build") / "test-logs"
 SEPARATOR = "//"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Lane:
     """Steps run in order, and what each cost."""
 
@@ -126,12 +126,12 @@ def parse(argv: list[str]) -> tuple[str, list[str], list[list[str]]]:
 
 def main(argv: list[str]) -> int:
     make, first, parallel = parse(argv)
-    head = Lane(first)
+    head = Lane(steps=first)
     run_lanes(make, [head])
     lanes = [head]
     if not head.status and parallel:
         LOGS.mkdir(parents=True, exist_ok=True)
-        side = [Lane(steps, None if i == 0 else LOGS / f"lane-{i}.log") for i, steps in enumerate(parallel)]
+        side = [Lane(steps=steps, log=None if i == 0 else LOGS / f"lane-{i}.log") for i, steps in enumerate(parallel)]
         for lane in side:
             if lane.log:
                 lane.log.write_text("")
