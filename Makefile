@@ -26,6 +26,8 @@
 #   COURSE_REPO_URL=...   the repository the site's launch buttons open (see book/teaching.md)
 #   BOOK_LABS=student     the labs `make book` publishes: student versions (default; or the environment's
 #                         COURSE_BOOK_LABS), or `solution` for an instructor's private site
+#   RUN_STUDENT=1         `make test-labs` runs the labs' student versions to the end (`make test` sets 0:
+#                         its `make book` runs them once and tests/site/test_executed_notebooks.py checks that run)
 #   BOOK_FRESH=0          1 empties the book's execution cache before `make book` (`make test` sets it:
 #                         each chapter executes once per run, on the code as it is)
 PYTHON ?= python3
@@ -120,7 +122,7 @@ TEST_STEPS = test-lint $(if $(KL),kernel-lab) \
 	// test-unit test-notebooks test-labs test-lab $(if $(filter 1,$(BROWSER_TESTS)),test-hub) \
 	// $(if $(KL),test-kernel-lab,kernel-lab-tests-left-out) book $(if $(filter 1,$(BROWSER_TESTS)),test-browser,browser-tests-left-out)
 test: $(STAMP)
-	COURSE_REQUIRE=$(REQUIRE) BOOK_FRESH=1 $(BIN)/python -m tools.env.timesteps --make "$(MAKE)" $(TEST_STEPS)
+	COURSE_REQUIRE=$(REQUIRE) BOOK_FRESH=1 RUN_STUDENT=0 BOOK_LABS=student $(BIN)/python -m tools.env.timesteps --make "$(MAKE)" $(TEST_STEPS)
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not browser and not built_site and not kernel_vm and not hub and not colab" tests
@@ -167,9 +169,12 @@ test-notebooks: $(STAMP)
 # to the end with every check cell reporting a clean failure, and score 0 through the sandboxed
 # grader; the solutions must score full points through it. Together with test-notebooks and the
 # red team (tests/labs/test_redteam.py) this proves every check can pass and can fail.
+# RUN_STUDENT=0 (what `make test` sets) leaves the run to the end out here: `make book` executes
+# the same student versions once, and tests/site/test_executed_notebooks.py checks that run.
+RUN_STUDENT ?= 1
 test-labs: $(STAMP)
 	$(BIN)/python -m tools.grader student --out build/ci-student
-	$(BIN)/python -m tools.grader run-student build/ci-student
+	$(if $(filter 1,$(RUN_STUDENT)),$(BIN)/python -m tools.grader run-student build/ci-student,@echo "test-labs: the student versions run to the end in make book (RUN_STUDENT=0)")
 	$(BIN)/python -m tools.grader grade build/ci-student --expect fail
 	$(BIN)/python -m tools.grader grade labs --expect pass
 

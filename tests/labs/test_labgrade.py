@@ -100,13 +100,13 @@ def test_meets_pass_and_fail_expectations():
 def test_student_run_problems():
     nb = nbformat.v4.new_notebook()
     nb.cells = [_graded_cell("a", [_stdout("✘ a: FAIL — not written yet\n")])]
-    assert labgrade._student_problems("lab9_x.ipynb", nb) == []
+    assert labgrade.student_problems("lab9_x.ipynb", nb) == []
     crashed = copy.deepcopy(nb)
     crashed.cells[0].outputs.append(nbformat.from_dict(_error("NameError")))
-    assert any("raised NameError" in p for p in labgrade._student_problems("lab9_x.ipynb", crashed))
+    assert any("raised NameError" in p for p in labgrade.student_problems("lab9_x.ipynb", crashed))
     silent = copy.deepcopy(nb)
     silent.cells[0].outputs = []
-    assert any("did not report a clean FAIL" in p for p in labgrade._student_problems("lab9_x.ipynb", silent))
+    assert any("did not report a clean FAIL" in p for p in labgrade.student_problems("lab9_x.ipynb", silent))
 
 
 def test_report_lines_and_totals(capsys):

@@ -1,4 +1,4 @@
-"""Every chapter as the book build executed it (CI executes each chapter once, there): no cell raised,
+"""Every chapter and every lab's student version as the book build executed it (CI executes each once, there): no cell raised,
 the wording matches the mode, and a fresh run is quiet (tools/checks/quiet.py, the rules nbval's
 notebooks/conftest.py applies when a chapter runs under nbval). Run by `make book`."""
 
@@ -10,11 +10,13 @@ import nbformat
 import pytest
 
 from tools.checks import quiet
-from tools.site import sitecheck
+from tools.grader import labgrade
+from tools.site import booklabs, sitecheck
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "book" / "_build" / "html"
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+LABS = sorted((ROOT / "labs").glob("lab*.ipynb"))
 
 @pytest.mark.built_site
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
@@ -26,6 +28,21 @@ def test_the_book_executed_the_chapter_cleanly(notebook):
     assert code and all(c.get("execution_count") for c in code), f"{notebook.name}: not every code cell ran"
     found = quiet.notebook_problems(nb)
     assert not found, f"{notebook.name}:\n" + "\n".join(f"  {f}" for f in found)
+
+
+@pytest.mark.built_site
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
+def test_the_book_ran_the_student_version_to_the_end_with_every_check_failing_cleanly(lab):
+    """The labs' student versions execute once per CI run too, in the book: what `python -m tools.grader
+    run-student` checks (no cell raised, every check cell reports a clean FAIL) is checked on that execution."""
+    state = booklabs.read_state(SITE.parent)
+    assert state is not None, "the build wrote no booklabs.json (run `make book`)"
+    if state["mode"] != "student":
+        pytest.skip(f"this site publishes the labs' {state['mode']} versions, not the student versions")
+    page = state["labs"][lab.relative_to(ROOT).with_suffix("").as_posix()] + ".html"
+    nb = sitecheck.executed_notebook(SITE, page, ROOT)
+    assert nb is not None, f"{page}: the build has no executed copy of the student version of {lab.name}"
+    assert labgrade.student_problems(lab.name, nb) == []
 
 
 def test_an_error_a_stray_value_or_a_cross_is_found():

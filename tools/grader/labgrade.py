@@ -255,14 +255,15 @@ def run_student(folder: Path) -> list[str]:
             nb = nbformat.read(path, as_version=4)
             NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3", allow_errors=True,
                            resources={"metadata": {"path": str(path.parent)}}).execute()
-            problems += _student_problems(path.name, nb)
+            problems += student_problems(path.name, nb)
     finally:
         if env_backup is not None:
             os.environ["NBGRADER_EXECUTION"] = env_backup
     return problems
 
 
-def _student_problems(name: str, nb) -> list[str]:
+def student_problems(name: str, nb) -> list[str]:
+    """What is wrong with an executed student version: a cell that raised, a check cell without a clean FAIL."""
     out = []
     checks = 0
     for i, c in enumerate(nb.cells):
