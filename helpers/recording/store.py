@@ -10,10 +10,7 @@ after a driver update replaces that one file, with the new driver in its provena
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from helpers.core import files, reference
@@ -59,7 +56,7 @@ def machine(folder: Path, prov: dict) -> reference.Reference:
     path = folder / reference.MANIFEST
     if not path.exists():
         folder.mkdir(parents=True, exist_ok=True)
-        _create_exclusively(path, as_text(doc))
+        files.create_exclusively(path, as_text(doc), mode=READABLE)
     ref = reference.load(folder)
     diffs = reference.identity_differences(ref.machine["gpu"], prov["gpu"])
     if diffs:
@@ -72,22 +69,6 @@ def _is_name(name: str) -> bool:
     import re
 
     return re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name) is not None
-
-
-def _create_exclusively(path: Path, text: str) -> None:
-    """Write `path` whole, unless it exists (then leave it: another recorder made it first)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), READABLE)
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        with contextlib.suppress(FileExistsError):
-            os.link(tmp, path)  # atomic and exclusive: fails when the manifest is already there
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
 
 
 def recording_doc(ref: reference.Reference, experiment_id: str, entry: dict, prov: dict) -> dict:
