@@ -46,16 +46,11 @@ def noise(outputs) -> list[str]:
 
 def notebook_problems(nb) -> list[str]:
     """Every error, wording and quiet problem in an executed notebook's code cells, cell by cell."""
-    found, live = [], None
+    found = []
     code = [c for c in nb.cells if c.cell_type == "code"]
     for i, cell in enumerate(code):
-        outputs = cell.get("outputs", [])
-        for out in outputs:
-            if out.get("output_type") == "error":
-                found.append(f"code cell {i} raised {out.get('ename')}: {out.get('evalue', '')[:200]}")
-        text = wordcheck.output_text(outputs)
-        if live is None and "mode" in text:
-            live = wordcheck.is_live(text)
-        found += [f"code cell {i}: wording against the mode: {p}" for p in wordcheck.problems(text, bool(live))]
-        found += [f"code cell {i} is not quiet: {p}" for p in noise(outputs)]
+        found += [f"code cell {i} raised {out.get('ename')}: {out.get('evalue', '')[:200]}"
+                  for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+        found += [f"code cell {i} is not quiet: {p}" for p in noise(cell.get("outputs", []))]
+    found += [f"code cell {j}: wording against the mode: {p}" for _, j, p in wordcheck.cell_problems(nb)]
     return found

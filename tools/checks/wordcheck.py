@@ -65,17 +65,22 @@ def is_live(text: str) -> bool:
     return re.search(r"^mode\s*:\s*LIVE", text, re.M) is not None
 
 
-def check_notebook(nb: dict) -> list[str]:
-    """Every problem of an executed notebook, as 'cell N: problem'."""
+def cell_problems(nb: dict) -> list[tuple[int, int, str]]:
+    """(cell index, code-cell index, problem) for every wording problem of an executed notebook: the
+    mode is read from the first output that names one (the banner)."""
     found, live = [], None
-    for i, cell in enumerate(nb.get("cells", [])):
-        if cell.get("cell_type") != "code":
-            continue
+    code = [(i, c) for i, c in enumerate(nb.get("cells", [])) if c.get("cell_type") == "code"]
+    for j, (i, cell) in enumerate(code):
         text = output_text(cell.get("outputs", []))
         if live is None and "mode" in text:
             live = is_live(text)
-        found += [f"cell {i}: {p}" for p in problems(text, bool(live))]
+        found += [(i, j, p) for p in problems(text, bool(live))]
     return found
+
+
+def check_notebook(nb: dict) -> list[str]:
+    """Every problem of an executed notebook, as 'cell N: problem'."""
+    return [f"cell {i}: {p}" for i, _, p in cell_problems(nb)]
 
 
 def _execute(path: Path, timeout: int) -> dict:
