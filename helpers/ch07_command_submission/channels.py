@@ -139,6 +139,12 @@ def channel_rows(ev: Evidence) -> list[tuple[str, ...]]:
     return rows
 
 
+def first_stream_channels(ev: Evidence) -> int:
+    """How many distinct channels stream A's three steps ran on (the prediction's answer)."""
+    s = two_summary(ev.require()["two"]["records"])
+    return len(s["own_channels"][s["streams"][0]])
+
+
 def kinds(types: list[str]) -> str:
     """'copy-engine and compute channels' for a stream's channel types."""
     words = sorted(channel_lanes.LANE_TEXT.get(t, t) for t in types)
@@ -153,7 +159,8 @@ def channels_text(ev: Evidence) -> str:
     s = two_summary(data["two"]["records"])
     a, b = s["streams"]
     said = ev.said_short
-    lines = [f"{said[0].upper()}{said[1:]}: stream A's work ran on {len(s['own_channels'][a])} channels "
+    skipped = [f"(This page replays: {ev.why}.)"] if not ev.live and "CUPTI" in ev.why else []
+    lines = skipped + [f"{said[0].upper()}{said[1:]}: stream A's work ran on {len(s['own_channels'][a])} channels "
              f"({', '.join(map(str, s['own_channels'][a]))}), {kinds(s['types'][a])}; stream B's on "
              f"{len(s['own_channels'][b])} ({', '.join(map(str, s['own_channels'][b]))}), {kinds(s['types'][b])}."]
     for what, label in (("kernel", "kernels"), ("HtoD", "host-to-device copies"), ("DtoH", "device-to-host copies")):

@@ -167,3 +167,13 @@ def test_figure_has_a_lane_per_channel_and_says_replayed():
 def test_rows_name_each_streams_channels():
     rows = channels.channel_rows(evidence())
     assert ("stream A (CUPTI id 13)", "kernel", "1") in rows and ("stream B (CUPTI id 14)", "HtoD", "11") in rows
+
+
+def test_exercise_7_6_has_one_right_answer_and_feedback_for_each():
+    from helpers.ch07_command_submission import exercises
+
+    assert exercises.ex76_stream_order(None) is None
+    assert exercises.ex76_stream_order("c") is True
+    for wrong in "abd":
+        assert exercises.ex76_stream_order(wrong) is False
+    assert set(exercises.ORDER_WHY) == set(exercises.ORDER_OPTIONS)
