@@ -25,6 +25,20 @@ class ActivityMemcpyKind(enum.IntEnum):
     PTOP = 10
 
 
+class Result(enum.IntEnum):
+    SUCCESS = 0
+    ERROR_NOT_INITIALIZED = 15
+    ERROR_INSUFFICIENT_PRIVILEGES = 35
+
+
+class cuptiError(Exception):  # noqa: N801 - cupti-python's own name
+    """cupti-python's error: only the status number in its args."""
+
+    def __init__(self, status):
+        super().__init__(status)
+        self.status = status
+
+
 class ChannelType(enum.IntEnum):
     INVALID = 0
     COMPUTE = 1
@@ -50,8 +64,9 @@ class FakeCupti:
     ActivityKind = ActivityKind
     ActivityMemcpyKind = ActivityMemcpyKind
     ChannelType = ChannelType
+    Result = Result
 
-    def __init__(self, pending=(), refuse: str | None = None, clock: int = 1_000):
+    def __init__(self, pending=(), refuse=None, clock: int = 1_000):
         self.pending = list(pending)
         self.refuse = refuse
         self.clock = clock
@@ -64,6 +79,8 @@ class FakeCupti:
         self.requested, self.completed = requested, completed
 
     def activity_enable(self, kind):
+        if isinstance(self.refuse, BaseException):
+            raise self.refuse
         if self.refuse:
             raise RuntimeError(self.refuse)
         self.calls.append(f"enable {ActivityKind(kind).name}")

@@ -79,7 +79,8 @@ def repeat_overlap(records) -> dict:
     return {"h2d_channels": sorted({r["channel"] for r in h2d}), "d2h_channels": sorted({r["channel"] for r in d2h}),
             "h2d_us": sum(r["end_ns"] - r["start_ns"] for r in h2d) / 1e3,
             "d2h_us": sum(r["end_ns"] - r["start_ns"] for r in d2h) / 1e3,
-            "overlap_us": ov["ns"] / 1e3, "frac_h2d": ov["frac_a"], "frac_d2h": ov["frac_b"]}
+            "overlap_us": ov["ns"] / 1e3, "frac_h2d": ov["frac_a"], "frac_d2h": ov["frac_b"],
+            "start_gap_us": abs(min(r["start_ns"] for r in d2h) - min(r["start_ns"] for r in h2d)) / 1e3}
 
 
 def _spread(xs: list[float]) -> dict:
@@ -94,7 +95,8 @@ def summary(data: dict) -> dict:
         raise InputError("copy_engines.cupti_bidirectional: the data holds no repeats")
     per = [repeat_overlap(r["records"]) for r in reps]
     return {"repeats": per, "n": len(per),
-            **{k: _spread([p[k] for p in per]) for k in ("overlap_us", "frac_h2d", "frac_d2h", "h2d_us", "d2h_us")},
+            **{k: _spread([p[k] for p in per]) for k in ("overlap_us", "frac_h2d", "frac_d2h", "h2d_us", "d2h_us",
+                                                  "start_gap_us")},
             "h2d_channels": sorted({c for p in per for c in p["h2d_channels"]}),
             "d2h_channels": sorted({c for p in per for c in p["d2h_channels"]}),
             "apart": all(not set(p["h2d_channels"]) & set(p["d2h_channels"]) for p in per)}
@@ -139,17 +141,18 @@ def overlap_lines(here: Evidence, ref: Evidence) -> list[str]:
     if not here.ok:
         return [str(here.missing or here.why)]
     s, r = summary(here.require()), summary(ref.require())
-    lines = [f"{s['n']} repeats, {here.said}: the h2d copies ran on copy channel(s) "
+    lines = [f"{s['n']} repeats, {here.said_short}: the h2d copies ran on copy channel(s) "
              f"{', '.join(map(str, s['h2d_channels']))} and the d2h on {', '.join(map(str, s['d2h_channels']))}"
              f" ({'never the same channel' if s['apart'] else 'sharing a channel at least once'}).",
              f"They overlapped for {s['overlap_us']['median']:.0f} µs at the median "
              f"(from {s['overlap_us']['min']:.0f} to {s['overlap_us']['max']:.0f} µs): "
              f"{s['frac_h2d']['median']:.0%} of the h2d copy's time ({s['frac_h2d']['min']:.0%}–"
              f"{s['frac_h2d']['max']:.0%}) and {s['frac_d2h']['median']:.0%} of the d2h copy's "
-             f"({s['frac_d2h']['min']:.0%}–{s['frac_d2h']['max']:.0%})."]
+             f"({s['frac_d2h']['min']:.0%}–{s['frac_d2h']['max']:.0%}); the second copy started "
+             f"{s['start_gap_us']['median']:.0f} µs after the first (median)."]
     half = (s["frac_d2h"]["max"] - s["frac_d2h"]["min"]) / 2
     ref_half = (r["frac_d2h"]["max"] - r["frac_d2h"]["min"]) / 2
-    lines.append(beside.sentence("overlap as a fraction of the d2h copy", "", here,
-                                 beside.Value(s["frac_d2h"]["median"], half), ref,
-                                 beside.Value(r["frac_d2h"]["median"], ref_half), "link"))
+    lines.append(beside.sentence("overlap as a share of the d2h copy's time, median", "%", here,
+                                 beside.Value(100 * s["frac_d2h"]["median"], 100 * half), ref,
+                                 beside.Value(100 * r["frac_d2h"]["median"], 100 * ref_half), "link"))
     return lines

@@ -120,9 +120,29 @@ def _installed(module: str) -> bool:
         return False
 
 
-def refusal_sentence(exc: BaseException) -> str:
-    """A learner's sentence for a CUPTI call the driver refused."""
+def _error_text(exc: BaseException, cupti: ModuleType | None = None) -> str:
+    """The exception as text, with CUPTI's result name when it carries only a status number
+    (cupti-python's cuptiError(status))."""
     text = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
+    status = getattr(exc, "status", exc.args[0] if exc.args else None)
+    if cupti is not None and isinstance(status, int) and not isinstance(status, bool):
+        with contextlib.suppress(Exception):
+            text += f" (CUPTI_{cupti.Result(status).name})"
+    return text
+
+
+def _library_missing(text: str) -> bool:
+    low = text.lower()
+    return ("cupti" in low or "dynamiclib" in low) and any(
+        w in low for w in ("not found", "cannot open", "no such file", "notfound", "failed to load"))
+
+
+def refusal_sentence(exc: BaseException, cupti: ModuleType | None = None) -> str:
+    """A learner's sentence for a CUPTI call that failed: libcupti missing, the driver refusing
+    profiling to this user, or another refusal quoted."""
+    text = _error_text(exc, cupti)
+    if _library_missing(text):
+        return f"libcupti was not found ({text}); {INSTALL_HINT}"
     if "INSUFFICIENT_PRIVILEGES" in text.upper():
         return ("the driver refuses CUPTI to this user (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): "
                 "profiling is restricted to administrators on this machine "
@@ -151,15 +171,14 @@ def unavailable_reason() -> str | None:
     try:
         cupti = _load_cupti()
     except Exception as exc:  # noqa: BLE001 - OSError, ImportError, RuntimeError from the loader
-        text = f"{type(exc).__name__}: {str(exc)[:200]}"
-        if "cupti" in text.lower() and ("not found" in text.lower() or "cannot open" in text.lower()
-                                        or "no such file" in text.lower()):
+        text = _error_text(exc)
+        if _library_missing(text):
             return f"libcupti was not found ({text}); {INSTALL_HINT}"
         return f"cupti-python cannot be imported ({text})"
     try:
         _empty_window(cupti)
     except Exception as exc:  # noqa: BLE001 - cupti's error class varies between releases
-        return refusal_sentence(exc)
+        return refusal_sentence(exc, cupti)
     return None
 
 

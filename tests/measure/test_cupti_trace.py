@@ -81,6 +81,19 @@ def test_a_driver_without_profiling_permission_is_explained(monkeypatch):
     assert "INSUFFICIENT_PRIVILEGES" in why and "NVreg_RestrictProfilingToAdminUsers" in why
 
 
+def test_a_bare_status_number_is_named(monkeypatch):
+    from fake_cupti import cuptiError
+
+    use(monkeypatch, FakeCupti(refuse=cuptiError(35)))
+    why = ct.unavailable_reason()
+    assert "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" in why and "NVreg_RestrictProfilingToAdminUsers" in why
+
+
+def test_libcupti_missing_at_the_first_call_is_named(monkeypatch):
+    use(monkeypatch, FakeCupti(refuse="DynamicLibNotFoundError: Failure finding libcupti.so: not found"))
+    assert ct.unavailable_reason().startswith("libcupti was not found")
+
+
 def test_another_refusal_is_quoted(monkeypatch):
     use(monkeypatch, FakeCupti(refuse="CUPTI_ERROR_NOT_INITIALIZED"))
     why = ct.unavailable_reason()
