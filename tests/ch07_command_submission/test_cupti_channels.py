@@ -197,7 +197,7 @@ def test_a_skipped_live_run_says_why_and_the_title_follows_the_stream_count():
     ev = dataclasses.replace(evidence(), why="the live run was skipped: CUPTI cannot trace here: the driver "
                                              "refuses CUPTI to this user")
     assert channels.channels_text(ev).startswith("(This page replays: the live run was skipped: CUPTI cannot")
-    assert "more than CUDA's default 8 connections" in channels.lanes_figure(ev, "many").fig.layout.title.text
+    assert "more than CUDA's default 8 connections" in channels.lanes_figure(ev, "many").title
     few = evidence(many=many_case(4, compute_channels=4))
     few.data["many"]["streams"] = 4  # the data dict itself is not frozen
-    assert "more than" not in channels.lanes_figure(few, "many").fig.layout.title.text
+    assert "more than" not in channels.lanes_figure(few, "many").title
