@@ -165,8 +165,8 @@ class _Taken:
 def _finish(t: _Taken, launcher: _Launcher, c: CaptureCard, cp, cfg: FlagConfig, done: int) -> bool:
     """Every pending frame the DONE word has passed: its latency, its events, its map if kept; its slot back."""
     busy = False
-    while t.pending and done >= t.pending[0][0] + 1:
-        k, q, stamp = t.pending.popleft()
+    while t.pending and done >= t.pending[0][0] + 1 and t.pending[0][0] in launcher.outs:
+        k, q, stamp = t.pending.popleft()  # (the GPU may finish a frame before its launcher has filed it)
         t.lat.append((time.monotonic_ns() - stamp) // 1000)
         t.seqs.append(q)
         out, (e0, e1, e2) = launcher.outs.pop(k)
