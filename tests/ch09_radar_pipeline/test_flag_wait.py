@@ -15,12 +15,12 @@ from conftest import needs_gpu
 
 from helpers.ch09_radar_pipeline import flag_wait
 from helpers.core.errors import DeviceTimeoutError, InputError, InputTypeError, SkipExperiment
-
-BAD = (InputError, InputTypeError)
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
 from helpers.measure import driver_api
 from helpers.models.radar import flagwait
+
+BAD = (InputError, InputTypeError)
 
 
 class FakeMemOps:

@@ -26,13 +26,19 @@ from dataclasses import dataclass, field
 from helpers.core import validate
 from helpers.core.errors import DeviceTimeoutError, InputError, SkipExperiment
 from helpers.models.radar import card, dsp
-from helpers.models.radar.designs import FLAG_DESIGN, MAX_DEPTH, check_frame_bytes, check_period, check_ring_memory
+from helpers.models.radar.designs import (
+    FLAG_DESIGN,
+    MAX_DEPTH,
+    check_frame_bytes,
+    check_period,
+    check_ring_memory,
+)
 from helpers.models.radar.dsp import map_error, reference_cached
 from helpers.models.radar.metrics import RunResult
 from helpers.models.radar.pipeline import MAX_KEPT, _Device, _warm_up, process_frame
 from helpers.models.radar.ring import CaptureCard, CardHost
 
-READY, DONE = 0, 1  # the two flag words
+READY, DONE = 0, 1  # the two flag words (queue_frame: READY at the flags' address, DONE 4 bytes on)
 
 
 class DriverMemOps:
@@ -70,12 +76,11 @@ class DriverMemOps:
 
 
 def queue_frame(ops, xp, stream, flags_addr: int, k: int, src_ptr: int, dst, mf, process, step=process_frame):
-    """Queue frame k's work on `stream` ahead of time: the GPU waits until the READY word (at device
-    address flags_addr) reaches k + 1, copies and processes the frame (`step`, i.e. process_frame), then
-    writes k + 1 into the DONE word (the next 4 bytes). No CPU call happens when the frame arrives."""
-    ops.wait_geq(stream.ptr, flags_addr + 4 * READY, k + 1)
-    out, events = step(xp, src_ptr, dst, mf, stream, process)
-    ops.write(stream.ptr, flags_addr + 4 * DONE, k + 1)
+    """Queue frame k's work on `stream` ahead of time. flags_addr is the GPU's address of the READY word;
+    DONE is the next word. No CPU call happens when the frame arrives: the capture side only stores k + 1."""
+    ops.wait_geq(stream.ptr, flags_addr, k + 1)  # the GPU waits here until READY >= k + 1
+    out, events = step(xp, src_ptr, dst, mf, stream, process)  # copy from the ring slot, then the kernels
+    ops.write(stream.ptr, flags_addr + 4, k + 1)  # after them: DONE = k + 1, for the capture side to read
     return out, events
 
 
