@@ -111,8 +111,23 @@ def test_a_gpu_that_never_completes_times_out_and_frees_everything(fake_gpu):
     assert not _launchers()
 
 
-def test_teardown_releases_a_wait_for_a_frame_that_never_came(fake_gpu):
-    # the launcher is blocked in frame 2's wait when the capture side fails: teardown must set READY past it
+def test_teardown_releases_a_wait_for_a_frame_that_never_came(fake_gpu, monkeypatch):
+    # the capture side fails right after frame 0 while the launcher is blocked in frame 1's wait (frames come
+    # every 100 ms): teardown must set READY past it, else the launcher never stops and the run times out
+    def failing(a, b):
+        raise RuntimeError("event failed")
+
+    monkeypatch.setattr(fake_gpu.cuda, "get_elapsed_time", failing)
+    ops = FakeMemOps()
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="event failed"):
+        flagwait.run_flag_pipeline(flagwait.FlagConfig(frame_bytes=1 << 20, period_s=0.1, frames=30, depth=2,
+                                                       check_every=0, timeout_s=3.0, memops=ops))
+    assert time.monotonic() - t0 < 2.5
+    assert not _launchers() and ops.freed == 1 and fake_gpu.registered == {}
+
+
+def test_a_failing_launch_stops_the_run(fake_gpu):
     class Failing(FakeMemOps):
         def write(self, stream_ptr, addr, value):
             super().write(stream_ptr, addr, value)
@@ -124,6 +139,18 @@ def test_teardown_releases_a_wait_for_a_frame_that_never_came(fake_gpu):
         flagwait.run_flag_pipeline(flagwait.FlagConfig(frame_bytes=1 << 20, period_s=20e-3, frames=30, depth=2,
                                                        check_every=0, memops=ops))
     assert not _launchers() and ops.freed == 1 and fake_gpu.registered == {}
+
+
+def test_a_launcher_that_fails_to_start_is_an_error_not_a_wait(fake_gpu):
+    class NoContext(FakeMemOps):
+        def context(self):
+            raise RuntimeError("no context in this thread")
+
+    ops = NoContext()
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="no context"):
+        flagwait.run_flag_pipeline(flagwait.FlagConfig(frame_bytes=1 << 20, frames=10, check_every=0, memops=ops))
+    assert time.monotonic() - t0 < 10 and ops.freed == 1 and fake_gpu.registered == {}
 
 
 def test_unsupported_memory_operations_skip_with_the_reason(fake_gpu):

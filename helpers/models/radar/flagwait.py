@@ -132,7 +132,7 @@ class _Launcher(threading.Thread):
         self.queued = 0       # frames queued so far (frame k waits for READY >= k + 1)
         self.done_seen = 0    # set by the capture side: frames it has seen done
         self.outs: dict = {}  # frame -> (map, events), until the capture side takes it
-        self.stop = threading.Event()
+        self.stop, self.ready = threading.Event(), threading.Event()
         self.error: BaseException | None = None
         self.cpu_s = 0.0
 
@@ -140,6 +140,8 @@ class _Launcher(threading.Thread):
         cfg, dev = self.cfg, self.dev
         try:
             with cfg.memops.context():
+                _warm_up(self.cp, cfg)  # this thread's own FFT plans (CuPy keeps a plan cache per thread)
+                self.ready.set()
                 while not self.stop.is_set():
                     if self.queued < min(cfg.frames, self.done_seen + cfg.depth):
                         k = self.queued
@@ -153,6 +155,7 @@ class _Launcher(threading.Thread):
             self.error = exc
         finally:
             self.cpu_s = time.thread_time()
+            self.ready.set()  # also when it failed: the capture side then raises its error
 
 
 @dataclass(kw_only=True)
@@ -215,13 +218,24 @@ def _capture(t: _Taken, launcher: _Launcher, c: CaptureCard, flags, cp, cfg: Fla
         time.sleep(5e-5)
 
 
+WARM_UP_S = 60.0  # the launcher's first FFT plans, before the card starts
+
+
+def _await_ready(launcher: _Launcher, timeout_s: float) -> None:
+    """Wait until the launcher has warmed up (its frames may already be queued behind READY)."""
+    if not launcher.ready.wait(timeout_s) and launcher.error is None:
+        raise DeviceTimeoutError(f"the launcher did not warm up within {timeout_s:.0f} s")
+    if launcher.error is not None:
+        raise launcher.error
+
+
 def _release_and_drain(launcher: _Launcher | None, flags, dev: _Device | None, cfg: FlagConfig) -> None:
     """Set READY past every queued frame (a frame that never came releases its wait), stop the launcher,
     then wait, with a deadline, until the stream is empty. A stream that does not drain raises
     DeviceTimeoutError and its buffers are left (freeing them under running work could crash)."""
     if launcher is not None:
         launcher.stop.set()
-        flags[READY] = max(int(flags[READY]), launcher.queued)
+        flags[READY] = max(int(flags[READY]), launcher.queued + 1)  # + 1: the frame it may be queueing now
         launcher.join(cfg.timeout_s)
         flags[READY] = max(int(flags[READY]), launcher.queued)  # what it queued while stopping
         if launcher.is_alive():
@@ -254,7 +268,6 @@ def run_flag_pipeline(cfg: FlagConfig) -> RunResult:
     check_ring_memory(cfg.slots, cfg.frame_bytes, cfg.variants)
     refs = {v: reference_cached(cfg.frame_bytes, cfg.seed, v)
             for v in ({q % 4 for q in range(0, cfg.frames, cfg.check_every)} if cfg.check_every else ())}
-    _warm_up(cp, cfg)
     bar = Progress(cfg.frames, f"flag {cfg.frame_bytes >> 20} MiB/{cfg.period_s * 1e3:g} ms") if cfg.progress else None
     c = CaptureCard(frame_bytes=cfg.frame_bytes, period_s=cfg.period_s, slots=cfg.slots, frames=cfg.frames,
                     seed=cfg.seed, variants=cfg.variants, host=cfg.host)
@@ -263,11 +276,12 @@ def run_flag_pipeline(cfg: FlagConfig) -> RunResult:
         stack.callback(c.close)
         flags, flags_addr = stack.enter_context(cfg.memops.words(2))
         try:
-            c.start()
-            dev = _Device(cp, c, "registered", 1)
+            dev = _Device(cp, c, "registered", 1)  # registers the ring before the card starts writing into it
             launcher = _Launcher(cp, c, dev, cfg, flags_addr)
-            cpu0, t0 = time.process_time(), time.monotonic()
             launcher.start()
+            _await_ready(launcher, max(cfg.timeout_s, WARM_UP_S))
+            c.start()
+            cpu0, t0 = time.process_time(), time.monotonic()
             capture_s = _capture(t, launcher, c, flags, cp, cfg, bar)
             counts = {"cpu_s": time.process_time() - cpu0, "wall_s": time.monotonic() - t0,
                       "dropped": c.dropped, "producer_late": c.counter(card.CTL_LATE)}
