@@ -126,7 +126,7 @@ class FlagConfig:
 class _Launcher(threading.Thread):
     """Keeps at most cfg.depth frames queued ahead of the last frame the capture side saw done."""
 
-    def __init__(self, cp, c: CaptureCard, dev: _Device, cfg: FlagConfig, flags_addr: int) -> None:
+    def __init__(self, cp, c: CaptureCard, dev: _Device, cfg: FlagConfig, *, flags_addr: int) -> None:
         super().__init__(name="flag-launcher", daemon=True)
         self.cp, self.c, self.dev, self.cfg, self.flags_addr = cp, c, dev, cfg, flags_addr
         self.queued = 0       # frames queued so far (frame k waits for READY >= k + 1)
@@ -277,7 +277,7 @@ def run_flag_pipeline(cfg: FlagConfig) -> RunResult:
         flags, flags_addr = stack.enter_context(cfg.memops.words(2))
         try:
             dev = _Device(cp, c, "registered", 1)  # registers the ring before the card starts writing into it
-            launcher = _Launcher(cp, c, dev, cfg, flags_addr)
+            launcher = _Launcher(cp, c, dev, cfg, flags_addr=flags_addr)
             launcher.start()
             _await_ready(launcher, max(cfg.timeout_s, WARM_UP_S))
             c.start()
