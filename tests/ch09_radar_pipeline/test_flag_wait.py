@@ -256,3 +256,34 @@ def test_live_flag_design_processes_frames_correctly():
     assert r.checked >= 10 and r.max_error < 1e-4
     assert host_memory.pinned_bytes_of_process() - before < 1 << 20
     assert not _launchers()
+
+
+def test_the_experiment_runs_every_design_at_both_sizes_in_each_repeat(monkeypatch):
+    from helpers.core import experiments
+    from helpers.models.radar.metrics import RunResult
+
+    seen = []
+
+    def fake_run(cfg):
+        design = getattr(cfg, "design", "flag")
+        seen.append((design, cfg.frame_bytes, cfg.frames, getattr(cfg, "depth", None)))
+        return RunResult(design=design, frame_bytes=cfg.frame_bytes, period_s=cfg.period_s, slots=4, buffers=1,
+                         frames=cfg.frames, latency_us=[1000] * cfg.frames, seq=list(range(cfg.frames)), dropped=0,
+                         cpu_s=0.01, wall_s=1.0)
+
+    class Host(contextlib.nullcontext):
+        pass
+
+    monkeypatch.setattr(flag_wait, "run_pipeline", fake_run)
+    monkeypatch.setattr(flag_wait, "run_flag_pipeline", fake_run)
+    monkeypatch.setattr(flag_wait, "CardHost", Host)
+    monkeypatch.setattr(driver_api, "memop_support", lambda: {"CAN_MAP_HOST_MEMORY": 1})
+    out = experiments.get("radar.flag_wait").run(False, frames=30, repeats=2, depth=4)
+    one_round = [(d, n, 30, 4 if d == "flag" else None) for n in flag_wait.SEED_SIZES for d in flag_wait.COMPARED]
+    assert seen == one_round * 2
+    assert [r["extra"]["repeat"] for r in out["runs"]] == [0] * 6 + [1] * 6 and "seq" not in out["runs"][0]
+    assert out["depth"] == 4 and out["repeats"] == 2 and out["support"] == {"CAN_MAP_HOST_MEMORY": 1}
+    quick = experiments.get("radar.flag_wait").run(True)
+    assert quick["frames"] == flag_wait.QUICK["frames"] and quick["repeats"] == flag_wait.QUICK["repeats"]
+    ev = Evidence("radar.flag_wait", out, Mode.LIVE, "Test GPU", why="a test")
+    assert len(flag_wait.flag_rows(ev)) == 6 and all("not ranked" in line for line in flag_wait.flag_verdicts(ev))
