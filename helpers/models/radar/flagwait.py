@@ -137,10 +137,11 @@ class _Launcher(threading.Thread):
         self.cpu_s = 0.0
 
     def run(self) -> None:
-        cfg, dev = self.cfg, self.dev
+        cfg, dev, cpu0 = self.cfg, self.dev, time.thread_time()
         try:
             with cfg.memops.context():
                 _warm_up(self.cp, cfg)  # this thread's own FFT plans (CuPy keeps a plan cache per thread)
+                cpu0 = time.thread_time()
                 self.ready.set()
                 while not self.stop.is_set():
                     if self.queued < min(cfg.frames, self.done_seen + cfg.depth):
@@ -154,7 +155,7 @@ class _Launcher(threading.Thread):
         except BaseException as exc:  # noqa: BLE001 - handed to the capture side, which raises it
             self.error = exc
         finally:
-            self.cpu_s = time.thread_time()
+            self.cpu_s = time.thread_time() - cpu0
             self.ready.set()  # also when it failed: the capture side then raises its error
 
 
@@ -273,6 +274,7 @@ def run_flag_pipeline(cfg: FlagConfig) -> RunResult:
                     seed=cfg.seed, variants=cfg.variants, host=cfg.host)
     t, dev, launcher = _Taken(), None, None
     with contextlib.ExitStack() as stack:
+        stack.callback(_free_pools, cp)
         stack.callback(c.close)
         flags, flags_addr = stack.enter_context(cfg.memops.words(2))
         try:
@@ -295,6 +297,11 @@ def run_flag_pipeline(cfg: FlagConfig) -> RunResult:
                      buffers=1, frames=cfg.frames, latency_us=[int(x) for x in t.lat], seq=t.seqs,
                      copy_us_p50=_median(t.copy_t), kernel_us_p50=_median(t.kern_t), checked=len(errors),
                      max_error=max(errors) if errors else None, gpu=gpu.probe().name, extra=extra, **counts)
+
+
+def _free_pools(cp) -> None:
+    cp.get_default_memory_pool().free_all_blocks()
+    cp.get_default_pinned_memory_pool().free_all_blocks()
 
 
 def _median(v: list) -> float | None:
