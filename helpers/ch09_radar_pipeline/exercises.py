@@ -5,6 +5,7 @@
     exercises.dropped_frames(answer)                # reasoning: a slow consumer and a 2-slot ring
     exercises.rank_from_one_run(answer)             # conceptual: what one run of 2,000 frames can rank
     exercises.detect_kernel(my_detect)              # coding: a Numba detection kernel on the range-Doppler map
+    exercises.queue_depth(answer)                   # conceptual: why the flag design queues a bounded few frames
 """
 
 from __future__ import annotations
@@ -97,3 +98,30 @@ def detect_kernel(fn) -> bool | None:
     return checks.code("9.4 detection kernel", fn, _detect_trial,
                        why="one thread per map cell, bounds checked: the last stage of the pipeline, after the "
                            "range-Doppler map, and cheap next to the FFTs")
+
+
+DEPTH_OPTIONS = {
+    "a": "Nothing would go wrong; a bounded depth only saves GPU memory.",
+    "b": "The GPU's queue of submitted work is finite: once it is full, the next launch waits in the CPU for room. "
+         "With every queued frame stuck behind a flag the CPU has not written yet, that launch can wait forever, and "
+         "the flag is never written.",
+    "c": "A stream can hold only one cuStreamWaitValue32 at a time.",
+    "d": "A stream wait gives up after a few milliseconds, so frames queued too early would run on old data.",
+}
+DEPTH_WHY = {
+    "a": "Memory is the smaller problem. Each queued frame holds room in the channel's command queue (Chapter 7's "
+         "ring of work the GPU fetches from), and that room is bounded.",
+    "b": "Right. A launch that finds the queue full blocks until the GPU consumes work, and the GPU consumes nothing "
+         "while it waits on a flag: if the thread that would write the flag is the one blocked, no one releases it "
+         "(the driver API's documentation warns that these calls can deadlock an application). A probe of this "
+         "design that queued 200 frames before writing any flag hung. Queueing a few frames, refilled as DONE "
+         "advances, keeps every launch short of the limit.",
+    "c": "A stream can hold many waits in order; the flag design queues several, one per frame.",
+    "d": "A stream wait has no timeout of its own: it waits until the condition holds. That is why the course's "
+         "teardown writes READY past every queued frame, and why the CPU side polls DONE with a deadline.",
+}
+
+
+def queue_depth(answer) -> bool | None:
+    """9.5 — why the flag design keeps a bounded number of frames queued ahead."""
+    return checks.choice("9.5 a bounded queue ahead", answer, DEPTH_OPTIONS, "b", DEPTH_WHY)

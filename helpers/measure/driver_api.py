@@ -220,3 +220,84 @@ def signature_names(fn) -> list[str]:
     with contextlib.suppress(TypeError, ValueError):
         return [p for p in inspect.signature(fn).parameters]
     return []
+
+
+# -- stream memory operations: the GPU waits on (and writes) a word in pinned host memory ------------
+MEMOP_ATTRIBUTES = ("CAN_MAP_HOST_MEMORY", "CAN_USE_STREAM_WAIT_VALUE_NOR", "CAN_USE_64_BIT_STREAM_MEM_OPS",
+                    "CAN_FLUSH_REMOTE_WRITES")
+MEMOP_CALLS = ("cuStreamWaitValue32", "cuStreamWriteValue32", "cuMemHostGetDevicePointer", "cuStreamQuery")
+
+
+def memop_support(ordinal: int = 0) -> dict:
+    """The device attributes stream memory operations depend on, {name: 0/1, or None if the bindings lack it},
+    plus 'calls': which of MEMOP_CALLS the installed bindings have. Needs a driver (NoGPUError otherwise).
+
+    The 32-bit GEQ wait and the 32-bit write this course uses need mapped host memory (CAN_MAP_HOST_MEMORY);
+    NOR waits and the 64-bit calls have attributes of their own, and FLUSH needs platform support."""
+    drv = driver()
+    dev = check(drv.cuDeviceGet(ordinal), f"cuDeviceGet({ordinal})")
+    out: dict = {}
+    for name in MEMOP_ATTRIBUTES:
+        attr = getattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}", None)
+        err, *val = drv.cuDeviceGetAttribute(attr, dev) if attr is not None else (None,)
+        out[name] = int(val[0]) if attr is not None and int(err) == int(drv.CUresult.CUDA_SUCCESS) else None
+    out["calls"] = {name: hasattr(drv, name) for name in MEMOP_CALLS}
+    return out
+
+
+def memop_unsupported(support: dict) -> str | None:
+    """Why a 32-bit flag wait cannot run with this support (from memop_support), or None if it can."""
+    missing = [name for name, ok in support.get("calls", {}).items() if not ok]
+    if missing:
+        return f"the installed CUDA driver bindings lack {', '.join(missing)}"
+    if support.get("CAN_MAP_HOST_MEMORY") != 1:
+        return "this GPU cannot map pinned host memory (CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY is not 1)"
+    return None
+
+
+@contextlib.contextmanager
+def mapped_words(count: int):
+    """`count` 32-bit words of pinned host memory mapped for the GPU (cuMemHostAlloc DEVICEMAP), zeroed.
+
+    Yields (host view as a NumPy uint32 array, the GPU's address of word 0 from cuMemHostGetDevicePointer);
+    cuMemFreeHost on exit, whatever happened. Needs a current context (CuPy's primary one will do)."""
+    import numpy as np
+
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 1024:
+        raise InputError(f"mapped words: a count from 1 to 1024, got {count!r}")
+    drv = driver()
+    with _pinned_host_memory(drv, 4 * count, CU_MEMHOSTALLOC_DEVICEMAP, "cuMemHostAlloc(DEVICEMAP)") as hptr:
+        host = np.ctypeslib.as_array((ctypes.c_uint32 * count).from_address(as_int(hptr)))
+        host[:] = 0
+        dptr = check(drv.cuMemHostGetDevicePointer(hptr, 0), "cuMemHostGetDevicePointer")
+        try:
+            yield host, as_int(dptr)
+        finally:
+            del host
+
+
+def wait_value_geq(stream_ptr: int, addr: int, value: int) -> None:
+    """Queue on the stream: wait until the 32-bit word at device address `addr` reaches `value`
+    (CU_STREAM_WAIT_VALUE_GEQ, a cyclic comparison: (int32)(*addr - value) >= 0)."""
+    drv = driver()
+    check(drv.cuStreamWaitValue32(stream_ptr, addr, value, drv.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
+          "cuStreamWaitValue32(GEQ)")
+
+
+def write_value(stream_ptr: int, addr: int, value: int) -> None:
+    """Queue on the stream: write `value` to the 32-bit word at `addr` once the work before it is done
+    (CU_STREAM_WRITE_VALUE_DEFAULT: the write follows a memory barrier, so it is seen after that work's results)."""
+    drv = driver()
+    check(drv.cuStreamWriteValue32(stream_ptr, addr, value,
+                                   drv.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT),
+          "cuStreamWriteValue32")
+
+
+def stream_idle(stream_ptr: int) -> bool:
+    """cuStreamQuery: True when all the stream's work is done, False while some is pending; an error raises."""
+    drv = driver()
+    err = drv.cuStreamQuery(stream_ptr)[0]
+    if int(err) == int(drv.CUresult.CUDA_ERROR_NOT_READY):
+        return False
+    check((err,), "cuStreamQuery")
+    return True

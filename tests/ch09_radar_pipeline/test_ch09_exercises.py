@@ -36,6 +36,12 @@ def test_ranking_question():
     assert exercises.rank_from_one_run("b") is True and exercises.rank_from_one_run("a") is False
 
 
+def test_queue_depth_question():
+    assert exercises.queue_depth("b") is True
+    assert all(exercises.queue_depth(x) is False for x in "acd")
+    assert exercises.queue_depth(None) is None
+
+
 def test_detect_kernel_check():
     run_on_simulator('''
 from helpers.ch09_radar_pipeline import exercises

@@ -3,7 +3,8 @@ Chapter 9 and Lab 3.
 
 A frame is pulses x 1024 complex64 samples (`N_SAMPLES`), written every period by the capture
 card (helpers.models.radar.card) into a ring of slots in host memory. The consumer copies it to
-the GPU in one of four `DESIGNS`. Bad sizes, rates or designs raise `RadarInputError`.
+the GPU in one of four `DESIGNS`, or in the
+`FLAG_DESIGN`, where the GPU waits for a flag (helpers.models.radar.flagwait). Bad sizes, rates or designs raise `RadarInputError`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ DESIGN_TEXT = {
     "staged": "memcpy into a pinned staging buffer, then DMA",
     "registered": "cudaHostRegister the ring itself, DMA straight from it",
     "pipelined": "registered ring + N streams overlapping copy and compute",
+    "flag": "registered ring, work queued ahead waits on the GPU for a flag the capture side writes",
 }
+FLAG_DESIGN = "flag"  # not in DESIGNS: its own runner (flagwait.py) and experiment (radar.flag_wait)
+MAX_DEPTH = 8  # frames the flag design may queue ahead: bounded, since launches block once the GPU's queue is full
 SEED_PERIOD_S = 8e-3  # seed 002: a frame every 8 ms
 SEED_SIZES = (4 << 20, 16 << 20)  # 4 MB a frame, and the full system's 2 GB/s
 SEED_RATES = tuple((n, SEED_PERIOD_S) for n in SEED_SIZES)
