@@ -20,7 +20,7 @@ from helpers.models.radar.pipeline import PipelineConfig, run_pipeline
 from helpers.models.radar.ring import CardHost
 
 COMPARED = ("registered", "pipelined", FLAG_DESIGN)
-RECORDED_FRAMES = 1000  # per run: 3 designs x 2 sizes x REPEATS runs of 8 s each
+RECORDED_FRAMES = 500  # per run: 3 designs x 2 sizes x REPEATS runs of 4 s each
 REPEATS = 3
 QUICK = {"frames": 60, "repeats": 2}
 DEPTH = 3
