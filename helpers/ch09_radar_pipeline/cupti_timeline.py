@@ -185,7 +185,8 @@ def frame_differences(ev_frame: dict, cu_frame: dict) -> dict:
     (a, b), (_, c) = ev_frame["copy_ms"], ev_frame["kernels_ms"]
     cs, ce = cu_frame["copy"][0], cu_frame["copy"][1]
     work = [item(w) for w in cu_frame["work"]]
-    first, last = min(w["start_ns"] for w in work), max(w["end_ns"] for w in work)
+    kernels = [w for w in work if w["kind"] == "kernel"] or work
+    first, last = min(w["start_ns"] for w in kernels), max(w["end_ns"] for w in work)
     busy = sum(e - s for s, e in cupti_trace.merged([(w["start_ns"], w["end_ns"]) for w in work]))
     return {"offset": (cs - a * 1e6) / 1e3, "copy_events": (b - a) * 1e3, "copy_cupti": (ce - cs) / 1e3,
             "gap": (first - ce) / 1e3, "processing_events": (c - b) * 1e3, "processing_cupti": (last - ce) / 1e3,
@@ -358,7 +359,7 @@ def overhead_lines(ev: Evidence) -> list[str]:
     """CUPTI's cost on the pipeline's latency, per design, and whether it is beyond the spread of the
     repeats (the ranges of the runs' medians with and without CUPTI do not overlap)."""
     if not ev.ok:
-        return [ev.missing or f"{EXPERIMENT_ID}: no data"]
+        return ["No runs with and without CUPTI to compare: " + (ev.missing or f"{EXPERIMENT_ID} has no data")]
     data = ev.require()
     by = {(s["design"], s["cupti"]): s for s in overhead_summary(data)}
     out = [f"Latency with and without CUPTI, {ev.said} ({data['overhead']['repeats']} runs of "
@@ -392,12 +393,17 @@ def _lane(channel_type: str, channel: int) -> str:
     return f"CUPTI: channel {channel} ({CHANNEL_WORDS.get(channel_type, channel_type)})"
 
 
+WORK_WORDS = {"kernel": "kernels", "memset": "memsets", "memcpy": "device copies"}
+
+
 def _cupti_bars(frames: list[dict], offset_ns: float) -> dict[str, list[tuple]]:
-    """The same from CUPTI, a lane per channel, on the events' clock (CUPTI's minus the median offset)."""
+    """The same from CUPTI, a lane per channel, on the events' clock (CUPTI's minus the median offset):
+    the frame's copy, its kernels, and any memset or other copy the processing made."""
     out: dict[str, list[tuple]] = {"copy H→D": [], "kernels": []}
     for f in frames:
-        for what, rec in [("copy H→D", f["copy"])] + [("kernels", w) for w in f["work"]]:
+        for what, rec in [("copy H→D", f["copy"])] + [(WORK_WORDS.get(w[4], w[4]), w) for w in f["work"]]:
             r = item(rec)
+            out.setdefault(what, [])
             lane = _lane(r["channel_type"], r["channel"])
             out[what].append((lane, f["seq"], (r["start_ns"] - offset_ns) / 1e6, (r["end_ns"] - offset_ns) / 1e6))
     return out
@@ -424,7 +430,7 @@ def beside_figure(ev: Evidence, design: str, first: int = 12):
         for k, (what, rs) in enumerate(bars.items()):
             fig.add_bar(name=f"{what} ({who})", orientation="h", y=[r[0] for r in rs], x=[r[3] - r[2] for r in rs],
                         base=[r[2] for r in rs], customdata=[r[1] for r in rs],
-                        marker={"color": PALETTE[k], "pattern": {"shape": pattern}},
+                        marker={"color": PALETTE[k % len(PALETTE)], "pattern": {"shape": pattern}},
                         hovertemplate="frame %{customdata}: %{base:.3f} → +%{x:.3f} ms<extra></extra>")
     # plotly draws the first category at the bottom: CUPTI's channels (copy, then compute) below the streams
     shown = {r[0] for rs in cupti.values() for r in rs}
