@@ -13,9 +13,10 @@
 #   PYTHON=python3        interpreter that creates the environment
 #   VENV=.venv            where the environment lives
 #   CUDA_EXTRA=auto       CuPy wheel, and numba-cuda's, with the CUDA libraries both load at run time
-#                         (from PyPI: no CUDA toolkit needed, only the driver): auto (cuda12 where an NVIDIA driver is found:
-#                         nvidia-smi on PATH, /proc/driver/nvidia/version or WSL's libcuda; none
-#                         elsewhere),
+#                         (from PyPI: no CUDA toolkit needed, only the driver): auto (where an NVIDIA driver is found:
+#                         nvidia-smi on PATH, /proc/driver/nvidia/version or WSL's libcuda: cuda13 for a
+#                         driver 580 or newer, which runs CUDA 13, with CUPTI for the channel timelines
+#                         of Chapters 3b, 7 and 9; cuda12 for an older or unknown one; none elsewhere),
 #                         cuda12, cuda13, none, or empty when the Python given by PYTHON already
 #                         has CuPy: its packages are then reused
 #   WHEELHOUSE=dir [dir]  install offline from these wheel folders (see `make wheelhouse`)
@@ -48,12 +49,18 @@ BOOK_LABS ?=
 
 comma := ,
 NVIDIA_FOUND := $(or $(wildcard $(NVIDIA_DRIVER_FILES)),$(shell command -v "$(NVIDIA_SMI)" 2>/dev/null))
-# the CuPy extra actually installed: auto picks cuda12 where a driver is found; none and empty install none
-CUPY_EXTRA := $(if $(filter auto,$(CUDA_EXTRA)),$(if $(NVIDIA_FOUND),cuda12),$(filter-out none,$(CUDA_EXTRA)))
+# the driver's major version, from the driver files' "Kernel Module" line or nvidia-smi (empty when neither says)
+NVIDIA_DRIVER_MAJOR := $(if $(NVIDIA_FOUND),$(shell { grep -ash 'Kernel Module' $(wildcard $(NVIDIA_DRIVER_FILES)) /dev/null \
+	| grep -o ' [0-9][0-9][0-9]*\.[0-9]' | cut -d. -f1 | tr -d ' '; "$(NVIDIA_SMI)" --query-gpu=driver_version \
+	--format=csv,noheader 2>/dev/null | cut -d. -f1; } | grep -E '^[0-9]+$$' | head -n1))
+# CUDA 13 needs a 580 or newer driver; an older or unknown one gets CUDA 12 (no CUPTI: cupti-python needs CUDA 13)
+AUTO_CUDA := $(if $(NVIDIA_DRIVER_MAJOR),$(if $(shell [ "$(NVIDIA_DRIVER_MAJOR)" -ge 580 ] && echo y),cuda13,cuda12),cuda12)
+# the CuPy extra actually installed: auto picks AUTO_CUDA where a driver is found; none and empty install none
+CUPY_EXTRA := $(if $(filter auto,$(CUDA_EXTRA)),$(if $(NVIDIA_FOUND),$(AUTO_CUDA)),$(filter-out none,$(CUDA_EXTRA)))
 ifeq ($(CUDA_EXTRA),)
 CUPY_NOTE := reused from $(PYTHON) (CUDA_EXTRA= empty)
 else ifneq ($(CUPY_EXTRA),)
-CUPY_NOTE := the $(CUPY_EXTRA) extra (CUDA_EXTRA=$(CUDA_EXTRA)$(if $(filter auto,$(CUDA_EXTRA)),: an NVIDIA driver was found))
+CUPY_NOTE := the $(CUPY_EXTRA) extra (CUDA_EXTRA=$(CUDA_EXTRA)$(if $(filter auto,$(CUDA_EXTRA)),: an NVIDIA driver was found$(if $(NVIDIA_DRIVER_MAJOR), (version $(NVIDIA_DRIVER_MAJOR)))))
 else ifeq ($(CUDA_EXTRA),auto)
 CUPY_NOTE := none, no NVIDIA driver found (CUDA_EXTRA=auto): the notebooks replay recorded data; CUDA_EXTRA=cuda12 installs CuPy anyway
 else

@@ -197,3 +197,30 @@ def ex74_capture(fn) -> bool | None:
     return checks.code("7.4 capture a chain", fn, capture_trial,
                        why="between begin_capture and end_capture, launches on the stream are recorded into a graph "
                            "instead of running; graph.launch(stream) then submits the whole chain with one call.")
+
+
+# -- 7.6: one stream, several rings ---------------------------------------------------------------
+ORDER_OPTIONS = {
+    "a": "nothing: once the steps are on different channels they may run in any order",
+    "b": "the CPU: CuPy waits for the kernel to finish before it rings the copy channel's doorbell",
+    "c": "the GPU: the copy channel is told to wait for a value that the compute channel writes when the kernel "
+         "is done (a semaphore acquire and release, methods every channel class has)",
+    "d": "the copy engine watches the SMs and starts when they are idle",
+}
+ORDER_WHY = {
+    "a": "No: stream order is CUDA's promise whatever runs the steps (on the lanes, each stream's copy back starts "
+         "after its kernel ends); different rings only mean the order must be kept across them.",
+    "b": "No: the code queues the copy, the kernel and the copy back with no wait between them (the only wait is "
+         "after all of them, before the trace closes), so the CPU was not in the loop.",
+    "c": "Right. The channel classes carry semaphore methods for this (Hopper's clc86f.h: NVC86F_SEM_EXECUTE with "
+         "OPERATION_ACQUIRE or RELEASE): one channel waits in its own pushbuffer until a value in memory reaches "
+         "what another channel releases. Which exact methods the closed CUDA driver emits is not public; that the "
+         "wait happens on the GPU follows from the CPU never waiting between the steps.",
+    "d": "No: the copy engine knows nothing of the SMs' work; other streams' kernels keep the SMs busy while this "
+         "stream's copy runs, as the many-stream figure shows.",
+}
+
+
+def ex76_stream_order(answer) -> bool | None:
+    """7.6: what keeps a stream's copy back behind its kernel when they run from different channels?"""
+    return checks.choice("7.6 one stream, several rings", answer, ORDER_OPTIONS, "c", ORDER_WHY)

@@ -51,3 +51,11 @@ def test_numpy_below_2_5_with_reason():
 def test_cupy_extras_exist(extra):
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert any(r.startswith("cupy-cuda") for r in meta["optional-dependencies"][extra])
+
+
+def test_cuda13_brings_cupti_and_what_its_import_needs():
+    """CUPTI (helpers/measure/cupti_trace.py) comes with the CUDA 13 extra: the bindings, libcupti's
+    wheel and pyelftools, without which `import cupti` fails."""
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = {r.split("==")[0].split("[")[0] for r in meta["optional-dependencies"]["cuda13"]}
+    assert {"cupti-python", "nvidia-cuda-cupti", "pyelftools"} <= names

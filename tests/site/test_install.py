@@ -116,6 +116,18 @@ def test_lab_with_a_driver_installs_cupy(tmp_path):
     assert _extras(_dry_run("venv-lab", tmp_path, NVIDIA_SMI=str(smi))) == ["lab,cuda12"]
 
 
+@pytest.mark.parametrize("line, extras, version", [
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build", "lab,cuda13", 580),
+    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  610.12  Release Build", "lab,cuda13", 610),
+    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:15:33 UTC 2024", "lab,cuda12", 550)])
+def test_lab_picks_cuda13_with_cupti_for_a_580_driver(tmp_path, line, extras, version):
+    """A driver that runs CUDA 13 gets the cuda13 extra (with CUPTI); an older one CUDA 12."""
+    (tmp_path / "driver").write_text(line + "\n")
+    out = _dry_run("venv-lab", tmp_path, NVIDIA_DRIVER_FILES=str(tmp_path / "driver"))
+    assert _extras(out) == [extras]
+    assert f"driver was found (version {version})" in out
+
+
 @pytest.mark.parametrize("value, extras, inherit", [("cuda13", "lab,cuda13", False), ("none", "lab", False),
                                                      ("", "lab", True)])
 def test_cuda_extra_overrides_detection(tmp_path, value, extras, inherit):
