@@ -35,6 +35,7 @@ from helpers.models.radar import pipeline
 from helpers.models.radar.designs import RadarInputError
 from helpers.models.radar.pipeline import PipelineConfig
 from helpers.models.radar.ring import CardHost
+from helpers.presentation import channel_lanes
 
 EXPERIMENT_ID = "radar.cupti_timeline"
 TIMELINE_FRAMES, QUICK_TIMELINE_FRAMES = 40, 12  # as radar.timeline
@@ -259,11 +260,8 @@ def evidence(ctx, code=None) -> Evidence:
                         missing=f"There is no CUPTI timeline to show: {why}; and {exc}")
 
 
-CHANNEL_WORDS = {"async_memcpy": "copy-engine channel", "compute": "compute channel", "other": "channel"}
-
-
 def _channels(pairs: list) -> str:
-    return ", ".join(f"{c} ({CHANNEL_WORDS.get(t, t)})" for t, c in pairs) or "none"
+    return ", ".join(channel_lanes.lane_label(t, c) for t, c in pairs) or "none"
 
 
 def _mid(d: dict, key: str) -> str:
@@ -304,7 +302,7 @@ def difference_lines(ev: Evidence) -> list[str]:
         "• " + run_lines(run) for run in ev.require()["runs"]]
 
 
-DIFFERENCE_HEADERS = ("design", "frames matched", "streams", "channels (type id)", "copy µs: events / CUPTI",
+DIFFERENCE_HEADERS = ("design", "frames matched", "streams", "channels", "copy µs: events / CUPTI",
                       "copy end → first kernel µs (CUPTI)", "processing µs: events / CUPTI",
                       "clock offset wander µs", "copy-kernel overlap µs: events / CUPTI")
 
@@ -318,7 +316,7 @@ def difference_rows(ev: Evidence) -> list[tuple]:
             rows.append((run["design"], 0, "", "", "", "", "", "", ""))
             continue
         rows.append((run["design"], f"{d['frames']} of {len(run['extra']['timeline'])}", d["streams"],
-                     ", ".join(f"{t} {c}" for t, c in d["channels"]),
+                     _channels(d["channels"]),
                      f"{d['copy_events']['median']:.1f} / {d['copy_cupti']['median']:.1f}", f"{d['gap']['median']:.1f}",
                      f"{d['processing_events']['median']:.1f} / {d['processing_cupti']['median']:.1f}",
                      f"{d['offset_wander']:.1f}", f"{d['overlap_events_us']:.0f} / {d['overlap_cupti_us']:.0f}"))
@@ -390,7 +388,7 @@ def _event_bars(frames: list[dict]) -> dict[str, list[tuple]]:
 
 
 def _lane(channel_type: str, channel: int) -> str:
-    return f"CUPTI: channel {channel} ({CHANNEL_WORDS.get(channel_type, channel_type)})"
+    return f"CUPTI: {channel_lanes.lane_label(channel_type, channel)}"
 
 
 WORK_WORDS = {"kernel": "kernels", "memset": "memsets", "memcpy": "device copies"}

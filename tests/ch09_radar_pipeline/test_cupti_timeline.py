@@ -211,9 +211,9 @@ def test_the_figure_has_a_lane_per_stream_and_per_channel_on_one_clock():
     assert isinstance(fig, CourseFigure) and fig.modes == [Mode.LIVE] and "LIVE" in fig.description()
     lanes = {y for tr in fig.fig.data for y in tr.y}
     assert {"events: stream 0", "events: stream 1", "events: stream 2"} <= lanes
-    assert "CUPTI: channel 10 (copy-engine channel)" in lanes and "CUPTI: channel 1 (compute channel)" in lanes
+    assert "CUPTI: copy channel 10" in lanes and "CUPTI: compute channel 1" in lanes
     order = list(fig.fig.layout.yaxis.categoryarray)
-    assert order.index("CUPTI: channel 1 (compute channel)") < order.index("events: stream 2")  # events above
+    assert order.index("CUPTI: copy channel 10") < order.index("events: stream 2")  # events above
     assert "A timeline (Gantt chart)" in fig.description()
     cupti_copy = next(tr for tr in fig.fig.data if tr.name == "copy H→D (CUPTI)")
     event_copy = next(tr for tr in fig.fig.data if tr.name == "copy H→D (events)")
@@ -339,3 +339,31 @@ def test_exercise_97_starter_is_not_answered_and_its_input_is_a_copy(capsys):
     assert exercises.copy_kernel_overlap(spoils) is True
     cases = exercises._overlap_cases()
     assert copy.deepcopy(cases) == exercises._overlap_cases()  # seeded: the same cases every run
+
+
+def test_traced_run_wraps_the_run_in_one_trace_and_only_when_asked(monkeypatch):
+    import contextlib
+
+    from helpers.models.radar import pipeline
+
+    opened = []
+    run, recs = fake_run(frames=3, buffers=1)
+
+    @contextlib.contextmanager
+    def trace():
+        t = cupti_trace.Trace(t0_ns=T0)
+        opened.append(t)
+        yield t
+        t.records = recs  # filled on exit, as cupti_trace does
+
+    class Result:
+        def to_dict(self):
+            assert len(opened) in (0, 1)
+            return copy.deepcopy(run)
+
+    monkeypatch.setattr(cupti_trace, "trace", trace)
+    monkeypatch.setattr(pipeline, "run_pipeline", lambda cfg: Result())
+    got, tr = ct.traced_run(object())
+    assert got == run and tr == {"t0_ns": T0, "records": recs} and len(opened) == 1
+    got, tr = ct.traced_run(object(), cupti=False)
+    assert tr is None and len(opened) == 1
