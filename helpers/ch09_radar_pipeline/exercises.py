@@ -126,8 +126,8 @@ def _overlap_trial(fn) -> list[str]:
 
 
 def copy_kernel_overlap(fn) -> bool | None:
-    """9.7 — a function overlap_ns(records) -> ns during which some copy and some kernel both ran."""
-    return checks.code("9.7 copy/kernel overlap from CUPTI records", fn, _overlap_trial,
+    """9.6 — a function overlap_ns(records) -> ns during which some copy and some kernel both ran."""
+    return checks.code("9.6 copy/kernel overlap from CUPTI records", fn, _overlap_trial,
                        why="the union of the copies' busy time intersected with the kernels': CUPTI gives each "
                            "engine's own start and end, so this is time the copy engine and the SMs really worked "
                            "at once, which the events' bars (stream order, one lane per stream) can only suggest")

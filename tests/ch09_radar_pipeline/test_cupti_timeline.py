@@ -2,7 +2,7 @@
 own CUPTI records (not the warm-up's, not another stream's), the differences between the two timelines
 are the ones built into the fake, the overhead verdict follows the repeats' spread, the figure and
 sentences follow the Evidence's mode, the experiment skips with CUPTI's reason where CUPTI cannot run,
-the page says 'not recorded' only when the recording is truly absent, and Exercise 9.7's check."""
+the page says 'not recorded' only when the recording is truly absent, and Exercise 9.6's check."""
 
 from __future__ import annotations
 
@@ -294,7 +294,7 @@ def test_a_damaged_recording_still_raises(tmp_path):
         ct.evidence(_ctx(folder))
 
 
-# ---------------------------------------------------------------- Exercise 9.7
+# ---------------------------------------------------------------- Exercise 9.6
 
 def _union(intervals):
     out = []
@@ -317,14 +317,14 @@ def pairwise_overlap(records):
                for c in records if c["kind"] == "memcpy" for k in records if k["kind"] == "kernel")
 
 
-def test_exercise_97_ticks_a_union_and_names_the_double_count(capsys):
+def test_exercise_96_ticks_a_union_and_names_the_double_count(capsys):
     assert exercises.copy_kernel_overlap(right_overlap) is True
     assert exercises.copy_kernel_overlap(pairwise_overlap) is False
     assert "counted twice" in capsys.readouterr().out
     assert exercises.copy_kernel_overlap(lambda records: 0) is False
 
 
-def test_exercise_97_starter_is_not_answered_and_its_input_is_a_copy(capsys):
+def test_exercise_96_starter_is_not_answered_and_its_input_is_a_copy(capsys):
     def starter(records):
         raise NotImplementedError
 
