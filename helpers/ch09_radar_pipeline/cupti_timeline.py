@@ -96,6 +96,8 @@ def _overhead_run(code, cfg: PipelineConfig, cupti: bool, rep: int) -> dict:
     """One overhead run, summarised: latency quartiles (µs), the event-timed copy and processing medians,
     drops, CPU time and how many CUPTI records it made."""
     run, tr = code(cfg, cupti=cupti)
+    if not run["latency_us"]:
+        raise RadarInputError(f"an overhead run of {run['design']} completed no frame (dropped {run.get('dropped')})")
     q1, p50, q3 = (float(x) for x in np.percentile(run["latency_us"], [25, 50, 75]))
     return {"design": run["design"], "cupti": cupti, "repeat": rep, "frames": len(run["latency_us"]),
             "p50_us": p50, "q1_us": q1, "q3_us": q3, "copy_us_p50": run.get("copy_us_p50"),
