@@ -141,7 +141,7 @@ def overlap_lines(here: Evidence, ref: Evidence) -> list[str]:
     if not here.ok:
         return [str(here.missing or here.why)]
     s, r = summary(here.require()), summary(ref.require())
-    lines = [f"{s['n']} repeats, {here.said_short}: the h2d copies ran on copy channel(s) "
+    lines = channel_lanes.skip_note(here) + [f"{s['n']} repeats, {here.said_short}: the h2d copies ran on copy channel(s) "
              f"{', '.join(map(str, s['h2d_channels']))} and the d2h on {', '.join(map(str, s['d2h_channels']))}"
              f" ({'never the same channel' if s['apart'] else 'sharing a channel at least once'}).",
              f"They overlapped for {s['overlap_us']['median']:.0f} µs at the median "

@@ -27,6 +27,7 @@ from helpers.presentation import channel_lanes, figures
 
 TIMEOUT_S = 30.0
 MiB = 1 << 20
+DEFAULT_CONNECTIONS = 8  # CUDA_DEVICE_MAX_CONNECTIONS when unset (CUDA's environment-variable reference)
 
 
 def streams_on_channels(streams, hosts, devs) -> list[dict]:
@@ -124,8 +125,9 @@ def lanes_figure(ev: Evidence, case: str = "two"):
         raise InputError(f"case must be 'two' or 'many', not {case!r}")
     recs = data[case]["records"]
     names = {s: f"stream {chr(65 + i)}" if i < 26 else f"stream {s}" for i, s in enumerate(streams_in(recs))}
-    what = ("two streams: h2d, kernel, d2h each" if case == "two"
-            else f"{data[case]['streams']} streams, more than the default connection pool")
+    n = data[case]["streams"]
+    what = ("two streams: h2d, kernel, d2h each" if case == "two" else f"{n} streams" + (
+        f", more than CUDA's default {DEFAULT_CONNECTIONS} connections" if n > DEFAULT_CONNECTIONS else ""))
     return channel_lanes.lanes_figure(recs, ev.parts, f"Which channel ran what, {what}", names)
 
 
@@ -159,8 +161,7 @@ def channels_text(ev: Evidence) -> str:
     s = two_summary(data["two"]["records"])
     a, b = s["streams"]
     said = ev.said_short
-    skipped = [f"(This page replays: {ev.why}.)"] if not ev.live and "CUPTI" in ev.why else []
-    lines = skipped + [f"{said[0].upper()}{said[1:]}: stream A's work ran on {len(s['own_channels'][a])} channels "
+    lines = channel_lanes.skip_note(ev) + [f"{said[0].upper()}{said[1:]}: stream A's work ran on {len(s['own_channels'][a])} channels "
              f"({', '.join(map(str, s['own_channels'][a]))}), {kinds(s['types'][a])}; stream B's on "
              f"{len(s['own_channels'][b])} ({', '.join(map(str, s['own_channels'][b]))}), {kinds(s['types'][b])}."]
     for what, label in (("kernel", "kernels"), ("HtoD", "host-to-device copies"), ("DtoH", "device-to-host copies")):

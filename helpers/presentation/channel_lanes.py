@@ -16,6 +16,12 @@ LANE_TEXT = {"compute": "compute", "async_memcpy": "copy", "other": "other"}
 PATTERNS = ("", "/", ".", "x", "-", "|", "+", "\\")  # bars of different streams differ by more than colour
 
 
+def skip_note(ev) -> list[str]:
+    """['(This page replays: ...)'] when a live run was possible but CUPTI was not (the
+    Evidence's `why` carries unavailable_reason()), else []: the learner with a GPU learns why."""
+    return [f"(This page replays: {ev.why}.)"] if not ev.live and "CUPTI" in (ev.why or "") else []
+
+
 def lane_label(channel_type: str, channel: int) -> str:
     """'copy channel 10' / 'compute channel 1': a lane's name on the y axis."""
     return f"{LANE_TEXT.get(channel_type, channel_type)} channel {channel}"

@@ -8,6 +8,7 @@ import types
 
 import fake_cupy
 import pytest
+from conftest import needs_gpu
 from fake_cupti import ActivityMemcpyKind as MK
 from fake_cupti import FakeCupti, memcpy
 
@@ -106,3 +107,13 @@ def test_the_pages_code_issues_both_copies_inside_one_trace(monkeypatch):
     recs = co.both_directions_under_cupti((up, down), None, dev_in, dev_out, None)
     assert [(r["copy"], r["stream"]) for r in recs] == [("HtoD", 13), ("DtoH", 14)]
     assert "enable MEMCPY" in fake.calls and not any("KERNEL" in c for c in fake.calls)
+
+
+@needs_gpu
+def test_live_quick_run_records_both_directions_each_repeat():
+    """On the GPU machine: every repeat has an h2d and a d2h record of the recorded size."""
+    data = co.record_cupti_bidirectional(quick=True)
+    s = co.summary(data)
+    assert s["n"] == 3
+    for rep in data["repeats"]:
+        assert {r["bytes"] for r in rep["records"] if r["kind"] == "memcpy"} == {data["nbytes"]}

@@ -8,6 +8,7 @@ import types
 
 import fake_cupy
 import pytest
+from conftest import needs_gpu
 from fake_cupti import ActivityMemcpyKind as MK
 from fake_cupti import FakeCupti, kernel, memcpy
 
@@ -177,3 +178,26 @@ def test_exercise_7_6_has_one_right_answer_and_feedback_for_each():
     for wrong in "abd":
         assert exercises.ex76_stream_order(wrong) is False
     assert set(exercises.ORDER_WHY) == set(exercises.ORDER_OPTIONS)
+
+
+@needs_gpu
+def test_live_quick_run_puts_one_streams_work_on_several_channels():
+    """On the GPU machine: the recorder's quick run, read by the page's own summaries."""
+    data = channels.record_channels(quick=True)
+    s = channels.two_summary(data["two"]["records"])
+    a = s["streams"][0]
+    assert set(s["channels"][a]) == {"HtoD", "kernel", "DtoH"}
+    assert s["types"][a] == ["async_memcpy", "compute"]
+    assert channels.pool_summary(data["many"]["records"])["streams"] == data["many"]["streams"]
+
+
+def test_a_skipped_live_run_says_why_and_the_title_follows_the_stream_count():
+    import dataclasses
+
+    ev = dataclasses.replace(evidence(), why="the live run was skipped: CUPTI cannot trace here: the driver "
+                                             "refuses CUPTI to this user")
+    assert channels.channels_text(ev).startswith("(This page replays: the live run was skipped: CUPTI cannot")
+    assert "more than CUDA's default 8 connections" in channels.lanes_figure(ev, "many").title
+    few = evidence(many=many_case(4, compute_channels=4))
+    few.data["many"]["streams"] = 4  # the data dict itself is not frozen
+    assert "more than" not in channels.lanes_figure(few, "many").title

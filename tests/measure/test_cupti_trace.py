@@ -4,6 +4,7 @@ it opens and closes, the records it builds, and the pure views over them."""
 from __future__ import annotations
 
 import pytest
+from conftest import needs_gpu
 from fake_cupti import ActivityMemcpyKind as MK
 from fake_cupti import FakeCupti, kernel, memcpy
 
@@ -240,3 +241,32 @@ def test_malformed_records_are_input_errors(bad):
 def test_a_reversed_interval_is_an_input_error():
     with pytest.raises(InputError):
         ct.overlap_ns((10, 0), (0, 5))
+
+
+# ---------------------------------------------------------------- on the GPU machine
+
+
+@needs_gpu
+def test_live_trace_of_a_copy_and_a_kernel(monkeypatch):
+    """On a GPU with the cuda13 extra: a real window records the copy and the kernel on channels of
+    their engines, after t0, on the stream they were issued on (the fakes above stand in elsewhere)."""
+    monkeypatch.undo()  # the real probe and the real cupti, not the autouse fixture's stand-ins
+    ct.unavailable_reason.cache_clear()
+    assert ct.unavailable_reason() is None, ct.unavailable_reason()
+    import cupy
+    import cupyx
+
+    s = cupy.cuda.Stream(non_blocking=True)
+    h = cupyx.empty_pinned(1 << 18, dtype="float32")
+    d = cupy.empty(1 << 18, dtype="float32")
+    with ct.trace() as tr:
+        with s:
+            d.set(h, stream=s)
+            d *= 2
+        s.synchronize()
+    copies = [r for r in tr.records if r["copy"] == "HtoD" and r["bytes"] == 1 << 20]
+    kernels = [r for r in tr.records if r["kind"] == "kernel"]
+    assert copies and kernels and all(r["start_ns"] >= tr.t0_ns for r in tr.records)
+    assert copies[0]["channel_type"] == "async_memcpy" and kernels[0]["channel_type"] == "compute"
+    assert copies[0]["stream"] == kernels[0]["stream"]
+    ct.check_records(tr.records)
