@@ -300,7 +300,7 @@ def difference_lines(ev: Evidence) -> list[str]:
     without data, why there is none."""
     if not ev.ok:
         return [ev.missing or f"{EXPERIMENT_ID}: no data"]
-    return [f"The same frames {ev.said}, from CUDA events and from CUPTI:"] + [
+    return channel_lanes.skip_note(ev) + [f"The same frames {ev.said}, from CUDA events and from CUPTI:"] + [
         "• " + run_lines(run) for run in ev.require()["runs"]]
 
 

@@ -188,6 +188,9 @@ def test_the_sentences_carry_the_numbers_and_the_mode():
     near = fake_data()
     near["runs"] = [matched_run(copy_short_ns=300)]
     assert "within the events' stated" in ct.difference_lines(_evidence(near))[1]
+    skipped = Evidence(ct.EXPERIMENT_ID, fake_data(), Mode.REPLAY, "NVIDIA H100 80GB HBM3 · h100-pcie",
+                       why="the live run was skipped: CUPTI cannot trace here: cupti-python is not installed")
+    assert ct.difference_lines(skipped)[0] == f"(This page replays: {skipped.why}.)"
     rows = ct.difference_rows(_evidence(fake_data()))
     assert [r[0] for r in rows] == ["registered", "pipelined"] and all(len(r) == len(ct.DIFFERENCE_HEADERS) for r in rows)
 
