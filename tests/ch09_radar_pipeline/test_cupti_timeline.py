@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import write_reference
+from conftest import needs_gpu, write_reference
 
 from helpers import course
 from helpers.ch09_radar_pipeline import cupti_timeline as ct
@@ -370,3 +370,19 @@ def test_traced_run_wraps_the_run_in_one_trace_and_only_when_asked(monkeypatch):
     assert got == run and tr == {"t0_ns": T0, "records": recs} and len(opened) == 1
     got, tr = ct.traced_run(object(), cupti=False)
     assert tr is None and len(opened) == 1
+
+
+@needs_gpu
+def test_live_quick_run_matches_every_frame_to_its_cupti_records():
+    """On the GPU machine: the recorder's quick run, with CUPTI installed, matches every frame of both designs
+    to a copy on a copy channel and kernels on a compute channel, on one stream per device buffer."""
+    data = json.loads(json.dumps(experiments.get(ct.EXPERIMENT_ID).run(True)))
+    ev = _evidence(data, Mode.LIVE, "this GPU")
+    for run in data["runs"]:
+        assert run["cupti"]["problems"] == [], run["cupti"]["problems"]
+        d = ct.run_differences(run)
+        assert d["frames"] == len(run["extra"]["timeline"]) > 0
+        assert d["streams"] == run["buffers"]
+        assert {t for t, _ in d["channels"]} >= {"async_memcpy", "compute"}
+    assert len(data["overhead"]["runs"]) == 2 * 2 * ct.QUICK_OVERHEAD_REPEATS
+    assert ct.difference_lines(ev) and ct.overhead_lines(ev)
