@@ -2,6 +2,7 @@
 
     from helpers.ch09_radar_pipeline import exercises
     exercises.registered_frame_ms(answer, params)   # derivation from the model's parameters
+    exercises.copy_kernel_overlap(my_overlap_ns)    # coding: copy/kernel overlap from CUPTI-style records
     exercises.dropped_frames(answer)                # reasoning: a slow consumer and a 2-slot ring
     exercises.rank_from_one_run(answer)             # conceptual: what one run of 2,000 frames can rank
     exercises.detect_kernel(my_detect)              # coding: a Numba detection kernel on the range-Doppler map
@@ -64,6 +65,73 @@ RANK_WHY = {
 def rank_from_one_run(answer) -> bool | None:
     """9.3 — can one run of 2,000 frames per design rank designs by p99.9?"""
     return checks.choice("9.3 ranking tails from one run", answer, RANK_OPTIONS, "b", RANK_WHY)
+
+
+def _overlap_cases() -> list[tuple[str, list[dict]]]:
+    """Records shaped like CUPTI's (helpers.measure.cupti_trace) that the overlap trial feeds the learner:
+    a copy under one kernel, two kernels on two channels under one copy (counted once), two copies under
+    one kernel, work that only touches, and a seeded random pipeline of three streams."""
+    def rec(kind, s, e, channel):
+        return {"kind": kind, "name": kind, "copy": "HtoD" if kind == "memcpy" else "", "bytes": 1 << 20 if kind == "memcpy" else 0,
+                "stream": channel, "channel": channel, "channel_type": "async_memcpy" if kind == "memcpy" else "compute",
+                "start_ns": s, "end_ns": e, "correlation": s, "device": 0}
+
+    rng = np.random.default_rng(41)
+    pipeline = []
+    for f in range(12):
+        t = int(f * 3000 + rng.integers(0, 800))
+        copy_end = t + int(rng.integers(900, 1600))
+        pipeline.append(rec("memcpy", t, copy_end, 10 + f % 3))
+        k = copy_end + int(rng.integers(0, 300))
+        for _ in range(int(rng.integers(2, 5))):
+            d = int(rng.integers(200, 1500))
+            pipeline.append(rec("kernel", k, k + d, 1 + f % 3))
+            k += d + int(rng.integers(0, 200))
+    return [("a copy under one kernel", [rec("memcpy", 0, 1000, 10), rec("kernel", 600, 2000, 1)]),
+            ("two kernels on two channels under one copy",
+             [rec("memcpy", 0, 1000, 10), rec("kernel", 100, 900, 1), rec("kernel", 300, 700, 2)]),
+            ("two copies under one kernel",
+             [rec("memcpy", 0, 500, 10), rec("memcpy", 200, 800, 11), rec("kernel", 400, 1500, 1)]),
+            ("a kernel that starts as the copy ends", [rec("memcpy", 0, 1000, 10), rec("kernel", 1000, 1800, 1)]),
+            ("twelve frames on three streams", pipeline)]
+
+
+def _pairwise_ns(records: list[dict]) -> int:
+    """The slip the hint names: every (copy, kernel) pair's overlap summed, time under two kernels twice."""
+    from helpers.measure import cupti_trace
+
+    copies = [r for r in records if r["kind"] == "memcpy"]
+    kernels = [r for r in records if r["kind"] != "memcpy"]
+    return sum(cupti_trace.overlap_ns(c, k) for c in copies for k in kernels)
+
+
+def _overlap_trial(fn) -> list[str]:
+    """Run the learner's overlap function on the cases, each on a fresh copy, against the course's union
+    of the copies' intervals intersected with the kernels' (cupti_trace.set_overlap)."""
+    import copy
+
+    from helpers.measure import cupti_trace
+
+    for name, records in _overlap_cases():
+        want = cupti_trace.set_overlap([r for r in records if r["kind"] == "memcpy"],
+                                       [r for r in records if r["kind"] != "memcpy"])["ns"]
+        got = fn(copy.deepcopy(records))
+        if isinstance(got, bool) or not isinstance(got, int | float | np.integer | np.floating):
+            return [f"on '{name}' your function returned {got!r}, not a number of nanoseconds"]
+        if got != want:
+            slip = (" — that is every (copy, kernel) pair summed: time under two kernels at once was counted twice; "
+                    "merge the copies' intervals and the kernels' intervals first"
+                    if got == _pairwise_ns(records) != want else "")
+            return [f"on '{name}' ({len(records)} records) you got {got} ns, expected {want} ns{slip}"]
+    return []
+
+
+def copy_kernel_overlap(fn) -> bool | None:
+    """9.6 — a function overlap_ns(records) -> ns during which some copy and some kernel both ran."""
+    return checks.code("9.6 copy/kernel overlap from CUPTI records", fn, _overlap_trial,
+                       why="the union of the copies' busy time intersected with the kernels': CUPTI gives each "
+                           "engine's own start and end, so this is time the copy engine and the SMs really worked "
+                           "at once, which the events' bars (stream order, one lane per stream) can only suggest")
 
 
 def _detect_trial(fn) -> list[str]:
