@@ -7,7 +7,8 @@ address translation on the way; over device memory, one trip to HBM. Chapter 2 s
 `chase_ns_per_read` on its page; the C cross-check (helpers/measure/bwcheck `--latency`) chases exactly
 the same chains the same way with nvcc's code, and helpers.ch03_dma_and_copy_engines.crosscheck
 compares the two. NVIDIA's nvbandwidth measures the host-memory figure too
-(`host_device_latency_sm`), and the course's host figure is defined as its is.
+(`host_device_latency_sm`) over another chain (2 MiB in 128-byte steps, launches timed whole);
+helpers.measure.nvbw_chase measures that statistic, and only it is compared with nvbandwidth.
 
 **Every SM, then the mean.** How far a read travels depends on where the SM sits on the die:
 on an H100 (GPU-b5a99e5d, 2026-11-25) single SMs read host memory in 1,186-1,387 ns (each SM's
@@ -16,7 +17,7 @@ and 466 ns: one SM's figure rests on a few hundred reads, the mean over the SMs 
 out of 20), so a one-block chase measures one SM, not the GPU. The chase therefore runs once
 from each SM: a grid of one single-thread block per SM in which only block `sm` chases (the
 block scheduler places one block on each SM, as nvbandwidth assumes), and a trial's figure is
-the mean over the SMs, which is nvbandwidth's statistic (its total time over its total reads).
+the mean over the SMs (nvbandwidth too sums over every SM: its total time over its total reads).
 
 What the device-memory number is, and why it is well defined:
 
