@@ -50,9 +50,3 @@ def test_several_recordings_give_the_median_of_each_figure_and_their_range():
     assert not nvbw.rows(recs, [_doc(host_device_latency_sm=1190.0)])[0][6]  # 1215 vs 1190: +2.1%
 
 
-
-def test_the_latency_row_compares_nvbandwidths_statistic_never_the_courses_own_chase():
-    found = nvbw.rows([REC], [_doc(host_device_latency_sm=1206.0)])
-    assert found[0][0] == LAT and found[0][1] == 1206.0  # the nvbw field, not host_median_ns (1240)
-    old = {"experiments": {"mmio.gpu_read_latency": {"data": {"host_median_ns": 1206.0}}}}  # before nvbw was measured
-    assert nvbw.rows([old], [_doc(host_device_latency_sm=1206.0)]) == []
