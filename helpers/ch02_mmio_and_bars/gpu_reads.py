@@ -285,4 +285,17 @@ def nvbw_lines(reads: dict) -> list[str]:
             f"Single SMs: middle 80% {q10:,.0f}-{q90:,.0f} ns.",
             f"the course's chase (random slots over {_mib(reads['nbytes'])}, no line read twice, launch cost "
             f"cancelled): {c:,.0f} ns, {(c - h) / h:+.1%} against nvbandwidth's statistic measured in the same run. "
-            "Only nvbandwidth's statistic is compared with nvbandwidth (tools/bwcheck/nvbw_compare.py)."]
+            + _launch_share(nv, c - h, reads["nbytes"])
+            + "Only nvbandwidth's statistic is compared with nvbandwidth (tools/bwcheck/nvbw_compare.py)."]
+
+
+def _launch_share(nv: dict, diff_ns: float, own_nbytes: int) -> str:
+    """What the launches nvbandwidth times whole add per read, from the recording's empty launch: the part
+    of the two statistics' difference that timing explains; the rest is the chain (where the reads go)."""
+    us = nv.get("empty_launch_us")
+    if us is None:
+        return ""
+    per_read = us * 1e3 * len(nv["host_sm_ns"]) / nv["accesses"]
+    return (f"An empty launch took {us:,.1f} us, so the launches nvbandwidth times add {per_read:,.2f} ns per read; "
+            f"the other {diff_ns + per_read:+,.0f} ns are the chains' (random slots on ever new pages of "
+            f"{_mib(own_nbytes)} against consecutive lines of {_mib(nv['nbytes'])}) and the rounds' noise. ")

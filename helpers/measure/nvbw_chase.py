@@ -96,17 +96,31 @@ def timed_launches(buf, accesses: int = ACCESSES) -> list[float]:
     return ms
 
 
+def empty_launch_ms(buf) -> float:
+    """One event-timed launch of the same grid that reads nothing: what each of nvbandwidth's timed
+    launches adds besides its reads (the course's own chase cancels it)."""
+    sms = gpu_chase.sm_count()
+    out = cuda.mapped_array(1, dtype=np.uint64)
+    begin, end = cuda.event(), cuda.event()
+    begin.record()
+    gpu_chase.chase[sms, 1](buf, np.uint64(0), 0, out, 0)
+    end.record()
+    end.synchronize()
+    return float(begin.elapsed_time(end))
+
+
 def rounds(n: int = ROUNDS, accesses: int = ACCESSES) -> dict:
     """`n` rounds of nvbandwidth's measurement, each on a freshly allocated and filled 2 MiB mapped
     pinned buffer: each round's figure, their median, and each SM's ns per read (mean over rounds),
     which says how much the SM a read starts from matters."""
     n = validate.whole_number(n, "rounds", 1, 20)
-    figures, per_sm = [], []
+    figures, per_sm, empty = [], [], []
     for _ in range(n):
         buf = cuda.mapped_array(BUFFER_BYTES // NODE_BYTES, dtype=gpu_chase.ITEM)
         buf[:] = chain()
         with gpu.deliberate_launch():  # one single-thread block per SM, on purpose: a latency chase
             ms = timed_launches(buf, accesses)
+            empty.append(empty_launch_ms(buf))
         del buf
         per = reads_per_sm(len(ms), accesses)
         figures.append(ns_per_read(ms, accesses))
@@ -114,7 +128,7 @@ def rounds(n: int = ROUNDS, accesses: int = ACCESSES) -> dict:
     return {"nbytes": BUFFER_BYTES, "stride_bytes": STRIDE_NODES * NODE_BYTES, "accesses": accesses,
             "reads_per_sm": reads_per_sm(len(per_sm[0]), accesses), "rounds": n, "statistic": STATISTIC,
             "host_ns": figures, "host_median_ns": statistics.median(figures),
-            "host_sm_ns": gpu_chase.sm_means(per_sm)}
+            "host_sm_ns": gpu_chase.sm_means(per_sm), "empty_launch_us": statistics.median(empty) * 1e3}
 
 
 def spread(values: list[float]) -> float:

@@ -61,10 +61,13 @@ def test_bad_input_is_refused(call):
 def test_the_page_names_both_statistics_and_how_far_apart_they_are():
     reads = {"nbytes": 128 << 20, "host_median_ns": 1240.0,
              "nvbw": {"nbytes": 2 << 20, "stride_bytes": 128, "reads_per_sm": 7575, "rounds": 3,
-                      "host_ns": [1206.0, 1211.0, 1209.0], "host_median_ns": 1209.0, "host_sm_ns": [1190.0, 1230.0]}}
+                      "host_ns": [1206.0, 1211.0, 1209.0], "host_median_ns": 1209.0, "host_sm_ns": [1190.0, 1230.0],
+                      "accesses": 1000, "empty_launch_us": 5.0}}
     text = "\n".join(gpu_reads.nvbw_lines(reads))
     assert "1,209 ns" in text and "1,206, 1,211, 1,209 ns (spread 0.4%)" in text and "+2.6%" in text
     assert "2 MiB" in text and "128-byte" in text and "7,575 reads from each of 2 SM(s)" in text
+    # 2 launches of 5 us over 1,000 reads: 10 ns a read of nvbandwidth's figure is launch; 31 + 10 the chains'
+    assert "add 10.00 ns per read" in text and "other +41 ns are the chains'" in text and "128 MiB" in text
     assert gpu_reads.nvbw_lines({"host_median_ns": 1240.0}) == []  # a recording from before: nothing claimed
 
 
@@ -79,6 +82,7 @@ def test_each_launch_walks_the_chain_on_the_simulator():
             "assert v.end_node(40) == 640\n"
             "ms = v.timed_launches(buf, 40)\n"
             "assert len(ms) == 1\n"
+            "v.empty_launch_ms(buf)  # a launch that reads nothing runs too\n"
             "buf[640] = 0\n"
             "try:\n"
             "    v.timed_launches(buf, 41)\n"
