@@ -271,14 +271,15 @@ def latency_beside(here: Evidence, ref: Evidence) -> list[str]:
 
 def nvbw_lines(reads: dict) -> list[str]:
     """nvbandwidth's statistic beside the course's chase, from the recording's own numbers: what each
-    measures, each's rounds and spread, and how far apart the two are; empty for a recording made
-    before the course measured nvbandwidth's statistic."""
+    measures, each's rounds and spread, and how far apart the two are. A recording made before the
+    course measured nvbandwidth's statistic says so, and how to record it."""
     nv = reads.get("nvbw")
     if not nv:
-        return []
+        return ["nvbandwidth's statistic: not in this recording (made before the course measured it); "
+                "`python -m helpers.record --only mmio.gpu_read_latency --out <machine folder>` records it."]
     h, c = nv["host_median_ns"], reads["host_median_ns"]
     q10, q90 = np.percentile(nv["host_sm_ns"], [10, 90])
-    return [f"nvbandwidth's statistic (host_device_latency_sm, measured here): {h:,.0f} ns per read; "
+    return [f"nvbandwidth's statistic (host_device_latency_sm), as the course measures it: {h:,.0f} ns per read; "
             f"{nv['rounds']} round(s), each a fresh {_mib(nv['nbytes'])} buffer walked in {nv['stride_bytes']}-byte steps "
             f"from its start, {nv['reads_per_sm']:,} reads from each of {len(nv['host_sm_ns'])} SM(s), the launches "
             f"included: {_trials(nv['host_ns'])} ns (spread {nvbw_chase.spread(nv['host_ns']):.1%}). "
