@@ -121,19 +121,34 @@ def make_chains(nbytes: int, parts: int = TRIALS) -> tuple[np.ndarray, list[int]
 
 
 def _order(nbytes: int, part: int, parts: int, seed: int) -> np.ndarray:
+    return chain_order(_slots(nbytes, part, parts), seed)
+
+
+def _slots(nbytes: int, part: int, parts: int) -> np.ndarray:
     nbytes = validate.whole_number(nbytes, "chain bytes", SLOT_BYTES * 4, 1 << 34)
     parts = validate.whole_number(parts, "parts", 1, 64)
     part = validate.whole_number(part, "part", 0, parts - 1)
     slots = np.arange(part, nbytes // SLOT_BYTES, parts, dtype=np.int64)
     if len(slots) < 2:
         raise InputError(f"{nbytes} bytes in {parts} parts leave fewer than two slots for a chain")
-    return chain_order(slots, seed)
+    return slots
+
+
+def _head_of_order(nbytes: int, part: int, parts: int, seed: int, n: int) -> np.ndarray:
+    """`_order(...)[:n]` without sorting every slot: the n smallest keys, then those n sorted (the
+    keys are distinct, splitmix64 being a bijection, so this is the full sort's head)."""
+    slots = _slots(nbytes, part, parts)
+    keys = splitmix64(slots.astype(np.uint64) + np.uint64(validate.whole_number(seed, "seed", 0, (1 << 20) - 1)
+                                                         << _SEED_SHIFT))
+    n = min(n, len(slots))
+    first = np.argpartition(keys, n - 1)[:n] if n < len(slots) else np.arange(len(slots))
+    return slots[first[np.argsort(keys[first])]]
 
 
 def order_head(nbytes: int, trials: int = TRIALS, n: int = HEAD) -> list[list[int]]:
     """The first `n` slot indices of each trial's chain over `nbytes`: the fingerprint both the
     course and helpers/measure/bwcheck report, so a comparison of two different chains is refused."""
-    return [[int(s) for s in _order(nbytes, t, trials, t)[:n]] for t in range(trials)]
+    return [[int(s) for s in _head_of_order(nbytes, t, trials, t, n)] for t in range(trials)]
 
 
 def chain_length(nbytes: int, parts: int = 1) -> int:
@@ -254,22 +269,25 @@ def check_chain(nbytes: int, steps: int, trials: int = TRIALS, sms: int | None =
 
 
 def chase_trials(code, nbytes: int, steps: int, where: str, trials: int = TRIALS,
-                 flush_bytes: int | None = None) -> list[list[float]]:
+                 flush_bytes: int | None = None, chains: tuple[np.ndarray, list[int]] | None = None) -> list[list[float]]:
     """ns per read from every SM (`code`'s list) for `trials` chases over `nbytes` of host (mapped
     pinned) or device memory, each trial on its own slots of one buffer (so no trial reads what
     another cached), with `flush_bytes` of other memory written before each (default
-    FLUSH_MULTIPLE x this GPU's L2). One list per trial; `trial_means` gives each trial's figure."""
+    FLUSH_MULTIPLE x this GPU's L2). One list per trial; `trial_means` gives each trial's figure.
+    `chains`: `make_chains(nbytes, trials)` built once by a caller that chases the same chains in
+    several rounds (building them is sorting every slot: most of a second at 256 MiB)."""
     where = validate.choice(where, "where", ("host", "device"))
     steps = validate.whole_number(steps, "steps", 1, 1 << 24)
     check_chain(nbytes, steps, trials)
     flush = FLUSH_MULTIPLE * l2_bytes() if flush_bytes is None else flush_bytes
-    chain, starts = make_chains(nbytes, trials)
+    chain, starts = make_chains(nbytes, trials) if chains is None else chains
+    if chain.size != nbytes // ITEM.itemsize or len(starts) != trials:
+        raise InputError(f"the chains given are not make_chains({nbytes}, {trials})")
     if where == "host":
         buf = cuda.mapped_array(chain.size, dtype=ITEM)
         buf[:] = chain
     else:
         buf = cuda.to_device(chain)
-    del chain
     out = []
     for t, start in enumerate(starts):
         flush_l2(flush, t)

@@ -161,3 +161,15 @@ def test_cost_line_counts_transactions_in_words():
     one = {"method": "DMA", "nbytes": 65536, "transactions": 1, "model_ns": 1000.0, "model_gbps": 65.5}
     assert " 1 transaction, " in mmio.cost_line(one)
     assert " 16,384 transactions, " in mmio.cost_line(dict(one, transactions=16384))
+
+
+@pytest.mark.parametrize("nbytes,trials,n", [(256 * 60, 3, 4), (256 * 64, 1, 64), (128 << 20, 3, 4), (256 * 8, 2, 9)])
+def test_order_head_is_the_head_of_the_full_order(nbytes, trials, n):
+    # order_head takes the n smallest keys instead of sorting every slot: it must be the full sort's head
+    want = [[int(s) for s in gpu_chase._order(nbytes, t, trials, t)[:n]] for t in range(trials)]
+    assert gpu_chase.order_head(nbytes, trials, n) == want
+
+
+def test_chases_refuse_chains_built_for_another_buffer():
+    with pytest.raises(InputError, match="not make_chains"):
+        gpu_chase.chase_trials(gpu_chase.chase_ns_per_read, 256 * 60, 4, "host", chains=gpu_chase.make_chains(256 * 30))
