@@ -11,7 +11,10 @@ kernels.cu `latencyPtrChaseKernel` and `ptrChasingKernel`):
 - one launch per SM of a grid of one single-thread block per SM in which only that block
   chases, every launch starting at the buffer's first node;
 - each launch timed with CUDA events (the launch itself included), and the figure the sum
-  of the SMs' times divided by 1,000,000.
+  of the SMs' times divided by 1,000,000;
+- once per run: HostDeviceLatencySM::run ignores its loop count, and `-i` (testSamples, the
+  median or mean over samples of the bandwidth tests) does not reach the latency test, so
+  nvbandwidth's runs are the rounds to compare with the course's rounds.
 
 The course's own chase (helpers.measure.gpu_chase) differs on purpose: a 128 MiB buffer read in
 a hash order (random pages), no slot read twice, launch cost cancelled by runs of N and 2N reads.
