@@ -267,10 +267,10 @@ def record_latency_and_sm_copy(quick: bool, rounds: int = ROUNDS) -> dict:
     sm_n, reps, rounds = ((4 << 20), 3, 1) if quick else ((64 << 20), 10, rounds)
     blocks = blocks_for_gpu()
     per_round, programs = [], []
-    chains = {w: gpu_chase.make_chains(n) for w, n in sizes.items()}  # the same chains every round: built once
+    plans = {w: gpu_chase.chain_plan(n) for w, n in sizes.items()}  # the same chains every round: built once
     for _ in range(rounds):
         course = {"latency_ns": {w: median(trial_means(chase_trials(chase_ns_per_read, sizes[w], steps, w,
-                                                                    chains=chains[w])))
+                                                                    plan=plans[w])))
                                  for w in sizes}}
         programs.append(run_bwcheck_args(["--latency", str(sizes["device"]), str(steps), str(sizes["host"])]))
         c_lat = programs[-1]

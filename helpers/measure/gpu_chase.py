@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -109,15 +110,63 @@ def make_chain(nbytes: int, *, part: int = 0, parts: int = 1, seed: int = 0) -> 
 
 def make_chains(nbytes: int, parts: int = TRIALS) -> tuple[np.ndarray, list[int]]:
     """All `parts` chains of `make_chain(nbytes, part=t, parts=parts, seed=t)` in one array (their
-    slots are disjoint): (array, start of each). One buffer filled and copied once, not per trial."""
-    per_slot = SLOT_BYTES // ITEM.itemsize
+    slots are disjoint): (array, start of each). The chase loads `chain_plan` instead (load_chains)."""
+    plan = chain_plan(nbytes, parts)
     chain = np.zeros(nbytes // ITEM.itemsize, dtype=ITEM)
-    starts = []
-    for t in range(parts):
-        order = _order(nbytes, t, parts, t)
-        chain[order * per_slot] = np.roll(order, -1) * per_slot
-        starts.append(int(order[0] * per_slot))
-    return chain, starts
+    chain[plan.index] = plan.value
+    return chain, plan.starts
+
+
+@dataclass(frozen=True)
+class ChainPlan:
+    """What `make_chains(nbytes, parts)` writes, as entries: element `index[i]` holds `value[i]`
+    (the next slot's element); `starts` is where each chain begins."""
+
+    nbytes: int
+    parts: int
+    index: np.ndarray
+    value: np.ndarray
+    starts: list[int]
+
+
+def chain_plan(nbytes: int, parts: int = TRIALS) -> ChainPlan:
+    """The entries of all `parts` chains over `nbytes` (see make_chains), built once per buffer size:
+    sorting every slot by its hash is most of a second at 256 MiB."""
+    per_slot = SLOT_BYTES // ITEM.itemsize
+    orders = [_order(nbytes, t, parts, t) for t in range(parts)]
+    return ChainPlan(nbytes, parts, np.concatenate([o * per_slot for o in orders]),
+                     np.concatenate([np.roll(o, -1) * per_slot for o in orders]).astype(ITEM),
+                     [int(o[0] * per_slot) for o in orders])
+
+
+def load_chains(plan: ChainPlan, where: str):
+    """`plan`'s chains in a fresh buffer of mapped pinned host memory or device memory. Only the
+    chains' entries are written (a chase reads nothing else), straight into the buffer (host) or by
+    a scatter kernel (device): a full-size NumPy copy would fault in every page of a 1 GiB array
+    first, seconds on the H100's host, for bytes no chase reads."""
+    where = validate.choice(where, "where", ("host", "device"))
+    n = plan.nbytes // ITEM.itemsize
+    if where == "host":
+        buf = cuda.mapped_array(n, dtype=ITEM)
+        buf[plan.index] = plan.value
+        return buf
+    buf = cuda.device_array(n, dtype=ITEM)
+    _scatter_kernel()[264, 256](buf, cuda.to_device(plan.index), cuda.to_device(plan.value))
+    cuda.synchronize()
+    return buf
+
+
+@functools.lru_cache(maxsize=1)
+def _scatter_kernel():
+    """load_chains' kernel, compiled once per process: a[index[i]] = value[i], grid-stride."""
+    @cuda.jit
+    def scatter(a, index, value):
+        i = cuda.grid(1)
+        while i < index.size:
+            a[index[i]] = value[i]
+            i += cuda.gridsize(1)
+
+    return scatter
 
 
 def _order(nbytes: int, part: int, parts: int, seed: int) -> np.ndarray:
@@ -269,27 +318,23 @@ def check_chain(nbytes: int, steps: int, trials: int = TRIALS, sms: int | None =
 
 
 def chase_trials(code, nbytes: int, steps: int, where: str, trials: int = TRIALS,
-                 flush_bytes: int | None = None, chains: tuple[np.ndarray, list[int]] | None = None) -> list[list[float]]:
+                 flush_bytes: int | None = None, plan: ChainPlan | None = None) -> list[list[float]]:
     """ns per read from every SM (`code`'s list) for `trials` chases over `nbytes` of host (mapped
     pinned) or device memory, each trial on its own slots of one buffer (so no trial reads what
     another cached), with `flush_bytes` of other memory written before each (default
     FLUSH_MULTIPLE x this GPU's L2). One list per trial; `trial_means` gives each trial's figure.
-    `chains`: `make_chains(nbytes, trials)` built once by a caller that chases the same chains in
-    several rounds (building them is sorting every slot: most of a second at 256 MiB)."""
+    `plan`: `chain_plan(nbytes, trials)` built once by a caller that chases the same chains in
+    several rounds."""
     where = validate.choice(where, "where", ("host", "device"))
     steps = validate.whole_number(steps, "steps", 1, 1 << 24)
     check_chain(nbytes, steps, trials)
     flush = FLUSH_MULTIPLE * l2_bytes() if flush_bytes is None else flush_bytes
-    chain, starts = make_chains(nbytes, trials) if chains is None else chains
-    if chain.size != nbytes // ITEM.itemsize or len(starts) != trials:
-        raise InputError(f"the chains given are not make_chains({nbytes}, {trials})")
-    if where == "host":
-        buf = cuda.mapped_array(chain.size, dtype=ITEM)
-        buf[:] = chain
-    else:
-        buf = cuda.to_device(chain)
+    plan = chain_plan(nbytes, trials) if plan is None else plan
+    if (plan.nbytes, plan.parts) != (nbytes, trials):
+        raise InputError(f"the plan given is not chain_plan({nbytes}, {trials})")
+    buf = load_chains(plan, where)
     out = []
-    for t, start in enumerate(starts):
+    for t, start in enumerate(plan.starts):
         flush_l2(flush, t)
         with gpu.deliberate_launch():  # one single-thread block per SM, on purpose: a latency chase
             out.append(per_sm(code(buf, start, steps)))
