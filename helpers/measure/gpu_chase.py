@@ -117,7 +117,7 @@ def make_chains(nbytes: int, parts: int = TRIALS) -> tuple[np.ndarray, list[int]
     return chain, plan.starts
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ChainPlan:
     """What `make_chains(nbytes, parts)` writes, as entries: element `index[i]` holds `value[i]`
     (the next slot's element); `starts` is where each chain begins."""
@@ -134,9 +134,9 @@ def chain_plan(nbytes: int, parts: int = TRIALS) -> ChainPlan:
     sorting every slot by its hash is most of a second at 256 MiB."""
     per_slot = SLOT_BYTES // ITEM.itemsize
     orders = [_order(nbytes, t, parts, t) for t in range(parts)]
-    return ChainPlan(nbytes, parts, np.concatenate([o * per_slot for o in orders]),
-                     np.concatenate([np.roll(o, -1) * per_slot for o in orders]).astype(ITEM),
-                     [int(o[0] * per_slot) for o in orders])
+    return ChainPlan(nbytes=nbytes, parts=parts, index=np.concatenate([o * per_slot for o in orders]),
+                     value=np.concatenate([np.roll(o, -1) * per_slot for o in orders]).astype(ITEM),
+                     starts=[int(o[0] * per_slot) for o in orders])
 
 
 def load_chains(plan: ChainPlan, where: str):
