@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_on_simulator
+from conftest import needs_gpu, run_on_simulator
 
 from helpers.ch02_mmio_and_bars import gpu_reads
 from helpers.core.errors import InputError, InputTypeError
-from helpers.measure import nvbw_chase
+from helpers.measure import gpu_chase, nvbw_chase
 
 NVBW = json.loads((Path(__file__).parent / "fixtures" / "nvbandwidth_v0.8_latency.json").read_text())
 
@@ -91,3 +91,20 @@ def test_each_launch_walks_the_chain_on_the_simulator():
             "    assert 'ended on node' in str(e), e\n"
             "    print('OK')\n")
     assert run_on_simulator(code).strip().endswith("OK")
+
+
+@needs_gpu
+def test_on_a_gpu_every_round_walks_the_chain_from_every_sm():
+    # behaviour, not speed: timed_launches raises if a launch ended anywhere but end_node
+    r = nvbw_chase.rounds(2, 200 * gpu_chase.sm_count())
+    assert r["rounds"] == 2 and len(r["host_ns"]) == 2 and len(r["host_sm_ns"]) == gpu_chase.sm_count()
+    assert all(np.isfinite(v) and v > 0 for v in r["host_ns"] + r["host_sm_ns"]) and r["empty_launch_us"] > 0
+
+
+@needs_gpu
+def test_on_a_gpu_loaded_chains_hold_the_plan():
+    plan = gpu_chase.chain_plan(64 << 20)
+    for where in ("host", "device"):
+        buf = gpu_chase.load_chains(plan, where)
+        got = np.asarray(buf) if where == "host" else buf.copy_to_host()
+        assert np.array_equal(got[plan.index], plan.value), where
