@@ -53,7 +53,11 @@ MAX_ROUNDS = 100_000
 COPY_BYTES = 1 << 20  # each copy in the census moves 1 MiB
 # Runs of every N, start-up included. On the H100 start-up takes one of several paths whatever N is
 # (mmap 1834, 1882, 1962 or 2008 in 24 runs of 2026-11-27); in that census's first 16 runs every
-# N = 0 run took the same path, so 4 repeats can miss what 6 showed.
+# N = 0 run took the same path, so 4 repeats can miss what 6 showed. The recorder keeps 6; Chapter 1's
+# live page asks for 4 (each run is a fresh process starting CUDA under strace, ~1.4 s on the H100): on
+# that census's first 16 runs (4 interleaved repeats) every call's verdict is the one the 24 gave (all
+# flat, ioctl exactly 0 extra for 990 more round trips), mmap still falls into its 4 start-up groups,
+# and mmap's 95% interval per round trip widens from +-0.068 to +-0.091 calls.
 REPEATS = 6
 QUICK_REPEATS = 2
 MAX_REPEATS = 20

@@ -23,7 +23,7 @@ from helpers.core import gpu
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
 from helpers.core.gpu import cuda
-from helpers.measure import gpu_chase
+from helpers.measure import gpu_chase, nvbw_chase
 from helpers.measure.gpu_chase import TRIALS, chase_ns_per_read, chase_trials, sm_means, trial_means
 from helpers.presentation import figures
 
@@ -85,7 +85,9 @@ def record_read_latency(quick: bool, code=chase_ns_per_read) -> dict:
     """Host and device chases from every SM (gpu_chase's design: no slot read twice in a trial, no
     stride, the L2 flushed before each trial); then, in the full run, the device chase over a buffer
     TLB_CHECK_FACTOR times larger: if more pages cost more per read, the two device figures differ
-    and the page says so. Each trial's figure is the mean over the SMs; `*_sm_ns` keeps each SM's."""
+    and the page says so. Each trial's figure is the mean over the SMs; `*_sm_ns` keeps each SM's.
+    `nvbw` is nvbandwidth's own statistic (helpers.measure.nvbw_chase), the figure compared with its
+    host_device_latency_sm; the quick run takes one round of a thousand reads (a check of the code)."""
     host_n, dev_n, steps = sizes(quick)
     host = chase_trials(code, host_n, steps, "host")
     device = chase_trials(code, dev_n, steps, "device")
@@ -93,14 +95,16 @@ def record_read_latency(quick: bool, code=chase_ns_per_read) -> dict:
            "flush_bytes": gpu_chase.FLUSH_MULTIPLE * gpu_chase.l2_bytes(), "steps": steps, "trials": TRIALS,
            "slot_bytes": gpu_chase.SLOT_BYTES, "sms": len(host[0]), "statistic": STATISTIC,
            **_row("host", host), **_row("device", device), "device_tlb_check": None,
-           "bar0_mmap": probe_bar0_mmap(gpu.probe().pci_bus_id)}
+           "bar0_mmap": probe_bar0_mmap(gpu.probe().pci_bus_id),
+           "nvbw": nvbw_chase.rounds(1, 1000) if quick else nvbw_chase.rounds()}
     if not quick:
         big = trial_means(chase_trials(code, dev_n * TLB_CHECK_FACTOR, steps, "device"))
         out["device_tlb_check"] = {"nbytes": dev_n * TLB_CHECK_FACTOR, "device_ns": big, "median_ns": statistics.median(big)}
     return out
 
 
-STATISTIC = "each trial: the mean over every SM of one thread's ns per read (nvbandwidth's statistic); the figure: the median trial"
+STATISTIC = ("the course's chase: each trial the mean over every SM of one thread's ns per read (random slots over "
+             "128 MiB, launch cancelled); the figure: the median trial. nvbandwidth's statistic is in `nvbw`")
 
 
 def _row(where: str, per_trial: list[list[float]]) -> dict:
@@ -263,3 +267,36 @@ def latency_beside(here: Evidence, ref: Evidence) -> list[str]:
                             theirs["host"], "link"),
             beside.sentence("a dependent read of device memory", "ns", here, mine["device"], ref, theirs["device"],
                             "device")]
+
+
+def nvbw_lines(reads: dict) -> list[str]:
+    """nvbandwidth's statistic beside the course's chase, from the recording's own numbers: what each
+    measures, each's rounds and spread, and how far apart the two are. A recording made before the
+    course measured nvbandwidth's statistic says so, and how to record it."""
+    nv = reads.get("nvbw")
+    if not nv:
+        return ["nvbandwidth's statistic: not in this recording (made before the course measured it); "
+                "`python -m helpers.record --only mmio.gpu_read_latency --out <machine folder>` records it."]
+    h, c = nv["host_median_ns"], reads["host_median_ns"]
+    q10, q90 = np.percentile(nv["host_sm_ns"], [10, 90])
+    return [f"nvbandwidth's statistic (host_device_latency_sm), as the course measures it: {h:,.0f} ns per read; "
+            f"{nv['rounds']} round(s), each a fresh {_mib(nv['nbytes'])} buffer walked in {nv['stride_bytes']}-byte steps "
+            f"from its start, {nv['reads_per_sm']:,} reads from each of {len(nv['host_sm_ns'])} SM(s), the launches "
+            f"included: {_trials(nv['host_ns'])} ns (spread {nvbw_chase.spread(nv['host_ns']):.1%}). "
+            f"Single SMs: middle 80% {q10:,.0f}-{q90:,.0f} ns.",
+            f"the course's chase (random slots over {_mib(reads['nbytes'])}, no line read twice, launch cost "
+            f"cancelled): {c:,.0f} ns, {(c - h) / h:+.1%} against nvbandwidth's statistic measured in the same run. "
+            + _launch_share(nv, c - h, reads["nbytes"])
+            + "Only nvbandwidth's statistic is compared with nvbandwidth (tools/bwcheck/nvbw_compare.py)."]
+
+
+def _launch_share(nv: dict, diff_ns: float, own_nbytes: int) -> str:
+    """What the launches nvbandwidth times whole add per read, from the recording's empty launch: the part
+    of the two statistics' difference that timing explains; the rest is the chain (where the reads go)."""
+    us = nv.get("empty_launch_us")
+    if us is None:
+        return ""
+    per_read = us * 1e3 * len(nv["host_sm_ns"]) / nv["accesses"]
+    return (f"An empty launch took {us:,.1f} us, so the launches nvbandwidth times add {per_read:,.2f} ns per read; "
+            f"the other {diff_ns + per_read:+,.0f} ns are the chains' (random slots on ever new pages of "
+            f"{_mib(own_nbytes)} against consecutive lines of {_mib(nv['nbytes'])}) and the rounds' noise. ")

@@ -7,7 +7,8 @@ address translation on the way; over device memory, one trip to HBM. Chapter 2 s
 `chase_ns_per_read` on its page; the C cross-check (helpers/measure/bwcheck `--latency`) chases exactly
 the same chains the same way with nvcc's code, and helpers.ch03_dma_and_copy_engines.crosscheck
 compares the two. NVIDIA's nvbandwidth measures the host-memory figure too
-(`host_device_latency_sm`), and the course's host figure is defined as its is.
+(`host_device_latency_sm`) over another chain (2 MiB in 128-byte steps, launches timed whole);
+helpers.measure.nvbw_chase measures that statistic, and only it is compared with nvbandwidth.
 
 **Every SM, then the mean.** How far a read travels depends on where the SM sits on the die:
 on an H100 (GPU-b5a99e5d, 2026-11-25) single SMs read host memory in 1,186-1,387 ns (each SM's
@@ -16,7 +17,7 @@ and 466 ns: one SM's figure rests on a few hundred reads, the mean over the SMs 
 out of 20), so a one-block chase measures one SM, not the GPU. The chase therefore runs once
 from each SM: a grid of one single-thread block per SM in which only block `sm` chases (the
 block scheduler places one block on each SM, as nvbandwidth assumes), and a trial's figure is
-the mean over the SMs, which is nvbandwidth's statistic (its total time over its total reads).
+the mean over the SMs (nvbandwidth too sums over every SM: its total time over its total reads).
 
 What the device-memory number is, and why it is well defined:
 
@@ -56,6 +57,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -108,31 +110,94 @@ def make_chain(nbytes: int, *, part: int = 0, parts: int = 1, seed: int = 0) -> 
 
 def make_chains(nbytes: int, parts: int = TRIALS) -> tuple[np.ndarray, list[int]]:
     """All `parts` chains of `make_chain(nbytes, part=t, parts=parts, seed=t)` in one array (their
-    slots are disjoint): (array, start of each). One buffer filled and copied once, not per trial."""
-    per_slot = SLOT_BYTES // ITEM.itemsize
+    slots are disjoint): (array, start of each). The chase loads `chain_plan` instead (load_chains)."""
+    plan = chain_plan(nbytes, parts)
     chain = np.zeros(nbytes // ITEM.itemsize, dtype=ITEM)
-    starts = []
-    for t in range(parts):
-        order = _order(nbytes, t, parts, t)
-        chain[order * per_slot] = np.roll(order, -1) * per_slot
-        starts.append(int(order[0] * per_slot))
-    return chain, starts
+    chain[plan.index] = plan.value
+    return chain, plan.starts
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChainPlan:
+    """What `make_chains(nbytes, parts)` writes, as entries: element `index[i]` holds `value[i]`
+    (the next slot's element); `starts` is where each chain begins."""
+
+    nbytes: int
+    parts: int
+    index: np.ndarray
+    value: np.ndarray
+    starts: list[int]
+
+
+def chain_plan(nbytes: int, parts: int = TRIALS) -> ChainPlan:
+    """The entries of all `parts` chains over `nbytes` (see make_chains), built once per buffer size:
+    sorting every slot by its hash is most of a second at 256 MiB."""
+    per_slot = SLOT_BYTES // ITEM.itemsize
+    orders = [_order(nbytes, t, parts, t) for t in range(parts)]
+    return ChainPlan(nbytes=nbytes, parts=parts, index=np.concatenate([o * per_slot for o in orders]),
+                     value=np.concatenate([np.roll(o, -1) * per_slot for o in orders]).astype(ITEM),
+                     starts=[int(o[0] * per_slot) for o in orders])
+
+
+def load_chains(plan: ChainPlan, where: str):
+    """`plan`'s chains in a fresh buffer of mapped pinned host memory or device memory. Only the
+    chains' entries are written (a chase reads nothing else), straight into the buffer (host) or by
+    a scatter kernel (device): a full-size NumPy copy would fault in every page of a 1 GiB array
+    first, seconds on the H100's host, for bytes no chase reads."""
+    where = validate.choice(where, "where", ("host", "device"))
+    n = plan.nbytes // ITEM.itemsize
+    if where == "host":
+        buf = cuda.mapped_array(n, dtype=ITEM)
+        buf[plan.index] = plan.value
+        return buf
+    buf = cuda.device_array(n, dtype=ITEM)
+    _scatter_kernel()[264, 256](buf, cuda.to_device(plan.index), cuda.to_device(plan.value))
+    cuda.synchronize()
+    return buf
+
+
+@functools.lru_cache(maxsize=1)
+def _scatter_kernel():
+    """load_chains' kernel, compiled once per process: a[index[i]] = value[i], grid-stride."""
+    @cuda.jit
+    def scatter(a, index, value):
+        i = cuda.grid(1)
+        while i < index.size:
+            a[index[i]] = value[i]
+            i += cuda.gridsize(1)
+
+    return scatter
 
 
 def _order(nbytes: int, part: int, parts: int, seed: int) -> np.ndarray:
+    return chain_order(_slots(nbytes, part, parts), seed)
+
+
+def _slots(nbytes: int, part: int, parts: int) -> np.ndarray:
     nbytes = validate.whole_number(nbytes, "chain bytes", SLOT_BYTES * 4, 1 << 34)
     parts = validate.whole_number(parts, "parts", 1, 64)
     part = validate.whole_number(part, "part", 0, parts - 1)
     slots = np.arange(part, nbytes // SLOT_BYTES, parts, dtype=np.int64)
     if len(slots) < 2:
         raise InputError(f"{nbytes} bytes in {parts} parts leave fewer than two slots for a chain")
-    return chain_order(slots, seed)
+    return slots
+
+
+def _head_of_order(nbytes: int, part: int, parts: int, seed: int, n: int) -> np.ndarray:
+    """`_order(...)[:n]` without sorting every slot: the n smallest keys, then those n sorted (the
+    keys are distinct, splitmix64 being a bijection, so this is the full sort's head)."""
+    slots = _slots(nbytes, part, parts)
+    keys = splitmix64(slots.astype(np.uint64) + np.uint64(validate.whole_number(seed, "seed", 0, (1 << 20) - 1)
+                                                         << _SEED_SHIFT))
+    n = min(n, len(slots))
+    first = np.argpartition(keys, n - 1)[:n] if n < len(slots) else np.arange(len(slots))
+    return slots[first[np.argsort(keys[first])]]
 
 
 def order_head(nbytes: int, trials: int = TRIALS, n: int = HEAD) -> list[list[int]]:
     """The first `n` slot indices of each trial's chain over `nbytes`: the fingerprint both the
     course and helpers/measure/bwcheck report, so a comparison of two different chains is refused."""
-    return [[int(s) for s in _order(nbytes, t, trials, t)[:n]] for t in range(trials)]
+    return [[int(s) for s in _head_of_order(nbytes, t, trials, t, n)] for t in range(trials)]
 
 
 def chain_length(nbytes: int, parts: int = 1) -> int:
@@ -253,24 +318,23 @@ def check_chain(nbytes: int, steps: int, trials: int = TRIALS, sms: int | None =
 
 
 def chase_trials(code, nbytes: int, steps: int, where: str, trials: int = TRIALS,
-                 flush_bytes: int | None = None) -> list[list[float]]:
+                 flush_bytes: int | None = None, plan: ChainPlan | None = None) -> list[list[float]]:
     """ns per read from every SM (`code`'s list) for `trials` chases over `nbytes` of host (mapped
     pinned) or device memory, each trial on its own slots of one buffer (so no trial reads what
     another cached), with `flush_bytes` of other memory written before each (default
-    FLUSH_MULTIPLE x this GPU's L2). One list per trial; `trial_means` gives each trial's figure."""
+    FLUSH_MULTIPLE x this GPU's L2). One list per trial; `trial_means` gives each trial's figure.
+    `plan`: `chain_plan(nbytes, trials)` built once by a caller that chases the same chains in
+    several rounds."""
     where = validate.choice(where, "where", ("host", "device"))
     steps = validate.whole_number(steps, "steps", 1, 1 << 24)
     check_chain(nbytes, steps, trials)
     flush = FLUSH_MULTIPLE * l2_bytes() if flush_bytes is None else flush_bytes
-    chain, starts = make_chains(nbytes, trials)
-    if where == "host":
-        buf = cuda.mapped_array(chain.size, dtype=ITEM)
-        buf[:] = chain
-    else:
-        buf = cuda.to_device(chain)
-    del chain
+    plan = chain_plan(nbytes, trials) if plan is None else plan
+    if (plan.nbytes, plan.parts) != (nbytes, trials):
+        raise InputError(f"the plan given is not chain_plan({nbytes}, {trials})")
+    buf = load_chains(plan, where)
     out = []
-    for t, start in enumerate(starts):
+    for t, start in enumerate(plan.starts):
         flush_l2(flush, t)
         with gpu.deliberate_launch():  # one single-thread block per SM, on purpose: a latency chase
             out.append(per_sm(code(buf, start, steps)))

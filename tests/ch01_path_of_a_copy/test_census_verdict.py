@@ -258,3 +258,23 @@ def test_the_reference_file_holds_the_new_design():
     data = recorded_census()
     assert [r["rounds"] for r in data["runs"]] == syscalls.plan(syscalls.ROUNDS, data["repeats"])
     assert data["repeats"] >= 4
+
+
+def test_the_pages_live_repeats_give_the_recordings_verdicts():
+    """Chapter 1 runs the census live with fewer repeats than the recorder (it costs a CUDA start-up
+    under strace per run). The recording's first runs of that plan must reach every verdict the whole
+    recording reaches, and the same extra ioctls for 990 more round trips (what the page compares)."""
+    import re
+
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "01_path_of_a_copy.ipynb").read_text())
+    cell = next("".join(c["source"]) for c in nb["cells"] if 'ctx.get("path.syscall_census"' in "".join(c["source"]))
+    live = int(re.search(r"repeats=(\d+)", cell).group(1))
+    data = recorded_census()
+    assert live < data["repeats"]
+    head = dict(data, repeats=live, runs=data["runs"][:len(syscalls.plan(syscalls.ROUNDS, live))])
+    assert [r["rounds"] for r in head["runs"]] == syscalls.plan(syscalls.ROUNDS, live)
+    for name in syscalls.FOCUS:
+        assert syscalls.growth(head, name).verdict == syscalls.growth(data, name).verdict, name
+    assert syscalls.growth(head, "ioctl").extra(990)[0] == syscalls.growth(data, "ioctl").extra(990)[0]
+    assert len(syscalls.startup_paths(syscalls.growth(head, "mmap"))) == len(
+        syscalls.startup_paths(syscalls.growth(data, "mmap")))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import run_on_simulator
 
 from helpers.ch02_mmio_and_bars import diagrams, exercises, gpu_reads, mmio
 from helpers.core.errors import InputError, InputTypeError
@@ -161,3 +162,35 @@ def test_cost_line_counts_transactions_in_words():
     one = {"method": "DMA", "nbytes": 65536, "transactions": 1, "model_ns": 1000.0, "model_gbps": 65.5}
     assert " 1 transaction, " in mmio.cost_line(one)
     assert " 16,384 transactions, " in mmio.cost_line(dict(one, transactions=16384))
+
+
+@pytest.mark.parametrize("nbytes,trials,n", [(256 * 60, 3, 4), (256 * 64, 1, 64), (128 << 20, 3, 4), (256 * 8, 2, 9)])
+def test_order_head_is_the_head_of_the_full_order(nbytes, trials, n):
+    # order_head takes the n smallest keys instead of sorting every slot: it must be the full sort's head
+    want = [[int(s) for s in gpu_chase._order(nbytes, t, trials, t)[:n]] for t in range(trials)]
+    assert gpu_chase.order_head(nbytes, trials, n) == want
+
+
+def test_chases_refuse_chains_built_for_another_buffer():
+    with pytest.raises(InputError, match="not chain_plan"):
+        gpu_chase.chase_trials(gpu_chase.chase_ns_per_read, 256 * 60, 4, "host", plan=gpu_chase.chain_plan(256 * 30))
+
+
+def test_a_plan_writes_exactly_what_make_chains_holds_at_the_chains_slots():
+    chain, starts = gpu_chase.make_chains(256 * 60)
+    plan = gpu_chase.chain_plan(256 * 60)
+    assert plan.starts == starts and len(set(plan.index.tolist())) == len(plan.index)  # no entry written twice
+    assert np.array_equal(chain[plan.index], plan.value) and len(plan.index) == 60  # every slot of the 3 chains
+    assert not np.any(np.delete(chain, plan.index))  # make_chains writes nothing else
+
+
+def test_loaded_chains_hold_the_plan_in_host_and_device_memory_on_the_simulator():
+    code = ("import numpy as np\n"
+            "from helpers.measure import gpu_chase as g\n"
+            "plan = g.chain_plan(256 * 60)\n"
+            "for where in ('host', 'device'):\n"
+            "    buf = g.load_chains(plan, where)\n"
+            "    got = np.asarray(buf) if where == 'host' else buf.copy_to_host()\n"
+            "    assert got.size == 256 * 60 // 8 and np.array_equal(got[plan.index], plan.value), where\n"
+            "print('OK')\n")
+    assert run_on_simulator(code).strip().endswith("OK")

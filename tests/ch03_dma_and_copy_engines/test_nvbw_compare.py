@@ -6,8 +6,9 @@ from tools.bwcheck import nvbw_compare as nvbw
 
 REC = {"experiments": {
     "crosscheck.bwcheck": {"data": {"course_gbps": {"h2d": 55.0, "d2h": 54.0}}},
-    "mmio.gpu_read_latency": {"data": {"host_median_ns": 1206.0}},
+    "mmio.gpu_read_latency": {"data": {"host_median_ns": 1240.0, "nvbw": {"host_median_ns": 1206.0}}},
 }}
+LAT = "GPU read of host memory, nvbandwidth's chase (ns)"
 
 
 def _doc(**values):
@@ -19,7 +20,7 @@ def test_shared_figures_are_compared_and_a_far_one_fails():
     found = nvbw.rows([REC], [_doc(host_to_device_memcpy_ce=55.5, device_to_host_memcpy_ce=50.0,
                                    host_device_latency_sm=1190.0)])
     by = {r[0]: r for r in found}
-    assert set(by) == {"CE copy h2d, 256 MiB (GB/s)", "CE copy d2h, 256 MiB (GB/s)", "GPU read of host memory (ns)"}
+    assert set(by) == {"CE copy h2d, 256 MiB (GB/s)", "CE copy d2h, 256 MiB (GB/s)", LAT}
     assert by["CE copy h2d, 256 MiB (GB/s)"][6] and not by["CE copy d2h, 256 MiB (GB/s)"][6]  # 8% apart
     assert "| NO |" in nvbw.table(found)
 
@@ -42,8 +43,10 @@ def test_several_nvbandwidth_runs_give_the_median_of_each_testcase():
 
 
 def test_several_recordings_give_the_median_of_each_figure_and_their_range():
-    recs = [{"experiments": {"mmio.gpu_read_latency": {"data": {"host_median_ns": v}}}} for v in (1252.0, 1210.0, 1215.0)]
+    recs = [{"experiments": {"mmio.gpu_read_latency": {"data": {"host_median_ns": 1300.0, "nvbw": {"host_median_ns": v}}}}}
+            for v in (1252.0, 1210.0, 1215.0)]
     found = nvbw.rows(recs, [_doc(host_device_latency_sm=1200.0)])
     assert found[0][1] == 1215.0 and found[0][2] == (1210.0, 1252.0, 3) and found[0][6]  # the median: +1.25%
     assert not nvbw.rows(recs, [_doc(host_device_latency_sm=1190.0)])[0][6]  # 1215 vs 1190: +2.1%
+
 
