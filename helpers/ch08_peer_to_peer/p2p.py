@@ -282,6 +282,78 @@ def measure_matrices(quick: bool = False, devices=None, reps: int | None = None,
             "host": _host_legs(devs, sizes, reps, warmup)}
 
 
+# -- copy-engine copies at nvbandwidth's size -------------------------------------------------------
+NVBW_BYTES = 256 << 20  # the size the course compares with nvbandwidth at (nvbandwidth -b 256)
+NVBW_LOOPS, NVBW_SAMPLES = 16, 3  # nvbandwidth's copies per sample and samples (common.h defaults)
+# nvbandwidth's peer CE testcases, each as the copies one matrix entry (row r, column c) runs at once:
+# (source, destination, the GPU whose stream issues the copy). "read" pulls (issued by the
+# destination), "write" pushes (issued by the source) -- testcases_ce.cpp, DeviceToDevice*CE::run.
+NVBW_TESTS = {
+    "read": lambda r, c: [(c, r, r)],
+    "write": lambda r, c: [(r, c, r)],
+    "bidir_read": lambda r, c: [(c, r, r), (r, c, c)],
+    "bidir_write": lambda r, c: [(c, r, c), (r, c, r)],
+}
+
+
+def nvbw_sample(bufs: dict, copies: list[tuple[int, int, int]], nbytes: int, loops: int) -> list[float]:
+    """GB/s of each copy in `copies` run at once: `loops` cudaMemcpyAsync of `nbytes` back to back on
+    the issuing GPU's stream between two events (nvbandwidth's sample: bytes x loops / time), after
+    one warm-up copy. The other streams wait for the first one's start event, and the copies are
+    queued in turns, one per stream, so the directions start together and overlap throughout."""
+    cp = gpu.cupy()
+    rt = cp.cuda.runtime
+    streams = []
+    for *_, issuer in copies:
+        with cp.cuda.Device(issuer):
+            streams.append((cp.cuda.Stream(non_blocking=True), cp.cuda.Event(), cp.cuda.Event()))
+    for k, (s, t, issuer) in enumerate(copies):  # cudaMemcpyDefault (4): unified addressing finds both GPUs
+        with cp.cuda.Device(issuer):
+            rt.memcpyAsync(bufs[t][k].data.ptr, bufs[s][k].data.ptr, nbytes, 4, streams[k][0].ptr)
+            streams[k][0].synchronize()
+    for k, (stream, e0, _) in enumerate(streams):
+        with cp.cuda.Device(copies[k][2]):
+            if k:
+                stream.wait_event(streams[0][1])
+            e0.record(stream)
+    for _ in range(loops):
+        for k, (s, t, issuer) in enumerate(copies):
+            with cp.cuda.Device(issuer):
+                rt.memcpyAsync(bufs[t][k].data.ptr, bufs[s][k].data.ptr, nbytes, 4, streams[k][0].ptr)
+    for k, (stream, _, e1) in enumerate(streams):
+        with cp.cuda.Device(copies[k][2]):
+            e1.record(stream)
+    return [nbytes * loops / _elapsed(e0, e1) / 1e9 for _, e0, e1 in streams]
+
+
+def nvbw_copies(devs: list[int], nbytes: int = NVBW_BYTES, loops: int = NVBW_LOOPS,
+                samples: int = NVBW_SAMPLES) -> dict:
+    """nvbandwidth's four peer CE testcases for every ordered pair (peer access on): one row per
+    (test, row, column), each copy's median GB/s over `samples`, and for both-way tests their sum."""
+    cp = gpu.cupy()
+    bufs = {}
+    for d in devs:
+        with cp.cuda.Device(d):
+            bufs[d] = [cp.zeros(nbytes, np.uint8) for _ in range(2)]
+    rows = []
+    _set_peer(devs, True)
+    try:
+        for test, plan in NVBW_TESTS.items():
+            for r in devs:
+                for c in devs:
+                    if r != c:
+                        got = [nvbw_sample(bufs, plan(r, c), nbytes, loops) for _ in range(samples)]
+                        parts = [float(np.median(col)) for col in zip(*got, strict=True)]
+                        rows.append({"test": test, "row": r, "col": c, "gbps": sum(parts), "parts": parts})
+    finally:
+        _set_peer(devs, False)
+        bufs.clear()
+        for d in devs:  # CuPy's pools are per device: hand each one's blocks back
+            with cp.cuda.Device(d):
+                cp.get_default_memory_pool().free_all_blocks()
+    return {"nbytes": nbytes, "loops": loops, "samples": samples, "rows": rows}
+
+
 # -- recorder experiments ---------------------------------------------------------------------
 def _need_two():
     if device_count() < 2:
@@ -311,7 +383,9 @@ def topology_experiment(quick: bool) -> dict:
 def matrices_experiment(quick: bool, code=peer_copy) -> dict:
     _need_two()
     devs = list(range(min(device_count(), 4)))  # 4 GPUs at most keeps it well under a minute
-    return measure_matrices(quick, devs, code=code)
+    out = measure_matrices(quick, devs, code=code)
+    out["nvbw_size"] = nvbw_copies(devs, samples=2 if quick else NVBW_SAMPLES)
+    return out
 
 
 NCCL_TIMEOUT_S = 180.0
