@@ -1,0 +1,99 @@
+"""Chapter 8's peer read latency: nvbandwidth's chain, the reads per SM, the rows and words a page
+shows (from a recording's shape), the chase on Numba's simulator, and live on two GPUs."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import run_on_simulator
+
+from helpers.ch08_peer_to_peer import p2p, peer_latency, views
+from helpers.core import gpu
+from helpers.core.errors import InputError
+from helpers.core.evidence import Evidence
+from helpers.core.mode import Mode
+
+DATA = {"nbytes": 2 << 20, "stride_bytes": 128, "reads": 1_000_000, "rounds": 3, "statistic": "s",
+        "devices": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}, {"index": 1, "name": "NVIDIA H100 80GB HBM3"}],
+        "peer": [{"reader": 0, "memory": 1, "ns": [826.0, 830.0, 828.0], "median_ns": 828.0},
+                 {"reader": 1, "memory": 0, "ns": [831.0, 829.0, 840.0], "median_ns": 831.0}],
+        "local": [{"reader": 0, "memory": 0, "ns": [300.0, 302.0, 301.0], "median_ns": 301.0},
+                  {"reader": 1, "memory": 1, "ns": [305.0, 303.0, 304.0], "median_ns": 304.0}]}
+
+
+def test_the_chain_is_nvbandwidths_a_lap_of_128_byte_steps():
+    chain, start = peer_latency.nvbw_chain()
+    n_ptrs = (2 << 20) // 8  # testcase.cpp latencyHelper: node i -> node (i + strideLen) % n_ptrs, strideLen 16
+    assert start == 0 and chain.size == n_ptrs and int(chain[n_ptrs - 16]) == 0 and int(chain[5]) == 21
+    seen, j = set(), start
+    while j not in seen:
+        seen.add(j)
+        j = int(chain[j])
+    assert len(seen) == n_ptrs // 16 and all(k % 16 == 0 for k in seen)  # every cache line once a lap
+    with pytest.raises(InputError):
+        peer_latency.nvbw_chain(16)
+
+
+def test_each_sm_reads_nvbandwidths_share():
+    assert peer_latency.steps_for(132) == 2525  # 1,000,000 // 132 = 7,575 reads = 3 x 2,525
+    assert 3 * peer_latency.steps_for(1) <= 1_000_000
+    with pytest.raises(InputError):
+        peer_latency.steps_for(0)
+
+
+def test_rows_say_what_the_hop_adds_from_the_numbers():
+    rows = peer_latency.pair_rows(DATA)
+    assert [(r["reader"], r["memory"]) for r in rows] == [(0, 1), (1, 0)]
+    assert rows[0]["added_ns"] == 527.0 and rows[1]["added_ns"] == 527.0 and rows[1]["peer_max"] == 840.0
+    text = views.latency_explained(DATA, "recorded on test")
+    assert "adds 527–527 ns" in text and "1.3%" in text and text.startswith("Recorded on test")
+    assert "no peer pair" in views.latency_explained(dict(DATA, peer=[]), "x")
+
+
+def test_table_and_figure_carry_provenance_and_every_round():
+    ev = Evidence("p2p.peer_read_latency", DATA, Mode.REPLAY, "2× H100 · test", why="test")
+    assert "REPLAY: recorded on 2× H100" in views.latency_table(ev).caption
+    fig = views.latency_figure(ev)
+    ys = [y for t in fig.fig.data if t.type == "scatter" for y in t.y]
+    assert sorted(ys) == sorted(DATA["local"][0]["ns"] + DATA["peer"][0]["ns"] + DATA["local"][1]["ns"] + DATA["peer"][1]["ns"])
+
+
+def test_the_pages_machine_words_come_from_the_recording():
+    topo = {"devices": [{"name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "0000:18:00.0"},
+                        {"name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "0000:2a:00.0"}],
+            "parsed": {"links": {"GPU0": {"GPU1": "NV18"}}}}
+    text = views.topology_reading(topo)
+    assert "2× NVIDIA H100 80GB HBM3" in text and "18 bonded NVLinks" in text and "virtual" not in text
+    flat = dict(topo, devices=[{"name": "NVIDIA H200", "pci_bus_id": "0000:00:06.0"},
+                               {"name": "NVIDIA H200", "pci_bus_id": "0000:00:07.0"}])
+    assert "2× NVIDIA H200" in views.topology_reading(flat) and "flat virtual" in views.topology_reading(flat)
+    assert "do not name" in views.topology_reading({"devices": [], "parsed": None})
+
+
+def test_the_chase_runs_local_on_the_simulator():
+    out = run_on_simulator(
+        "from helpers.ch08_peer_to_peer import peer_latency as p\n"
+        "from helpers.measure import gpu_chase\n"
+        "calls = []\n"
+        "def code(buf, start, steps):\n"
+        "    calls.append((int(buf[start]), steps))\n"
+        "    return [1.0]\n"
+        "ns = p.chase_rounds(0, 0, 2, code)\n"
+        "assert ns == [1.0, 1.0] and calls == [(16, 333333)] * 2, calls\n"
+        "print('OK')\n")
+    assert out.strip().endswith("OK")
+
+
+def _gpus() -> int:
+    return gpu.probe().device_count if gpu.probe().usable else 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_gpus() < 2, reason="needs two or more GPUs")
+def test_live_peer_reads_are_slower_than_local_and_copies_at_nvbandwidths_size():
+    d = peer_latency.measure([0, 1], rounds=2)
+    assert {(p["reader"], p["memory"]) for p in d["peer"]} == {(0, 1), (1, 0)}
+    for r in peer_latency.pair_rows(d):
+        assert r["peer_ns"] > r["local_ns"] > 0
+    c = p2p.nvbw_copies([0, 1], nbytes=8 << 20, loops=2, samples=1)
+    assert {r["test"] for r in c["rows"]} == set(p2p.NVBW_TESTS) and all(r["gbps"] > 0 for r in c["rows"])
+    assert all(len(r["parts"]) == 2 for r in c["rows"] if r["test"].startswith("bidir"))
