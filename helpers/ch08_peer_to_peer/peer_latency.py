@@ -61,9 +61,12 @@ def steps_for(sms: int) -> int:
     return max(1, NVBW_READS // sms // 3)
 
 
-def chase_rounds(reader: int, memory: int, rounds: int, code=chase_ns_per_read) -> list[float]:
+def chase_rounds(reader: int, memory: int, rounds: int, code) -> list[float]:
     """Each round's ns per read (the mean over the reader's SMs) of `reader` chasing nvbandwidth's
-    chain in `memory`'s device memory (the same GPU: a local read)."""
+    chain in `memory`'s device memory (the same GPU: a local read). `code` is Chapter 2's chase,
+    `chase_ns_per_read`: one thread on each SM in turn, runs of `steps` and 2 x `steps` reads. The
+    chain is copied into `memory`'s HBM; the chase runs on `reader`, whose loads of a peer's
+    addresses cross the link (peer access is enabled by the caller)."""
     chain, start = nvbw_chain()
     with cuda.gpus[memory]:
         buf = cuda.to_device(chain)

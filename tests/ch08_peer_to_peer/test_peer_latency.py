@@ -97,3 +97,27 @@ def test_live_peer_reads_are_slower_than_local_and_copies_at_nvbandwidths_size()
     c = p2p.nvbw_copies([0, 1], nbytes=8 << 20, loops=2, samples=1)
     assert {r["test"] for r in c["rows"]} == set(p2p.NVBW_TESTS) and all(r["gbps"] > 0 for r in c["rows"])
     assert all(len(r["parts"]) == 2 for r in c["rows"] if r["test"].startswith("bidir"))
+
+
+def test_exercise_8_5_expects_the_hop_times_the_links_bandwidth(capsys):
+    from test_p2p import fake_matrices
+
+    from helpers.ch08_peer_to_peer import exercises
+
+    lat = Evidence("p2p.peer_read_latency", DATA, Mode.REPLAY, "test", why="test")
+    mats = Evidence("p2p.matrices", fake_matrices(), Mode.REPLAY, "test", why="test")
+    gbps = [x for row in views.gbps_matrix(mats.data, "peer") for x in row if x is not None]
+    expected = 527e-9 * (sum(gbps) / len(gbps)) * 1e9
+    assert exercises.peer_hop(expected, lat, mats) is True
+    assert exercises.peer_hop(expected * 1000, lat, mats) is False
+    assert "1e-9" in capsys.readouterr().out
+
+
+def test_the_copies_at_nvbandwidths_size_are_tabled_or_absent():
+    rows = [{"test": "read", "row": 0, "col": 1, "gbps": 391.0, "parts": [391.0]},
+            {"test": "bidir_write", "row": 1, "col": 0, "gbps": 774.0, "parts": [387.0, 387.0]}]
+    ev = Evidence("p2p.matrices", {"nvbw_size": {"nbytes": 256 << 20, "loops": 16, "samples": 3, "rows": rows}},
+                  Mode.REPLAY, "test", why="test")
+    t = views.nvbw_size_table(ev)
+    assert "256 MiB" in t.caption and ("both ways, write (total)", "GPU1 / GPU0", "774.0") in t.rows
+    assert views.nvbw_size_table(Evidence("p2p.matrices", {}, Mode.REPLAY, "t", why="t")) is None
