@@ -304,6 +304,12 @@ def latency_explained(data: dict, verb: str) -> str:
         return "These data have no peer pair (peer access was refused), so they say nothing about a peer read."
     added = [r["added_ns"] for r in rows]
     spreads = [peer_latency.spread(p["ns"]) for p in data["peer"]]
+    if min(added) <= max(spreads) * max(r["peer_ns"] for r in rows):
+        return (f"{verb[:1].upper()}{verb[1:]}: a read of the peer's memory took {min(r['peer_ns'] for r in rows):.0f}–"
+                f"{max(r['peer_ns'] for r in rows):.0f} ns and a local read {min(r['local_ns'] for r in rows):.0f}–"
+                f"{max(r['local_ns'] for r in rows):.0f} ns: for at least one pair the difference is within the "
+                f"rounds' spread ({max(spreads):.1%}), so these data do not show what the hop adds. Was peer access "
+                "really over a link, and did each chase read memory the reader does not own?")
     return (f"{verb[:1].upper()}{verb[1:]}: a read of the peer's memory took {min(r['peer_ns'] for r in rows):.0f}–"
             f"{max(r['peer_ns'] for r in rows):.0f} ns, a read of the reader's own memory "
             f"{min(r['local_ns'] for r in rows):.0f}–{max(r['local_ns'] for r in rows):.0f} ns: the hop to the other "

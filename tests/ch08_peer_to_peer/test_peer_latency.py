@@ -121,3 +121,21 @@ def test_the_copies_at_nvbandwidths_size_are_tabled_or_absent():
     t = views.nvbw_size_table(ev)
     assert "256 MiB" in t.caption and ("both ways, write (total)", "GPU1 / GPU0", "774.0") in t.rows
     assert views.nvbw_size_table(Evidence("p2p.matrices", {}, Mode.REPLAY, "t", why="t")) is None
+
+
+def test_the_explanation_follows_the_data_and_its_mode():
+    from helpers.core import reference
+
+    close = dict(DATA, peer=[dict(p, ns=[305.0, 300.0, 310.0], median_ns=305.0) for p in DATA["peer"]])
+    text = views.latency_explained(close, "recorded on test")
+    assert "do not show what the hop adds" in text and "adds" not in text.split(":")[1]
+    cases = [(DATA, None)] + [(r.experiment("p2p.peer_read_latency"), r) for r in
+                              (reference.load(n) for n in reference.list_names()) if r.has("p2p.peer_read_latency")]
+    for data, ref in cases:
+        for mode, verb in ((Mode.LIVE, "measured now on Test GPU"), (Mode.REPLAY, "recorded on test machine")):
+            text = views.latency_explained(data, verb)
+            assert text.startswith(verb[:1].upper() + verb[1:] + ":")
+            assert ("measured now" in text.lower()) == (mode is Mode.LIVE)
+            rows = peer_latency.pair_rows(data)
+            if "adds" in text:
+                assert f"{min(r['added_ns'] for r in rows):.0f}" in text
