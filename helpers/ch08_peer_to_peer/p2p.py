@@ -16,7 +16,7 @@ directions at once. Host<->GPU copies of pinned memory are timed too: they are t
 the via-host route that Lab 5 plans with.
 
 Written for N GPUs. The experiments declare that they need two GPUs and that their recording
-lives in the two-GPU reference file (COURSE_P2P_REFERENCE, else h200x2-nvlink): with fewer GPUs
+lives in the two-GPU reference file (COURSE_P2P_REFERENCE, else config.DEFAULT_P2P_REFERENCE): with fewer GPUs
 `ctx.get("p2p.matrices")` replays that recording and says why in `ev.why`, and the chapter
 shows the live topology of the one GPU beside it. The recorder, which runs every experiment,
 gets a SkipExperiment from them on a machine with fewer than two GPUs.
