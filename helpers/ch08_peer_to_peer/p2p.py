@@ -24,6 +24,7 @@ gets a SkipExperiment from them on a machine with fewer than two GPUs.
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -293,33 +294,74 @@ NVBW_TESTS = {
     "write": lambda r, c: [(r, c, r)],
     "bidir_read": lambda r, c: [(c, r, r), (r, c, c)],
     "bidir_write": lambda r, c: [(c, r, c), (r, c, r)],
+    "sm_read": lambda r, c: [(c, r, r)],  # testcases_sm.cpp DeviceToDeviceReadSM: r's SMs load c's memory
 }
+SM_TESTS = ("sm_read",)  # made by a copy kernel on the issuing GPU, not its copy engine
+SM_THREADS = 512  # threads per block, one block per SM: nvbandwidth's copy kernel's shape (common.h)
+_SM_COPY = r"""
+extern "C" __global__ void course_sm_copy(const ulonglong2* __restrict__ src, ulonglong2* __restrict__ dst,
+                                          unsigned long long n, unsigned int loops) {
+    const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned int pass = 0; pass < loops; pass++) {  // the whole buffer `loops` times in one launch
+        unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; i + 7 * step < n; i += 8 * step) {  // eight 16-byte loads in flight per thread, then the stores
+            ulonglong2 v[8];
+            #pragma unroll
+            for (int k = 0; k < 8; k++) v[k] = src[i + k * step];
+            #pragma unroll
+            for (int k = 0; k < 8; k++) dst[i + k * step] = v[k];
+        }
+        for (; i < n; i += step) dst[i] = src[i];
+    }
+}
+"""
 
 
-def nvbw_sample(bufs: dict, copies: list[tuple[int, int, int]], nbytes: int, loops: int) -> list[float]:
-    """GB/s of each copy in `copies` run at once: `loops` cudaMemcpyAsync of `nbytes` back to back on
-    the issuing GPU's stream between two events (nvbandwidth's sample: bytes x loops / time), after
-    one warm-up copy. The other streams wait for the first one's start event, and the copies are
-    queued in turns, one per stream, so the directions start together and overlap throughout."""
+def _copy(test: str, dst, src, nbytes: int, stream, times: int = 1) -> None:
+    """`times` copies on `stream` (its GPU current): by the copy engine (cudaMemcpyDefault, 4: unified
+    addressing finds both GPUs), or, for an SM test, one launch of the copy kernel on every SM that
+    copies the buffer `times` over (as nvbandwidth's kernel loops inside one launch)."""
     cp = gpu.cupy()
-    rt = cp.cuda.runtime
+    if test not in SM_TESTS:
+        for _ in range(times):
+            cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, 4, stream.ptr)
+        return
+    sms = cp.cuda.runtime.getDeviceProperties(cp.cuda.runtime.getDevice())["multiProcessorCount"]
+    args = (np.uint64(src.data.ptr), np.uint64(dst.data.ptr), np.uint64(nbytes // 16), np.uint32(times))
+    _sm_kernel()((sms,), (SM_THREADS,), args, stream=stream)
+
+
+@functools.lru_cache(maxsize=1)
+def _sm_kernel():
+    """The copy kernel, one RawKernel per process (CuPy compiles it once per GPU, at its first launch there)."""
+    return gpu.cupy().RawKernel(_SM_COPY, "course_sm_copy")
+
+
+def nvbw_sample(bufs: dict, copies: list[tuple[int, int, int]], nbytes: int, loops: int,
+                test: str = "read") -> list[float]:
+    """GB/s of each copy in `copies` (source, destination, issuing GPU) run at once: `loops` copies
+    of `nbytes` back to back on the issuing GPU's stream between two events (nvbandwidth's sample:
+    bytes x loops / time), after one warm-up copy. The other streams wait for the first one's start
+    event, and the copies are queued in turns, one per stream, so the directions start together."""
+    cp = gpu.cupy()
     streams = []
     for *_, issuer in copies:
         with cp.cuda.Device(issuer):
             streams.append((cp.cuda.Stream(non_blocking=True), cp.cuda.Event(), cp.cuda.Event()))
-    for k, (s, t, issuer) in enumerate(copies):  # cudaMemcpyDefault (4): unified addressing finds both GPUs
+    for k, (s, t, issuer) in enumerate(copies):
         with cp.cuda.Device(issuer):
-            rt.memcpyAsync(bufs[t][k].data.ptr, bufs[s][k].data.ptr, nbytes, 4, streams[k][0].ptr)
+            _copy(test, bufs[t][k], bufs[s][k], nbytes, streams[k][0])
             streams[k][0].synchronize()
     for k, (stream, e0, _) in enumerate(streams):
         with cp.cuda.Device(copies[k][2]):
             if k:
                 stream.wait_event(streams[0][1])
             e0.record(stream)
-    for _ in range(loops):
+    turns, each = (1, loops) if test in SM_TESTS else (loops, 1)
+    for _ in range(turns):
         for k, (s, t, issuer) in enumerate(copies):
             with cp.cuda.Device(issuer):
-                rt.memcpyAsync(bufs[t][k].data.ptr, bufs[s][k].data.ptr, nbytes, 4, streams[k][0].ptr)
+                _copy(test, bufs[t][k], bufs[s][k], nbytes, streams[k][0], each)
     for k, (stream, _, e1) in enumerate(streams):
         with cp.cuda.Device(copies[k][2]):
             e1.record(stream)
@@ -328,7 +370,7 @@ def nvbw_sample(bufs: dict, copies: list[tuple[int, int, int]], nbytes: int, loo
 
 def nvbw_copies(devs: list[int], nbytes: int = NVBW_BYTES, loops: int = NVBW_LOOPS,
                 samples: int = NVBW_SAMPLES) -> dict:
-    """nvbandwidth's four peer CE testcases for every ordered pair (peer access on): one row per
+    """nvbandwidth's four peer CE testcases and its SM read for every ordered pair (peer access on): one row per
     (test, row, column), each copy's median GB/s over `samples`, and for both-way tests their sum."""
     cp = gpu.cupy()
     bufs = {}
@@ -342,7 +384,7 @@ def nvbw_copies(devs: list[int], nbytes: int = NVBW_BYTES, loops: int = NVBW_LOO
             for r in devs:
                 for c in devs:
                     if r != c:
-                        got = [nvbw_sample(bufs, plan(r, c), nbytes, loops) for _ in range(samples)]
+                        got = [nvbw_sample(bufs, plan(r, c), nbytes, loops, test) for _ in range(samples)]
                         parts = [float(np.median(col)) for col in zip(*got, strict=True)]
                         rows.append({"test": test, "row": r, "col": c, "gbps": sum(parts), "parts": parts})
     finally:

@@ -30,7 +30,8 @@ NVBW = {"nvbandwidth": {"version": "v0.8", "testcases": [
                                                          [["N/A", "773.9"], ["774.1", "N/A"]]]),
     _tc("device_to_device_latency_sm", [[["N/A", "828.4"], ["827.6", "N/A"]]]),
     _tc("device_local_copy", [[["1310.5", "1309.9"]]]),
-    {"name": "device_to_device_memcpy_read_sm", "status": "Waived"},
+    _tc("device_to_device_memcpy_read_sm", [[["N/A", "751.3"], ["750.8", "N/A"]]]),
+    {"name": "device_to_device_memcpy_write_sm", "status": "Waived"},
 ]}}
 
 
@@ -39,7 +40,8 @@ def _course(**over):
         {"test": "read", "row": 0, "col": 1, "gbps": 390.0, "parts": [390.0]},
         {"test": "read", "row": 1, "col": 0, "gbps": 380.0, "parts": [380.0]},  # 3% below nvbandwidth
         {"test": "write", "row": 0, "col": 1, "gbps": 395.5, "parts": [395.5]},
-        {"test": "bidir_read", "row": 0, "col": 1, "gbps": 772.0, "parts": [386.0, 386.0]}]}
+        {"test": "bidir_read", "row": 0, "col": 1, "gbps": 772.0, "parts": [386.0, 386.0]},
+        {"test": "sm_read", "row": 1, "col": 0, "gbps": 740.0, "parts": [740.0]}]}
     exps = {"p2p.matrices": {"nvbw_size": size},
             "p2p.peer_read_latency": {"peer": [{"reader": 0, "memory": 1, "median_ns": 830.0},
                                                {"reader": 1, "memory": 0, "median_ns": 850.0}]},
@@ -57,21 +59,23 @@ def test_the_matrices_split_into_blocks_and_na_is_none():
 
 def test_each_ordered_pair_is_its_own_figure_and_row_is_the_reader():
     got = nvbw_peer.nvbw_figures(json.loads(json.dumps(NVBW)))  # through JSON, as the file is read
-    assert got[nvbw_peer.ce_name("read", 0, 1)] == 391.2  # row 0 reads column 1
-    assert got[nvbw_peer.ce_name("read", 1, 0)] == 391.6
-    assert got[nvbw_peer.ce_name("bidir_read", 1, 0)] == 774.1  # the total block, not read1
+    assert got[nvbw_peer.copy_name("read", 0, 1)] == 391.2  # row 0 reads column 1
+    assert got[nvbw_peer.copy_name("read", 1, 0)] == 391.6
+    assert got[nvbw_peer.copy_name("bidir_read", 1, 0)] == 774.1  # the total block, not read1
     assert got[nvbw_peer.latency_name(1, 0)] == 827.6
     assert got[nvbw_peer.local_name(1)] == 1309.9
-    assert not any("SM" in k for k in got)  # a waived testcase gives nothing
+    assert got[nvbw_peer.copy_name("sm_read", 0, 1)] == 751.3
+    assert not any("write" in k and "SM" in k for k in got)  # a waived testcase gives nothing
 
 
 def test_peer_rows_hold_the_one_percent_bar_and_name_the_far_pair():
     found = {r[0]: r for r in nvbw.rows([_course()], [NVBW])}
-    assert found[nvbw_peer.ce_name("read", 0, 1)][6]  # 390.0 vs 391.2: -0.3%
-    assert not found[nvbw_peer.ce_name("read", 1, 0)][6]  # 380 vs 391.6: -3.0%
+    assert found[nvbw_peer.copy_name("read", 0, 1)][6]  # 390.0 vs 391.2: -0.3%
+    assert not found[nvbw_peer.copy_name("read", 1, 0)][6]  # 380 vs 391.6: -3.0%
     assert found[nvbw_peer.latency_name(0, 1)][6] and not found[nvbw_peer.latency_name(1, 0)][6]  # +0.2% / +2.7%
     assert round(found[nvbw_peer.local_name(0)][1], 1) == 1310.0 and found[nvbw_peer.local_name(0)][6]
-    assert nvbw_peer.ce_name("write", 1, 0) not in found  # the course did not measure it: no row
+    assert not found[nvbw_peer.copy_name("sm_read", 1, 0)][6]  # 740.0 vs 750.8: -1.4%
+    assert nvbw_peer.copy_name("write", 1, 0) not in found  # the course did not measure it: no row
     assert "| NO (1%) |" in nvbw.table(list(found.values()))
 
 
@@ -89,5 +93,5 @@ def test_a_one_gpu_folder_and_a_size_other_than_nvbandwidths_give_no_peer_rows()
 def test_several_nvbandwidth_runs_give_each_entrys_median(runs):
     docs = [{"nvbandwidth": {"testcases": [_tc("device_to_device_memcpy_read_ce", [[["N/A", str(v)], ["391.6", "N/A"]]])]}}
             for v in runs]
-    row = {r[0]: r for r in nvbw.peer_rows([_course()], docs)}[nvbw_peer.ce_name("read", 0, 1)]
+    row = {r[0]: r for r in nvbw.peer_rows([_course()], docs)}[nvbw_peer.copy_name("read", 0, 1)]
     assert row[3] == 391.2 and row[4] == (380.0, 392.0, 3)

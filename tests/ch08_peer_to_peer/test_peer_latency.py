@@ -96,6 +96,7 @@ def test_live_peer_reads_are_slower_than_local_and_copies_at_nvbandwidths_size()
         assert r["peer_ns"] > r["local_ns"] > 0
     c = p2p.nvbw_copies([0, 1], nbytes=8 << 20, loops=2, samples=1)
     assert {r["test"] for r in c["rows"]} == set(p2p.NVBW_TESTS) and all(r["gbps"] > 0 for r in c["rows"])
+    assert "sm_read" in p2p.SM_TESTS
     assert all(len(r["parts"]) == 2 for r in c["rows"] if r["test"].startswith("bidir"))
 
 
@@ -129,9 +130,9 @@ def test_the_explanation_follows_the_data_and_its_mode():
     close = dict(DATA, peer=[dict(p, ns=[305.0, 300.0, 310.0], median_ns=305.0) for p in DATA["peer"]])
     text = views.latency_explained(close, "recorded on test")
     assert "do not show what the hop adds" in text and "adds" not in text.split(":")[1]
-    cases = [(DATA, None)] + [(r.experiment("p2p.peer_read_latency"), r) for r in
-                              (reference.load(n) for n in reference.list_names()) if r.has("p2p.peer_read_latency")]
-    for data, ref in cases:
+    cases = [DATA] + [r.experiment("p2p.peer_read_latency") for r in
+                      (reference.load(n) for n in reference.list_names()) if r.has("p2p.peer_read_latency")]
+    for data in cases:
         for mode, verb in ((Mode.LIVE, "measured now on Test GPU"), (Mode.REPLAY, "recorded on test machine")):
             text = views.latency_explained(data, verb)
             assert text.startswith(verb[:1].upper() + verb[1:] + ":")

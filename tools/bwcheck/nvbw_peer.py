@@ -14,7 +14,7 @@ testcase is one ordered pair:
 - device_to_device_latency_sm: GPU r chases pointers in GPU c's memory (ns per read);
 - device_local_copy: one row, column d is GPU d copying within itself.
 
-The course's side: p2p.matrices' `nvbw_size` rows (the same four CE testcases, same row and
+The course's side: p2p.matrices' `nvbw_size` rows (the same four CE testcases and the SM read, same row and
 column meaning, at nvbandwidth's buffer size), p2p.peer_read_latency's peer pairs, and
 p2p.d2d_copy's copy-engine copy when it ran at 256 MiB. A recording without them (a one-GPU
 machine folder) simply has no peer figures. The bar for these figures is 1% (issue 42).
@@ -26,16 +26,18 @@ import statistics
 
 PEER_BAR = 0.01
 NVBW_MIB = 256  # the size the course measures peer copies at: run nvbandwidth with -b 256
-CE_TESTS = {"read": "device_to_device_memcpy_read_ce", "write": "device_to_device_memcpy_write_ce",
+TESTS = {"read": "device_to_device_memcpy_read_ce", "write": "device_to_device_memcpy_write_ce",
             "bidir_read": "device_to_device_bidirectional_memcpy_read_ce",
-            "bidir_write": "device_to_device_bidirectional_memcpy_write_ce"}
+            "bidir_write": "device_to_device_bidirectional_memcpy_write_ce",
+            "sm_read": "device_to_device_memcpy_read_sm"}
 WORDS = {"read": "CE read, GPU {r} pulls from GPU {c}", "write": "CE write, GPU {r} pushes to GPU {c}",
-         "bidir_read": "CE both ways (read), GPU {r} <-> {c}, total", "bidir_write": "CE both ways (write), GPU {r} <-> {c}, total"}
+         "bidir_read": "CE both ways (read), GPU {r} <-> {c}, total", "bidir_write": "CE both ways (write), GPU {r} <-> {c}, total",
+         "sm_read": "SM read, GPU {r}'s SMs copy from GPU {c}"}
 LATENCY = "device_to_device_latency_sm"
 LOCAL = "device_local_copy"
 
 
-def ce_name(test: str, r: int, c: int) -> str:
+def copy_name(test: str, r: int, c: int) -> str:
     return WORDS[test].format(r=r, c=c) + f", {NVBW_MIB} MiB (GB/s)"
 
 
@@ -64,9 +66,9 @@ def nvbw_figures(doc: dict) -> dict[str, float]:
     by = {tc.get("name"): tc for tc in doc.get("nvbandwidth", doc).get("testcases", [])
           if str(tc.get("status", "")).lower() in ("passed", "pass")}
     out = {}
-    for test, name in CE_TESTS.items():
+    for test, name in TESTS.items():
         if name in by and (ms := matrices(by[name])):
-            out.update(_entries(ms[-1], lambda r, c, t=test: ce_name(t, r, c)))  # the bidirectional total is the last block
+            out.update(_entries(ms[-1], lambda r, c, t=test: copy_name(t, r, c)))  # the bidirectional total is the last block
     if LATENCY in by and (ms := matrices(by[LATENCY])):
         out.update(_entries(ms[0], latency_name))
     if LOCAL in by and (ms := matrices(by[LOCAL])):
@@ -83,7 +85,7 @@ def course_figures(exps: dict) -> dict[str, float]:
     out = {}
     size = (exps.get("p2p.matrices") or {}).get("nvbw_size")
     if size and size.get("nbytes") == NVBW_MIB << 20:
-        out.update({ce_name(row["test"], row["row"], row["col"]): float(row["gbps"]) for row in size["rows"]})
+        out.update({copy_name(row["test"], row["row"], row["col"]): float(row["gbps"]) for row in size["rows"]})
     for p in (exps.get("p2p.peer_read_latency") or {}).get("peer", []):
         out[latency_name(p["reader"], p["memory"])] = float(p["median_ns"])
     d2d = exps.get("p2p.d2d_copy")
