@@ -326,8 +326,9 @@ def nvbw_size_table(ev: Evidence) -> Table | None:
     if not size:
         return None
     words = {"read": "read (pulled by row)", "write": "write (pushed by row)",
-             "bidir_read": "both ways, read (total)", "bidir_write": "both ways, write (total)"}
+             "bidir_read": "both ways, read (total)", "bidir_write": "both ways, write (total)",
+             "sm_read": "SM read (row's kernel loads column's memory)"}
     rows = [(words[r["test"]], f"GPU{r['row']} / GPU{r['col']}", f"{r['gbps']:.1f}") for r in size["rows"]]
-    return Table(rows, ("copy-engine copy", "row / column", "GB/s"),
+    return Table(rows, ("copy (copy engine unless SM)", "row / column", "GB/s"),
                  ev.caption(f"{size['nbytes'] >> 20} MiB peer copies as nvbandwidth makes them "
                             f"({size['loops']} back to back per sample, median of {size['samples']})"))

@@ -95,3 +95,16 @@ def test_several_nvbandwidth_runs_give_each_entrys_median(runs):
             for v in runs]
     row = {r[0]: r for r in nvbw.peer_rows([_course()], docs)}[nvbw_peer.copy_name("read", 0, 1)]
     assert row[3] == 391.2 and row[4] == (380.0, 392.0, 3)
+
+
+def test_every_copy_the_recorder_makes_has_its_nvbandwidth_testcase_and_its_words():
+    from helpers.ch08_peer_to_peer import p2p, views
+    from helpers.core.evidence import Evidence
+    from helpers.core.mode import Mode
+
+    assert set(p2p.NVBW_TESTS) == set(nvbw_peer.TESTS)
+    rows = [{"test": t, "row": 0, "col": 1, "gbps": 1.0, "parts": [1.0]} for t in p2p.NVBW_TESTS]
+    ev = Evidence("p2p.matrices", {"nvbw_size": {"nbytes": 256 << 20, "loops": 16, "samples": 3, "rows": rows}},
+                  Mode.REPLAY, "t", why="t")
+    assert len(views.nvbw_size_table(ev).rows) == len(p2p.NVBW_TESTS)
+    assert p2p.NVBW_BYTES == nvbw_peer.NVBW_MIB << 20

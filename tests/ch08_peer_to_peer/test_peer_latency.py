@@ -116,11 +116,13 @@ def test_exercise_8_5_expects_the_hop_times_the_links_bandwidth(capsys):
 
 def test_the_copies_at_nvbandwidths_size_are_tabled_or_absent():
     rows = [{"test": "read", "row": 0, "col": 1, "gbps": 391.0, "parts": [391.0]},
-            {"test": "bidir_write", "row": 1, "col": 0, "gbps": 774.0, "parts": [387.0, 387.0]}]
+            {"test": "bidir_write", "row": 1, "col": 0, "gbps": 774.0, "parts": [387.0, 387.0]},
+            {"test": "sm_read", "row": 0, "col": 1, "gbps": 750.0, "parts": [750.0]}]
     ev = Evidence("p2p.matrices", {"nvbw_size": {"nbytes": 256 << 20, "loops": 16, "samples": 3, "rows": rows}},
                   Mode.REPLAY, "test", why="test")
     t = views.nvbw_size_table(ev)
     assert "256 MiB" in t.caption and ("both ways, write (total)", "GPU1 / GPU0", "774.0") in t.rows
+    assert len(t.rows) == 3 and all(r[0] for r in t.rows)  # every test the recorder makes has its words
     assert views.nvbw_size_table(Evidence("p2p.matrices", {}, Mode.REPLAY, "t", why="t")) is None
 
 
