@@ -108,3 +108,22 @@ def test_every_copy_the_recorder_makes_has_its_nvbandwidth_testcase_and_its_word
                   Mode.REPLAY, "t", why="t")
     assert len(views.nvbw_size_table(ev).rows) == len(p2p.NVBW_TESTS)
     assert p2p.NVBW_BYTES == nvbw_peer.NVBW_MIB << 20
+
+
+def test_a_file_that_is_not_nvbandwidths_matrices_is_refused_clearly(tmp_path, capsys):
+    bad = {"nvbandwidth": {"testcases": [{"name": "device_to_device_memcpy_read_ce", "status": "Passed",
+                                          "bandwidth_matrix": [["N/A", "fast"], ["391.6", "N/A"]], "sum": 391.6}]}}
+    with pytest.raises(ValueError, match="'fast' is neither a number nor N/A"):
+        nvbw_peer.nvbw_figures(bad)
+    ragged = {"name": "x", "bandwidth_matrix": [["1.0", "2.0"], ["3.0"]]}
+    with pytest.raises(ValueError, match="different lengths"):
+        nvbw_peer.matrices(ragged)
+    from helpers.core import reference
+
+    (tmp_path / "n.json").write_text("{not json")
+    (tmp_path / "ok.json").write_text(json.dumps(NVBW))
+    one = str(reference.load(reference.list_names()[0]).path)
+    assert nvbw.main(["--recordings", one, "--nvbw", str(tmp_path / "n.json")]) == 2
+    assert "nvbw_compare:" in capsys.readouterr().err
+    assert nvbw.main(["--recordings", str(tmp_path), "--nvbw", str(tmp_path / "ok.json")]) == 2  # no machine there
+    assert "no reference machine here" in capsys.readouterr().err

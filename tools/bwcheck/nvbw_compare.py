@@ -167,7 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nvbw", type=Path, nargs="+", required=True)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    found = rows([recording_doc(p) for p in args.recordings], [json.loads(p.read_text()) for p in args.nvbw])
+    from helpers.core.errors import CourseError
+
+    try:
+        found = rows([recording_doc(p) for p in args.recordings], [json.loads(p.read_text()) for p in args.nvbw])
+    except (OSError, ValueError, CourseError) as exc:  # no such file, not JSON, not nvbandwidth's, no recording
+        print(f"nvbw_compare: {exc}", file=sys.stderr)
+        return 2
     text = table(found)
     print(text)
     if args.out:

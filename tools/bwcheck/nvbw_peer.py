@@ -52,13 +52,25 @@ def local_name(d: int) -> str:
 def matrices(tc: dict) -> list[list[list[float | None]]]:
     """A testcase's `bandwidth_matrix` split into its matrices (blocks of as many rows as columns,
     or the one row of a 1 x N testcase); "N/A" becomes None."""
-    rows = [[None if str(v).strip() == "N/A" else float(v) for v in row] for row in tc.get("bandwidth_matrix", [])]
+    rows = [[_value(tc, v) for v in row] for row in tc.get("bandwidth_matrix", [])]
     if not rows:
         return []
     n = len(rows[0])
+    if any(len(row) != n for row in rows):
+        raise ValueError(f"{tc.get('name')}: bandwidth_matrix rows of different lengths: not nvbandwidth -j output")
     if len(rows) == 1 or len(rows) % n:
         return [rows]
     return [rows[k:k + n] for k in range(0, len(rows), n)]
+
+
+def _value(tc: dict, v) -> float | None:
+    """One matrix entry: "N/A" is None, anything else must be a number."""
+    if str(v).strip() == "N/A":
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"{tc.get('name')}: bandwidth_matrix entry {v!r} is neither a number nor N/A") from None
 
 
 def nvbw_figures(doc: dict) -> dict[str, float]:
