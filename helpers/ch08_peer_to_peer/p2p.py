@@ -331,6 +331,12 @@ def _copy(test: str, dst, src, nbytes: int, stream, times: int = 1) -> None:
     _sm_kernel()((sms,), (SM_THREADS,), args, stream=stream)
 
 
+def _peers(a: int, b: int) -> bool:
+    """Whether each of the two GPUs can map the other's memory (cudaDeviceCanAccessPeer both ways)."""
+    rt = gpu.cupy().cuda.runtime
+    return bool(rt.deviceCanAccessPeer(a, b)) and bool(rt.deviceCanAccessPeer(b, a))
+
+
 @functools.lru_cache(maxsize=1)
 def _sm_kernel():
     """The copy kernel, one RawKernel per process (CuPy compiles it once per GPU, at its first launch there)."""
@@ -383,7 +389,7 @@ def nvbw_copies(devs: list[int], nbytes: int = NVBW_BYTES, loops: int = NVBW_LOO
         for test, plan in NVBW_TESTS.items():
             for r in devs:
                 for c in devs:
-                    if r != c:
+                    if r != c and _peers(r, c):  # as nvbandwidth, a pair without peer access is left out
                         got = [nvbw_sample(bufs, plan(r, c), nbytes, loops, test) for _ in range(samples)]
                         parts = [float(np.median(col)) for col in zip(*got, strict=True)]
                         rows.append({"test": test, "row": r, "col": c, "gbps": sum(parts), "parts": parts})
