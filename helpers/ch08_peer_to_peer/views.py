@@ -295,6 +295,12 @@ def latency_figure(ev: Evidence) -> CourseFigure:
     return CourseFigure(fig, ev.parts)
 
 
+def _span(values, fmt: str = ".0f") -> str:
+    """'828' for one value (or equal ones), '828–831' for a range."""
+    lo, hi = format(min(values), fmt), format(max(values), fmt)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
 def latency_explained(data: dict, verb: str) -> str:
     """What the peer hop adds over a local read, worded from the data (`verb`: the Evidence's `said`)."""
     from helpers.ch08_peer_to_peer import peer_latency
@@ -302,22 +308,20 @@ def latency_explained(data: dict, verb: str) -> str:
     rows = peer_latency.pair_rows(data)
     if not rows:
         return "These data have no peer pair (peer access was refused), so they say nothing about a peer read."
+    said = f"{verb[:1].upper()}{verb[1:]}"
+    peer, local = _span([r["peer_ns"] for r in rows]), _span([r["local_ns"] for r in rows])
     added = [r["added_ns"] for r in rows]
     spreads = [peer_latency.spread(p["ns"]) for p in data["peer"]]
     if min(added) <= max(spreads) * max(r["peer_ns"] for r in rows):
-        return (f"{verb[:1].upper()}{verb[1:]}: a read of the peer's memory took {min(r['peer_ns'] for r in rows):.0f}–"
-                f"{max(r['peer_ns'] for r in rows):.0f} ns and a local read {min(r['local_ns'] for r in rows):.0f}–"
-                f"{max(r['local_ns'] for r in rows):.0f} ns: for at least one pair the difference is within the "
-                f"rounds' spread ({max(spreads):.1%}), so these data do not show what the hop adds. Was peer access "
-                "really over a link, and did each chase read memory the reader does not own?")
-    return (f"{verb[:1].upper()}{verb[1:]}: a read of the peer's memory took {min(r['peer_ns'] for r in rows):.0f}–"
-            f"{max(r['peer_ns'] for r in rows):.0f} ns, a read of the reader's own memory "
-            f"{min(r['local_ns'] for r in rows):.0f}–{max(r['local_ns'] for r in rows):.0f} ns: the hop to the other "
-            f"GPU adds {min(added):.0f}–{max(added):.0f} ns per read ({min(r['ratio'] for r in rows):.1f}–"
-            f"{max(r['ratio'] for r in rows):.1f}x). The rounds of one pair lie within {max(spreads):.1%} of each other. "
-            f"The {data['nbytes'] >> 20} MiB chain fits the L2 of the GPU that owns it, so both figures are L2 hits: "
-            "the difference is the trip itself — out of the reader's SM and L2, across the link to the other GPU's "
-            "L2 and back — not a slower memory.")
+        return (f"{said}: a read of the peer's memory took {peer} ns and a local read {local} ns: for at least one "
+                f"pair the difference is within the rounds' spread ({max(spreads):.1%}), so these data do not show "
+                "what the hop adds. Was peer access really over a link, and did each chase read memory the reader "
+                "does not own?")
+    return (f"{said}: a read of the peer's memory took {peer} ns, a read of the reader's own memory {local} ns: the hop "
+            f"to the other GPU adds {_span(added)} ns per read ({_span([r['ratio'] for r in rows], '.1f')}x as long). "
+            f"The rounds of one pair lie within {max(spreads):.1%} of each other. The {data['nbytes'] >> 20} MiB chain "
+            "fits the L2 of the GPU that owns it, so both should be answered from an L2: the difference is the trip "
+            "itself (out of the reader's SM, across the link to the other GPU's L2 and back), not a slower memory.")
 
 
 def nvbw_size_table(ev: Evidence) -> Table | None:
