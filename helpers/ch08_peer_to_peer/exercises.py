@@ -106,3 +106,21 @@ def copy_kernel(fn) -> bool | None:
     return checks.code("8.4 grid-stride copy kernel", fn, _copy_trial,
                        why="with peer access on, this kernel could store into a peer GPU's memory: the same "
                            "loads and stores, travelling over NVLink or PCIe")
+
+
+def peer_hop(answer, lat: Evidence, mats: Evidence) -> bool | None:
+    """8.5 — how many bytes could one direction of the peer link have carried in the time the hop
+    adds to one read (mean over the pairs of peer minus local ns, times the one-way peer GB/s)?"""
+    from helpers.ch08_peer_to_peer import peer_latency
+
+    rows = peer_latency.pair_rows(lat.require())
+    added_s = float(np.mean([r["added_ns"] for r in rows])) * 1e-9
+    gbps = float(np.mean([x for row in views.gbps_matrix(mats.require(), "peer") for x in row if x is not None]))
+    expected = added_s * gbps * 1e9
+    return checks.close(
+        "8.5 bytes the link could carry in one read's extra wait", answer, expected, rel_tol=0.1,
+        hints=[factor_hint(1e3, "a factor of 1000 off: ns are 1e-9 s and GB/s are 1e9 bytes/s"),
+               factor_hint(1e-3, "a factor of 1000 off: ns are 1e-9 s and GB/s are 1e9 bytes/s")],
+        hint="(peer ns - local ns, mean over the pairs) x 1e-9 s x (one-way peer GB/s, mean over the pairs) x 1e9",
+        why="a dependent read waits for the whole round trip while the link could have moved that many bytes: "
+            "latency, not bandwidth, limits a chase, which is why peer code reads in large, independent batches")

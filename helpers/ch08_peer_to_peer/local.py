@@ -15,7 +15,7 @@ from helpers.core import validate
 from helpers.core.experiments import GPU, experiment
 from helpers.core.gpu import cp
 
-D2D_BYTES = 64 << 20
+D2D_BYTES = 256 << 20  # nvbandwidth's size in the course's comparison (nvbandwidth -b 256, device_local_copy)
 
 
 def time_d2d(nbytes: int, repeats: int) -> dict:

@@ -16,7 +16,7 @@ directions at once. Host<->GPU copies of pinned memory are timed too: they are t
 the via-host route that Lab 5 plans with.
 
 Written for N GPUs. The experiments declare that they need two GPUs and that their recording
-lives in the two-GPU reference file (COURSE_P2P_REFERENCE, else h200x2-nvlink): with fewer GPUs
+lives in the two-GPU reference file (COURSE_P2P_REFERENCE, else config.DEFAULT_P2P_REFERENCE): with fewer GPUs
 `ctx.get("p2p.matrices")` replays that recording and says why in `ev.why`, and the chapter
 shows the live topology of the one GPU beside it. The recorder, which runs every experiment,
 gets a SkipExperiment from them on a machine with fewer than two GPUs.
@@ -24,6 +24,7 @@ gets a SkipExperiment from them on a machine with fewer than two GPUs.
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -282,6 +283,125 @@ def measure_matrices(quick: bool = False, devices=None, reps: int | None = None,
             "host": _host_legs(devs, sizes, reps, warmup)}
 
 
+# -- copy-engine copies at nvbandwidth's size -------------------------------------------------------
+NVBW_BYTES = 256 << 20  # the size the course compares with nvbandwidth at (nvbandwidth -b 256)
+NVBW_LOOPS, NVBW_SAMPLES = 16, 3  # nvbandwidth's copies per sample and samples (common.h defaults)
+# nvbandwidth's peer CE testcases, each as the copies one matrix entry (row r, column c) runs at once:
+# (source, destination, the GPU whose stream issues the copy). "read" pulls (issued by the
+# destination), "write" pushes (issued by the source) -- testcases_ce.cpp, DeviceToDevice*CE::run.
+NVBW_TESTS = {
+    "read": lambda r, c: [(c, r, r)],
+    "write": lambda r, c: [(r, c, r)],
+    "bidir_read": lambda r, c: [(c, r, r), (r, c, c)],
+    "bidir_write": lambda r, c: [(c, r, c), (r, c, r)],
+    "sm_read": lambda r, c: [(c, r, r)],  # testcases_sm.cpp DeviceToDeviceReadSM: r's SMs load c's memory
+}
+SM_TESTS = ("sm_read",)  # made by a copy kernel on the issuing GPU, not its copy engine
+SM_THREADS = 512  # threads per block, one block per SM: nvbandwidth's copy kernel's shape (common.h)
+_SM_COPY = r"""
+extern "C" __global__ void course_sm_copy(const ulonglong2* __restrict__ src, ulonglong2* __restrict__ dst,
+                                          unsigned long long n, unsigned int loops) {
+    const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned int pass = 0; pass < loops; pass++) {  // the whole buffer `loops` times in one launch
+        unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; i + 7 * step < n; i += 8 * step) {  // eight 16-byte loads in flight per thread, then the stores
+            ulonglong2 v[8];
+            #pragma unroll
+            for (int k = 0; k < 8; k++) v[k] = src[i + k * step];
+            #pragma unroll
+            for (int k = 0; k < 8; k++) dst[i + k * step] = v[k];
+        }
+        for (; i < n; i += step) dst[i] = src[i];
+    }
+}
+"""
+
+
+def _copy(test: str, dst, src, nbytes: int, stream, times: int = 1) -> None:
+    """`times` copies on `stream` (its GPU current): by the copy engine (cudaMemcpyDefault, 4: unified
+    addressing finds both GPUs), or, for an SM test, one launch of the copy kernel on every SM that
+    copies the buffer `times` over (as nvbandwidth's kernel loops inside one launch)."""
+    cp = gpu.cupy()
+    if test not in SM_TESTS:
+        for _ in range(times):
+            cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, 4, stream.ptr)
+        return
+    sms = cp.cuda.runtime.getDeviceProperties(cp.cuda.runtime.getDevice())["multiProcessorCount"]
+    args = (np.uint64(src.data.ptr), np.uint64(dst.data.ptr), np.uint64(nbytes // 16), np.uint32(times))
+    _sm_kernel()((sms,), (SM_THREADS,), args, stream=stream)
+
+
+def _peers(a: int, b: int) -> bool:
+    """Whether each of the two GPUs can map the other's memory (cudaDeviceCanAccessPeer both ways)."""
+    rt = gpu.cupy().cuda.runtime
+    return bool(rt.deviceCanAccessPeer(a, b)) and bool(rt.deviceCanAccessPeer(b, a))
+
+
+@functools.lru_cache(maxsize=1)
+def _sm_kernel():
+    """The copy kernel, one RawKernel per process (CuPy compiles it once per GPU, at its first launch there)."""
+    return gpu.cupy().RawKernel(_SM_COPY, "course_sm_copy")
+
+
+def nvbw_sample(bufs: dict, copies: list[tuple[int, int, int]], nbytes: int, loops: int,
+                test: str = "read") -> list[float]:
+    """GB/s of each copy in `copies` (source, destination, issuing GPU) run at once: `loops` copies
+    of `nbytes` back to back on the issuing GPU's stream between two events (nvbandwidth's sample:
+    bytes x loops / time), after one warm-up copy. The other streams wait for the first one's start
+    event, and the copies are queued in turns, one per stream, so the directions start together."""
+    cp = gpu.cupy()
+    streams = []
+    for *_, issuer in copies:
+        with cp.cuda.Device(issuer):
+            streams.append((cp.cuda.Stream(non_blocking=True), cp.cuda.Event(), cp.cuda.Event()))
+    for k, (s, t, issuer) in enumerate(copies):
+        with cp.cuda.Device(issuer):
+            _copy(test, bufs[t][k], bufs[s][k], nbytes, streams[k][0])
+            streams[k][0].synchronize()
+    for k, (stream, e0, _) in enumerate(streams):
+        with cp.cuda.Device(copies[k][2]):
+            if k:
+                stream.wait_event(streams[0][1])
+            e0.record(stream)
+    turns, each = (1, loops) if test in SM_TESTS else (loops, 1)
+    for _ in range(turns):
+        for k, (s, t, issuer) in enumerate(copies):
+            with cp.cuda.Device(issuer):
+                _copy(test, bufs[t][k], bufs[s][k], nbytes, streams[k][0], each)
+    for k, (stream, _, e1) in enumerate(streams):
+        with cp.cuda.Device(copies[k][2]):
+            e1.record(stream)
+    return [nbytes * loops / _elapsed(e0, e1) / 1e9 for _, e0, e1 in streams]
+
+
+def nvbw_copies(devs: list[int], nbytes: int = NVBW_BYTES, loops: int = NVBW_LOOPS,
+                samples: int = NVBW_SAMPLES) -> dict:
+    """nvbandwidth's four peer CE testcases and its SM read for every ordered pair (peer access on): one row per
+    (test, row, column), each copy's median GB/s over `samples`, and for both-way tests their sum."""
+    cp = gpu.cupy()
+    bufs = {}
+    for d in devs:
+        with cp.cuda.Device(d):
+            bufs[d] = [cp.zeros(nbytes, np.uint8) for _ in range(2)]
+    rows = []
+    _set_peer(devs, True)
+    try:
+        for test, plan in NVBW_TESTS.items():
+            for r in devs:
+                for c in devs:
+                    if r != c and _peers(r, c):  # as nvbandwidth, a pair without peer access is left out
+                        got = [nvbw_sample(bufs, plan(r, c), nbytes, loops, test) for _ in range(samples)]
+                        parts = [float(np.median(col)) for col in zip(*got, strict=True)]
+                        rows.append({"test": test, "row": r, "col": c, "gbps": sum(parts), "parts": parts})
+    finally:
+        _set_peer(devs, False)
+        bufs.clear()
+        for d in devs:  # CuPy's pools are per device: hand each one's blocks back
+            with cp.cuda.Device(d):
+                cp.get_default_memory_pool().free_all_blocks()
+    return {"nbytes": nbytes, "loops": loops, "samples": samples, "rows": rows}
+
+
 # -- recorder experiments ---------------------------------------------------------------------
 def _need_two():
     if device_count() < 2:
@@ -311,7 +431,9 @@ def topology_experiment(quick: bool) -> dict:
 def matrices_experiment(quick: bool, code=peer_copy) -> dict:
     _need_two()
     devs = list(range(min(device_count(), 4)))  # 4 GPUs at most keeps it well under a minute
-    return measure_matrices(quick, devs, code=code)
+    out = measure_matrices(quick, devs, code=code)
+    out["nvbw_size"] = nvbw_copies(devs, samples=2 if quick else NVBW_SAMPLES)
+    return out
 
 
 NCCL_TIMEOUT_S = 180.0

@@ -235,3 +235,104 @@ def driver_vs_staged(d: dict) -> str:
         how = "close to the direct peer copy: with peer access off the driver still used a direct path"
     return (f"{n >> 20} MiB copies: cudaMemcpyPeer with peer access off {drv:.1f} GB/s, staged by hand {stg:.1f} GB/s, "
             f"direct peer {peer:.1f} GB/s — the driver's fallback is {how}.")
+
+
+# -- which machine: the recording's words, not the author's -------------------------------------
+def pair_words(topo: dict) -> str:
+    """'2× NVIDIA H100 80GB HBM3' (or 'NVIDIA A · NVIDIA B' for unlike GPUs) from a p2p.topology recording's devices."""
+    names = [d["name"] for d in topo.get("devices") or []]
+    if not names:
+        return "the GPUs of this recording"
+    return f"{len(names)}× {names[0]}" if len(set(names)) == 1 else " · ".join(names)
+
+
+def topology_reading(topo: dict) -> str:
+    """What the topology recording (or live topology) shows about GPU0-GPU1, worded from its data:
+    the GPUs, their link, and whether their PCI addresses sit on one flat bus (a virtual machine's
+    virtual PCIe tree, which says nothing about the host's PCIe layout)."""
+    link = link_kind(topo)
+    devs = topo.get("devices") or []
+    out = f"GPU0 and GPU1 ({pair_words(topo)}) are joined by {link or 'a link these data do not name'}"
+    if link and link.startswith("NV") and link[2:].isdigit():
+        out += f": {int(link[2:])} bonded NVLinks"
+    out += "."
+    buses = {d["pci_bus_id"].rsplit(":", 1)[0] for d in devs if d.get("pci_bus_id")}
+    if len(devs) > 1 and len(buses) == 1:
+        out += (f" Their PCI addresses ({', '.join(d['pci_bus_id'] for d in devs)}) share one bus: a flat virtual "
+                "PCIe tree, as a virtual machine shows it, so these data say nothing about the host's PCIe layout.")
+    return out
+
+
+# -- the peer read's latency (p2p.peer_read_latency) ----------------------------------------------
+def latency_table(ev: Evidence) -> Table:
+    """Per pair: peer median and the rounds' range, the reader's local median, what the hop adds."""
+    from helpers.ch08_peer_to_peer import peer_latency
+
+    rows = [(r["pair"], f"{r['peer_ns']:.0f}", f"{r['peer_min']:.0f}–{r['peer_max']:.0f}", f"{r['local_ns']:.0f}",
+             f"{r['added_ns']:+.0f}", f"{r['ratio']:.2f}") for r in peer_latency.pair_rows(ev.data)]
+    return Table(rows, ("pair", "peer ns/read (median)", "rounds", "local ns/read", "peer − local", "peer / local"),
+                 ev.caption(f"one thread per SM chasing a {ev.data['nbytes'] >> 20} MiB chain in "
+                            f"{ev.data['stride_bytes']}-byte steps, {ev.data['rounds']} rounds"))
+
+
+def latency_figure(ev: Evidence) -> CourseFigure:
+    """Bars per reading GPU: a local read and a read of the peer's memory, ns per read, every round as a dot."""
+    from helpers.ch08_peer_to_peer import peer_latency
+
+    fig = go.Figure()
+    rows = peer_latency.pair_rows(ev.data)
+    local = {r["reader"]: r for r in ev.data["local"]}
+    x = [f"GPU {r['reader']}" for r in rows]
+    fig.add_bar(name="local read (own memory)", x=x, y=[r["local_ns"] for r in rows], marker_pattern_shape="")
+    fig.add_bar(name="peer read (the other GPU's memory)", x=x, y=[r["peer_ns"] for r in rows], marker_pattern_shape="/")
+    for r in rows:
+        peer = next(p for p in ev.data["peer"] if p["reader"] == r["reader"] and p["memory"] == r["memory"])
+        fig.add_scatter(x=[f"GPU {r['reader']}"] * (len(peer["ns"]) + len(local[r["reader"]]["ns"])),
+                        y=local[r["reader"]]["ns"] + peer["ns"], mode="markers", name=f"rounds, GPU {r['reader']}",
+                        marker={"symbol": "diamond", "color": "black", "size": 6})
+    fig.update_layout(title="One dependent read at a time: own memory vs the peer's, over the link",
+                      yaxis_title="ns per read", xaxis_title="the GPU that reads", barmode="group")
+    return CourseFigure(fig, ev.parts)
+
+
+def _span(values, fmt: str = ".0f") -> str:
+    """'828' for one value (or equal ones), '828–831' for a range."""
+    lo, hi = format(min(values), fmt), format(max(values), fmt)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def latency_explained(data: dict, verb: str) -> str:
+    """What the peer hop adds over a local read, worded from the data (`verb`: the Evidence's `said`)."""
+    from helpers.ch08_peer_to_peer import peer_latency
+
+    rows = peer_latency.pair_rows(data)
+    if not rows:
+        return "These data have no peer pair (peer access was refused), so they say nothing about a peer read."
+    said = f"{verb[:1].upper()}{verb[1:]}"
+    peer, local = _span([r["peer_ns"] for r in rows]), _span([r["local_ns"] for r in rows])
+    added = [r["added_ns"] for r in rows]
+    spreads = [peer_latency.spread(p["ns"]) for p in data["peer"]]
+    if min(added) <= max(spreads) * max(r["peer_ns"] for r in rows):
+        return (f"{said}: a read of the peer's memory took {peer} ns and a local read {local} ns: for at least one "
+                f"pair the difference is within the rounds' spread ({max(spreads):.1%}), so these data do not show "
+                "what the hop adds. Was peer access really over a link, and did each chase read memory the reader "
+                "does not own?")
+    return (f"{said}: a read of the peer's memory took {peer} ns, a read of the reader's own memory {local} ns: the hop "
+            f"to the other GPU adds {_span(added)} ns per read ({_span([r['ratio'] for r in rows], '.1f')}x as long). "
+            f"The rounds of one pair lie within {max(spreads):.1%} of each other. The {data['nbytes'] >> 20} MiB chain "
+            "fits the L2 of the GPU that owns it, so both should be answered from an L2: the difference is the trip "
+            "itself (out of the reader's SM, across the link to the other GPU's L2 and back), not a slower memory.")
+
+
+def nvbw_size_table(ev: Evidence) -> Table | None:
+    """p2p.matrices' copies at nvbandwidth's size (None for a recording made before they existed)."""
+    size = ev.data.get("nvbw_size")
+    if not size:
+        return None
+    words = {"read": "read (pulled by row)", "write": "write (pushed by row)",
+             "bidir_read": "both ways, read (total)", "bidir_write": "both ways, write (total)",
+             "sm_read": "SM read (row's kernel loads column's memory)"}
+    rows = [(words[r["test"]], f"GPU{r['row']} / GPU{r['col']}", f"{r['gbps']:.1f}") for r in size["rows"]]
+    return Table(rows, ("copy (copy engine unless SM)", "row / column", "GB/s"),
+                 ev.caption(f"{size['nbytes'] >> 20} MiB peer copies as nvbandwidth makes them "
+                            f"({size['loops']} back to back per sample, median of {size['samples']})"))

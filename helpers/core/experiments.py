@@ -54,7 +54,7 @@ NEEDS = (GPU, TWO_GPUS, STRACE, NVCC, QEMU)
 
 # Which reference machine holds an experiment's recording (data/reference/<machine>/<id>.json).
 DEFAULT_REFERENCE = "default"  # COURSE_REFERENCE, else h100-pcie
-P2P_REFERENCE = "p2p"  # COURSE_P2P_REFERENCE, else h200x2-nvlink
+P2P_REFERENCE = "p2p"  # COURSE_P2P_REFERENCE, else config.DEFAULT_P2P_REFERENCE
 # not a GPU recording: a transcript of a run in the kernel lab's VM, data/kernel_lab/<id>.json,
 # written by `python -m helpers.measure.kernel_vm record` (the GPU recorder leaves these out)
 KERNEL_LAB_REFERENCE = "kernel_lab"

@@ -22,7 +22,7 @@ from helpers.models import routes as pr
 from helpers.presentation.figures import CourseFigure, Table
 from instructor.labs import lab5  # Lab 5's reference answers (route time, makespan, optimum)
 
-P2P_IDS = ("p2p.topology", "p2p.matrices", "p2p.nccl_allreduce")
+P2P_IDS = ("p2p.topology", "p2p.matrices", "p2p.nccl_allreduce", "p2p.peer_read_latency")
 
 # Text in the format nvidia-smi prints (tab-separated, header underlined with escape codes).
 TWO_NVLINK = (

@@ -9,7 +9,7 @@ import pytest
 from conftest import write_reference
 
 from helpers.ch03_dma_and_copy_engines import crosscheck
-from helpers.core import experiments, reference, validate
+from helpers.core import config, experiments, reference, validate
 from helpers.recording import live, recorder
 
 
@@ -47,7 +47,7 @@ def test_list_says_where_needs_params_and_reference(stand_in_recorder, capsys):
     assert f"where:     {__name__.replace('.', '/')}.py:sweep" in out
     assert "needs:     gpu, strace" in out
     assert "params:    frames=200 (a whole number from 1 to 2000)" in out
-    assert "reference: p2p (h200x2-nvlink/demo.sweep.json) (optional there: p2p)" in out
+    assert f"reference: p2p ({config.DEFAULT_P2P_REFERENCE}/demo.sweep.json) (optional there: p2p)" in out
 
 
 def test_writes_one_valid_file_per_experiment(stand_in_recorder, tmp_path):
