@@ -165,6 +165,34 @@ def test_a_dead_host_is_an_error_not_a_hang():
     host.close()
 
 
+def test_the_experiments_of_a_page_share_one_host_and_finish_stops_it():
+    """shared_host gives every experiment of a process the same capture-card process (one start per page,
+    not one per experiment); course.finish() stops it (no child left for the leak check); a failed series
+    stops it too, and the next series starts a fresh one."""
+    from tools.matrix import leakprobe
+
+    ring.stop_shared_host()
+    with ring.shared_host() as first:
+        with ring.CaptureCard(frame_bytes=1 << 20, period_s=3e-3, frames=3, host=first) as c:
+            assert [q for q, _ in _drain(c)] == [0, 1, 2]
+    with ring.shared_host() as second:
+        assert second is first and second.alive()
+        pid = second.pid
+    assert pid in {c["pid"] for c in leakprobe.children()}
+    course.finish(quiet=True)
+    assert _wait_gone(pid, 3.0) and pid not in {c["pid"] for c in leakprobe.children()}
+    with pytest.raises(RuntimeError, match="a failing run"), ring.shared_host() as third:
+        assert third is not first and third.alive()
+        pid = third.pid
+        raise RuntimeError("a failing run")
+    assert _wait_gone(pid, 3.0), "a series that failed stops the shared host"
+    with ring.shared_host() as fourth:
+        assert fourth.alive() and fourth.pid != pid
+        pid = fourth.pid
+    ring.stop_shared_host()
+    assert _wait_gone(pid, 3.0) and not fourth.alive()
+
+
 def test_host_must_be_a_card_host():
     with pytest.raises(InputError, match="CardHost"):
         ring.CaptureCard(frame_bytes=1 << 20, period_s=3e-3, host="card")
