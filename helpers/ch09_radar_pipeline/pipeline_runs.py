@@ -129,10 +129,13 @@ def breaking_point_experiment(quick: bool, code=wait_done) -> dict:
     budget = bp.QUICK_BUDGET_S if quick else bp.SWEEP_BUDGET_S
     t0 = time.monotonic()
     rt = []
+    warmed = []  # the frame size of the last run: its FFT plans and kernels are made, and CuPy keeps them
     with shared_host() as host:  # one capture-card process for every run (their rings differ)
         def run(design, n, period, **kw):
-            return run_pipeline(PipelineConfig(design=design, frame_bytes=n, period_s=period,
-                                               frames=bp.frames_for(period, quick), check_every=0, host=host, **kw))
+            cfg = PipelineConfig(design=design, frame_bytes=n, period_s=period, frames=bp.frames_for(period, quick),
+                                 check_every=0, host=host, warm_up=warmed[-1:] != [n], **kw)
+            warmed.append(n)
+            return run_pipeline(cfg)
 
         for sync, realtime in bp.RT_CONFIGS:
             for _ in range(1 if quick else bp.RT_REPEATS):

@@ -193,6 +193,30 @@ def test_the_experiments_of_a_page_share_one_host_and_finish_stops_it():
     assert _wait_gone(pid, 3.0) and not fourth.alive()
 
 
+def test_breaking_point_warms_up_only_when_the_frame_size_changes(monkeypatch):
+    """radar.breaking_point makes the FFT plans and kernels (the warm-up) before a run only when the run
+    before it had another frame size (or there was none): the runs themselves, their number and their
+    settings are those of the ladder, as before."""
+    import contextlib
+
+    cfgs = []
+
+    def fake_run(cfg):
+        cfgs.append(cfg)
+        return metrics.RunResult(design=cfg.design, frame_bytes=cfg.frame_bytes, period_s=cfg.period_s, slots=4,
+                                 buffers=1, frames=cfg.frames, latency_us=[1] * cfg.frames,
+                                 seq=list(range(cfg.frames)), dropped=0, cpu_s=0.0, wall_s=0.0)
+
+    monkeypatch.setattr(pipeline_runs, "run_pipeline", fake_run)
+    monkeypatch.setattr(pipeline_runs, "shared_host", lambda: contextlib.nullcontext(None))
+    data = pipeline_runs.breaking_point_experiment(quick=False)
+    assert len(cfgs) == len(data["sweep"]) + len(data["realtime"])
+    assert len(data["sweep"]) == len(designs.DESIGNS) * len(breaking.LADDER)  # every rung clear: one run each
+    sizes = [c.frame_bytes for c in cfgs]
+    assert [c.warm_up for c in cfgs] == [i == 0 or sizes[i - 1] != n for i, n in enumerate(sizes)]
+    assert 0 < sum(c.warm_up for c in cfgs) < len(cfgs)
+
+
 def test_host_must_be_a_card_host():
     with pytest.raises(InputError, match="CardHost"):
         ring.CaptureCard(frame_bytes=1 << 20, period_s=3e-3, host="card")
