@@ -584,7 +584,8 @@ def stand_in_pipeline(monkeypatch):
 
     monkeypatch.setattr(pipeline_runs, "run_pipeline", run)
     monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
-    return calls
+    yield calls
+    ring.stop_shared_host()  # the experiments' shared card process: no child left for the next test
 
 
 def test_panel_runs_live_through_the_experiment(stand_in_pipeline):
@@ -614,8 +615,12 @@ def test_the_recorder_runs_every_design_at_both_seed_rates(stand_in_pipeline):
         (4 << 20, 8e-3, 2000), (16 << 20, 8e-3, 2000)]
     hosts = {id(cfg.host): cfg.host for cfg in stand_in_pipeline}
     assert len(hosts) == 1, "both sizes' runs share one capture-card process"
-    assert not next(iter(hosts.values())).alive(), "the experiment stops its card process when done"
+    host = next(iter(hosts.values()))
+    assert host.alive(), "the card process is kept for the page's next experiment"
     assert experiments.get("radar.pipelined").run(True, frames=5000)["frames"] == pipeline_runs.QUICK_FRAMES
+    assert stand_in_pipeline[-1].host is host, "the next experiment's runs use the same process"
+    course.finish(quiet=True)
+    assert not host.alive(), "course.finish() stops the shared card process"
 
 
 def test_live_get_runs_what_the_recorder_runs_with_the_learners_frames(stand_in_pipeline):
