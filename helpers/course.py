@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import KW_ONLY, dataclass
 
 from helpers.core import config, evidence, gpu, mode, reference
@@ -87,12 +88,16 @@ def start(chapter: str | None = None, *, quiet: bool = False) -> Context:
 
 
 def finish(*, quiet: bool = False) -> dict:
-    """Hand CuPy's cached device and pinned blocks back and report what this process still holds.
+    """Hand CuPy's cached device and pinned blocks back, stop the shared capture-card process (if a
+    radar experiment started one) and report what this process still holds.
 
     Returns {'device_used_bytes', 'locked_host_bytes'} so tests and learners can check that
     a notebook leaves nothing behind.
     """
     gpu.release_pools()
+    ring = sys.modules.get("helpers.models.radar.ring")  # loaded only where a radar experiment may have run
+    if ring is not None:
+        ring.stop_shared_host()  # the capture-card process Chapter 9's experiments share
     out = {"device_used_bytes": None, "locked_host_bytes": host_memory.pinned_bytes_of_process()}
     if gpu.probe().usable:
         cp = gpu.cupy()

@@ -27,6 +27,7 @@ from helpers.measure import gpu_chase, nvbw_chase
 from helpers.measure.gpu_chase import TRIALS, chase_ns_per_read, chase_trials, sm_means, trial_means
 from helpers.presentation import figures
 
+store = gpu.KernelOnFirstUse("helpers.ch02_mmio_and_bars._store_kernel", "store")  # compiled once per process
 TLB_CHECK_FACTOR = 4  # the device chase is repeated over a buffer this many times larger
 
 
@@ -41,11 +42,6 @@ def sizes(quick: bool) -> tuple[int, int, int]:
 def store_ns_per_write(target, steps: int) -> float:
     """Nanoseconds per store: one GPU thread writes `steps` values into `target`, each to its own
     256-byte slot. A store is posted: the thread sends it and goes on, waiting for no reply."""
-    @cuda.jit
-    def store(dst, n):
-        for i in range(n):
-            dst[(i * 32) % dst.size] = i
-
     times_ns = []
     for n in (1, steps, 2 * steps):
         begin, end = cuda.event(), cuda.event()

@@ -4,16 +4,14 @@ copy them to the GPU first and sum there (the measurement Chapter 4 shows on its
 `time_mapped_sum` is the experiment's `code`: the page shows it (tools.shown writes that cell
 from this file) and a learner may change it. The kernel it launches, `sum_into`, lives in
 `_kernels` (it must be compiled against numba.cuda itself; see that module) and is reached here
-through `sum_into`, a stand-in that imports it on first launch.
+through `sum_into`, a stand-in (gpu.KernelOnFirstUse) that imports it on first launch.
 """
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
-from helpers.core import experiments, validate
+from helpers.core import experiments, gpu, validate
 from helpers.core.errors import CourseError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU
@@ -26,17 +24,7 @@ class WrongSumError(CourseError):
     """The kernel's sum differs from the number of ones it was given: the time is not kept."""
 
 
-class _KernelOnFirstUse:
-    """`sum_into[blocks, threads](...)` that imports the compiled kernel when first launched."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __getitem__(self, config):
-        return getattr(importlib.import_module("helpers.ch04_pinned_memory._kernels"), self.name)[config]
-
-
-sum_into = _KernelOnFirstUse("sum_into")
+sum_into = gpu.KernelOnFirstUse("helpers.ch04_pinned_memory._kernels", "sum_into")
 
 
 def time_mapped_sum(nbytes: int, repeats: int, blocks: int = 528) -> dict:

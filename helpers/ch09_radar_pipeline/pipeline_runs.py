@@ -23,7 +23,7 @@ from helpers.models.radar.designs import (
 )
 from helpers.models.radar.metrics import RunResult
 from helpers.models.radar.pipeline import PipelineConfig, process_frame, run_pipeline, wait_done
-from helpers.models.radar.ring import CardHost
+from helpers.models.radar.ring import shared_host
 
 RECORDED_FRAMES = 2000  # frames per run the recorder measures
 QUICK_FRAMES = 200  # at most this many with quick=True (the recorder's smoke test)
@@ -40,7 +40,7 @@ def record_design(design: str, quick: bool, frames: int = RECORDED_FRAMES, frame
     size, or of `frame_bytes` alone, every `period_s`; `buffers` as PipelineConfig takes them."""
     frames = min(frames, QUICK_FRAMES) if quick else frames
     sizes = SEED_SIZES if frame_bytes is None else (frame_bytes,)
-    with CardHost() as host:
+    with shared_host() as host:  # the page's experiments share one capture-card process
         runs = [run_pipeline(PipelineConfig(design=design, frame_bytes=n, period_s=period_s, frames=frames,
                                             buffers=buffers, progress=True, host=host)).to_dict()
                 for n in sizes]
@@ -80,7 +80,7 @@ TIMELINE_DESIGNS = ("registered", "pipelined")
 def timeline_experiment(quick: bool, code=process_frame) -> dict:
     frame_bytes, period_s = TIMELINE_POINT
     frames = 12 if quick else 40
-    with CardHost() as host:
+    with shared_host() as host:  # the page's experiments share one capture-card process
         runs = [run_pipeline(PipelineConfig(design=design, frame_bytes=frame_bytes, period_s=period_s, frames=frames,
                                             check_every=0, step=code, timeline=True, host=host)).to_dict()
                 for design in TIMELINE_DESIGNS]
@@ -129,10 +129,13 @@ def breaking_point_experiment(quick: bool, code=wait_done) -> dict:
     budget = bp.QUICK_BUDGET_S if quick else bp.SWEEP_BUDGET_S
     t0 = time.monotonic()
     rt = []
-    with CardHost() as host:  # one capture-card process for every run (their rings differ)
+    warmed = []  # the frame size of the last run: its FFT plans and kernels are made, and CuPy keeps them
+    with shared_host() as host:  # one capture-card process for every run (their rings differ)
         def run(design, n, period, **kw):
-            return run_pipeline(PipelineConfig(design=design, frame_bytes=n, period_s=period,
-                                               frames=bp.frames_for(period, quick), check_every=0, host=host, **kw))
+            cfg = PipelineConfig(design=design, frame_bytes=n, period_s=period, frames=bp.frames_for(period, quick),
+                                 check_every=0, host=host, warm_up=warmed[-1:] != [n], **kw)
+            warmed.append(n)
+            return run_pipeline(cfg)
 
         for sync, realtime in bp.RT_CONFIGS:
             for _ in range(1 if quick else bp.RT_REPEATS):

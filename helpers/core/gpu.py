@@ -211,6 +211,24 @@ class LazyModule:
         return f"<lazy module {self._name!r}>"
 
 
+class KernelOnFirstUse:
+    """`kernel[grid, block](...)` for a Numba kernel defined at the top of `module`, a module that
+    imports numba.cuda itself (a kernel is typed against the real module, and the simulator swaps
+    it while a kernel runs). The module is imported at the first launch, after course.start has
+    chosen the GPU or the simulator, and its kernel is compiled once per process and argument
+    types: a kernel written inside a function is a new one, compiled again, at every call."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def kernel(self):
+        """The module's Numba kernel itself (importing the module the first time)."""
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def __getitem__(self, config):
+        return self.kernel()[config]
+
+
 cp = LazyModule("cupy", needs_gpu=True)  # CuPy, as every page and experiment names it
 cupyx = LazyModule("cupyx", needs_gpu=True)  # cupyx.empty_pinned and friends
 cuda = LazyModule("numba.cuda", needs_gpu=False)  # Numba's CUDA target (its simulator without a GPU)

@@ -56,7 +56,6 @@ signed index costs Numba a negative-index test on every dependent step.
 from __future__ import annotations
 
 import functools
-import importlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -282,15 +281,7 @@ def chase_ns_per_read(chain, start: int, steps: int) -> list[float]:
     return ns
 
 
-class _LazyKernel:
-    """`chase[grid, block](...)` as the page writes it, with Numba loaded only at the first launch
-    (the kernel is in _chase_kernel, which imports numba.cuda itself)."""
-
-    def __getitem__(self, config):
-        return importlib.import_module("helpers.measure._chase_kernel").chase[config]
-
-
-chase = _LazyKernel()
+chase = gpu.KernelOnFirstUse("helpers.measure._chase_kernel", "chase")  # `chase[grid, block](...)` as the page writes it
 
 
 def per_sm(result) -> list[float]:

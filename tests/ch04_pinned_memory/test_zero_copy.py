@@ -145,3 +145,56 @@ def test_memlock_is_shown_with_units():
     text = memlock.memlock_text({"soft": 64 << 20, "hard": None, "euid": 1000, "cap_ipc_lock": False})
     assert text == "RLIMIT_MEMLOCK soft 64 MiB, hard unlimited; effective uid 1000; CAP_IPC_LOCK no"
     assert "None" not in memlock.memlock_text(memlock.process_memlock())
+
+
+class _FakePinned:
+    """Stands in for PinnedAlloc (cudaHostAlloc) without a GPU: plain host memory, close() recorded."""
+
+    made: list = []
+
+    def __init__(self, nbytes, flags="default", *, fill=0):
+        self.nbytes, self.flags, self.ptr = nbytes, flags, 1
+        self.array = np.zeros(nbytes, dtype=np.uint8)
+        _FakePinned.made.append(self)
+
+    def close(self):
+        self.ptr = self.array = None
+
+
+def test_both_frameworks_share_one_buffer_and_its_indices_per_size(monkeypatch):
+    """record_vs_copy makes one filled mapped buffer and one set of gather indices per size, hands the
+    same inputs to CuPy and to Numba, and frees the buffer afterwards (pinned memory must not leak)."""
+    _FakePinned.made = []
+    seen = []
+    monkeypatch.setattr(zero_copy, "PinnedAlloc", _FakePinned)
+    monkeypatch.setattr(zero_copy, "_device_room", lambda n: None)
+    for fw in zero_copy.FRAMEWORKS:
+        monkeypatch.setattr(zero_copy, f"measure_{fw}",
+                            lambda n, reps, inputs, fw=fw: seen.append((fw, n, inputs, inputs.host.ptr)) or [])
+    zero_copy.record_vs_copy(quick=True)
+    sizes = zero_copy.zero_copy_sizes(True)
+    assert [(fw, n) for fw, n, _, _ in seen] == [(fw, n) for n in sizes for fw in zero_copy.FRAMEWORKS]
+    assert len(_FakePinned.made) == len(sizes)
+    for k, n in enumerate(sizes):
+        (_, _, a, open_a), (_, _, b, open_b) = seen[2 * k:2 * k + 2]
+        assert a is b and open_a is not None and open_b is not None  # the same, open buffer for both
+        assert a.host.nbytes == n and a.host.flags == "mapped"
+        data = a.host.array  # closed now: the fake drops its array on close
+        assert data is None and a.host.ptr is None
+        assert set(a.idx) == set(zero_copy.FRACTION)
+        assert np.array_equal(a.idx["gather_dense"], zero_copy.indices(n // 4, "gather_dense"))
+
+
+def test_shared_inputs_must_fit_the_size_and_patterns(monkeypatch):
+    monkeypatch.setattr(zero_copy, "PinnedAlloc", _FakePinned)
+    ins = zero_copy.make_inputs(1 << 20)
+    assert np.array_equal(ins.host.array.view(np.float32)[:3], [0, 1, 2])  # filled by fill_pattern
+    with pytest.raises(PinRequestError, match="do not fit"), zero_copy._inputs(2 << 20, zero_copy.PATTERNS, ins):
+        pass
+    with pytest.raises(PinRequestError, match="gather_sparse"), zero_copy._inputs(
+            1 << 20, zero_copy.PATTERNS, zero_copy.Inputs(ins.host, {})):
+        pass
+    with zero_copy._inputs(1 << 20, zero_copy.PATTERNS, None) as own:
+        assert own is not ins and own.host.ptr is not None
+    assert own.host.ptr is None  # inputs made inside are freed on leaving
+    assert ins.host.ptr is not None  # the caller's are left open

@@ -165,6 +165,58 @@ def test_a_dead_host_is_an_error_not_a_hang():
     host.close()
 
 
+def test_the_experiments_of_a_page_share_one_host_and_finish_stops_it():
+    """shared_host gives every experiment of a process the same capture-card process (one start per page,
+    not one per experiment); course.finish() stops it (no child left for the leak check); a failed series
+    stops it too, and the next series starts a fresh one."""
+    from tools.matrix import leakprobe
+
+    ring.stop_shared_host()
+    with ring.shared_host() as first:
+        with ring.CaptureCard(frame_bytes=1 << 20, period_s=3e-3, frames=3, host=first) as c:
+            assert [q for q, _ in _drain(c)] == [0, 1, 2]
+    with ring.shared_host() as second:
+        assert second is first and second.alive()
+        pid = second.pid
+    assert pid in {c["pid"] for c in leakprobe.children()}
+    course.finish(quiet=True)
+    assert _wait_gone(pid, 3.0) and pid not in {c["pid"] for c in leakprobe.children()}
+    with pytest.raises(RuntimeError, match="a failing run"), ring.shared_host() as third:
+        assert third is not first and third.alive()
+        pid = third.pid
+        raise RuntimeError("a failing run")
+    assert _wait_gone(pid, 3.0), "a series that failed stops the shared host"
+    with ring.shared_host() as fourth:
+        assert fourth.alive() and fourth.pid != pid
+        pid = fourth.pid
+    ring.stop_shared_host()
+    assert _wait_gone(pid, 3.0) and not fourth.alive()
+
+
+def test_breaking_point_warms_up_only_when_the_frame_size_changes(monkeypatch):
+    """radar.breaking_point makes the FFT plans and kernels (the warm-up) before a run only when the run
+    before it had another frame size (or there was none): the runs themselves, their number and their
+    settings are those of the ladder, as before."""
+    import contextlib
+
+    cfgs = []
+
+    def fake_run(cfg):
+        cfgs.append(cfg)
+        return metrics.RunResult(design=cfg.design, frame_bytes=cfg.frame_bytes, period_s=cfg.period_s, slots=4,
+                                 buffers=1, frames=cfg.frames, latency_us=[1] * cfg.frames,
+                                 seq=list(range(cfg.frames)), dropped=0, cpu_s=0.0, wall_s=0.0)
+
+    monkeypatch.setattr(pipeline_runs, "run_pipeline", fake_run)
+    monkeypatch.setattr(pipeline_runs, "shared_host", lambda: contextlib.nullcontext(None))
+    data = pipeline_runs.breaking_point_experiment(quick=False)
+    assert len(cfgs) == len(data["sweep"]) + len(data["realtime"])
+    assert len(data["sweep"]) == len(designs.DESIGNS) * len(breaking.LADDER)  # every rung clear: one run each
+    sizes = [c.frame_bytes for c in cfgs]
+    assert [c.warm_up for c in cfgs] == [i == 0 or sizes[i - 1] != n for i, n in enumerate(sizes)]
+    assert 0 < sum(c.warm_up for c in cfgs) < len(cfgs)
+
+
 def test_host_must_be_a_card_host():
     with pytest.raises(InputError, match="CardHost"):
         ring.CaptureCard(frame_bytes=1 << 20, period_s=3e-3, host="card")
@@ -532,7 +584,8 @@ def stand_in_pipeline(monkeypatch):
 
     monkeypatch.setattr(pipeline_runs, "run_pipeline", run)
     monkeypatch.setattr(evidence.gpu, "release_pools", lambda: None)
-    return calls
+    yield calls
+    ring.stop_shared_host()  # the experiments' shared card process: no child left for the next test
 
 
 def test_panel_runs_live_through_the_experiment(stand_in_pipeline):
@@ -562,8 +615,12 @@ def test_the_recorder_runs_every_design_at_both_seed_rates(stand_in_pipeline):
         (4 << 20, 8e-3, 2000), (16 << 20, 8e-3, 2000)]
     hosts = {id(cfg.host): cfg.host for cfg in stand_in_pipeline}
     assert len(hosts) == 1, "both sizes' runs share one capture-card process"
-    assert not next(iter(hosts.values())).alive(), "the experiment stops its card process when done"
+    host = next(iter(hosts.values()))
+    assert host.alive(), "the card process is kept for the page's next experiment"
     assert experiments.get("radar.pipelined").run(True, frames=5000)["frames"] == pipeline_runs.QUICK_FRAMES
+    assert stand_in_pipeline[-1].host is host, "the next experiment's runs use the same process"
+    course.finish(quiet=True)
+    assert not host.alive(), "course.finish() stops the shared card process"
 
 
 def test_live_get_runs_what_the_recorder_runs_with_the_learners_frames(stand_in_pipeline):

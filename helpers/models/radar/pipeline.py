@@ -189,7 +189,9 @@ class PipelineConfig:
     waiter(event, sync, timeout_s) (the page shows `wait_done`). realtime: one CPU and SCHED_FIFO
     (`realtime_on`; what was granted goes in extra['realtime']). timeline: every frame's CUDA event
     and host times on one clock in extra['timeline']. host: a CardHost whose process produces the
-    frames (a series of runs shares one); None starts one.
+    frames (a series of runs shares one); None starts one. warm_up: make the FFT plans and kernels
+    before the run (False only right after a run of the same frame size and process, whose plans
+    CuPy's plan cache still holds: radar.breaking_point's runs of one size).
     """
 
     design: str = "registered"
@@ -209,6 +211,7 @@ class PipelineConfig:
     realtime: bool = False
     timeline: bool = False
     host: CardHost | None = None
+    warm_up: bool = True
 
     def __post_init__(self) -> None:
         if check_design(self.design) == "cpu":
@@ -388,7 +391,8 @@ def run_pipeline(cfg: PipelineConfig) -> RunResult:
     _check_device_memory(cfg, gpu)
     refs = {v: reference_cached(cfg.frame_bytes, cfg.seed, v)
             for v in ({q % 4 for q in range(0, cfg.frames, cfg.check_every)} if cfg.check_every else ())}
-    _warm_up(cp, cfg)
+    if cfg.warm_up:
+        _warm_up(cp, cfg)
     label = f"{cfg.design} {cfg.frame_bytes >> 20} MiB/{cfg.period_s * 1e3:g} ms"
     bar = Progress(cfg.frames, label) if cfg.progress else None
     c = CaptureCard(frame_bytes=cfg.frame_bytes, period_s=cfg.period_s, slots=cfg.slots, frames=cfg.frames,
