@@ -287,12 +287,14 @@ def nvbw_lines(reads: dict) -> list[str]:
 
 
 def _launch_share(nv: dict, diff_ns: float, own_nbytes: int) -> str:
-    """What the launches nvbandwidth times whole add per read, from the recording's empty launch: the part
-    of the two statistics' difference that timing explains; the rest is the chain (where the reads go)."""
+    """What the timed launches add per read (GPU side: each is queued behind a gate, see
+    helpers.measure.nvbw_chase), from the recording's empty launch: the part of the two statistics'
+    difference that timing explains; the rest is the chain (where the reads go)."""
     us = nv.get("empty_launch_us")
     if us is None:
         return ""
     per_read = us * 1e3 * len(nv["host_sm_ns"]) / nv["accesses"]
-    return (f"An empty launch took {us:,.1f} us, so the launches nvbandwidth times add {per_read:,.2f} ns per read; "
+    return (f"An empty launch took {us:,.1f} us on the GPU, so the launches nvbandwidth's statistic times add "
+            f"{per_read:,.2f} ns per read; "
             f"the other {diff_ns + per_read:+,.0f} ns are the chains' (random slots on ever new pages of "
             f"{_mib(own_nbytes)} against consecutive lines of {_mib(nv['nbytes'])}) and the rounds' noise. ")

@@ -18,3 +18,12 @@ def chase(nxt, j, n, out, sm):
         for _ in range(n):
             j = nxt[j]  # the next address is the value just read: nothing can overlap
         out[0] = j
+
+
+@cuda.jit
+def gate(ns):
+    """Keep the GPU busy for about `ns` nanoseconds (one thread), so that work launched from
+    Python behind it is already queued when it ends: what follows is then timed without the
+    interpreter's launch cost (tens of microseconds), as a launch from C nearly is."""
+    for _ in range(ns // 1000):
+        cuda.nanosleep(1000)

@@ -11,7 +11,12 @@ kernels.cu `latencyPtrChaseKernel` and `ptrChasingKernel`):
 - one launch per SM of a grid of one single-thread block per SM in which only that block
   chases, every launch starting at the buffer's first node;
 - each launch timed with CUDA events (the launch itself included), and the figure the sum
-  of the SMs' times divided by 1,000,000;
+  of the SMs' times divided by 1,000,000. nvbandwidth launches from C (a few microseconds
+  between its start event and its kernel); a Numba launch from Python takes tens of
+  microseconds more (about 95 µs event to event for an empty launch, measured on the H100 on
+  2026-11-28, about 1% of one SM's 9 ms chase), so here a short `gate` kernel runs ahead of
+  each start event and the chase is already queued when the gate ends: the timed window holds
+  the GPU's side of the launch, not the interpreter's;
 - once per run: HostDeviceLatencySM::run ignores its loop count, and `-i` (testSamples, the
   median or mean over samples of the bandwidth tests) does not reach the latency test, so
   nvbandwidth's runs are the rounds to compare with the course's rounds.
@@ -30,7 +35,7 @@ import statistics
 
 import numpy as np
 
-from helpers.core import gpu, validate
+from helpers.core import config, gpu, validate
 from helpers.core.errors import InputError, SystemInfoError
 from helpers.core.gpu import cuda
 from helpers.measure import gpu_chase
@@ -41,7 +46,8 @@ STRIDE_NODES = 16  # common.h strideLen: 16 nodes = one 128-byte line per step
 ACCESSES = 1_000_000  # common.h latencyMemAccessCnt: reads in all, over every SM
 ROUNDS = 3  # fresh buffer each, as each nvbandwidth run allocates its own
 STATISTIC = ("nvbandwidth's: per round a fresh 2 MiB pinned buffer, 128-byte steps in address order from its "
-             "start, 1,000,000 reads split over the SMs, one event-timed launch per SM (launch included), "
+             "start, 1,000,000 reads split over the SMs, one event-timed launch per SM (launch included, queued "
+             "behind a gate kernel so Python's launch cost is not timed), "
              "sum of the SMs' times / 1,000,000; the figure: the median round")
 
 
@@ -85,10 +91,12 @@ def timed_launches(buf, accesses: int = ACCESSES) -> list[float]:
     per = reads_per_sm(sms, accesses)
     out = cuda.mapped_array(1, dtype=np.uint64)
     gpu_chase.chase[sms, 1](buf, np.uint64(0), 1, out, 0)  # compiles (once per process); not timed
+    _gate()
     cuda.synchronize()
     ms = []
     for sm in range(sms):
         begin, end = cuda.event(), cuda.event()
+        _gate()
         begin.record()
         gpu_chase.chase[sms, 1](buf, np.uint64(0), per, out, sm)
         end.record()
@@ -99,12 +107,24 @@ def timed_launches(buf, accesses: int = ACCESSES) -> list[float]:
     return ms
 
 
+GATE_NS = 500_000  # longer than a Python launch, so the chase is queued before the gate ends
+_gate_kernel = gpu.KernelOnFirstUse("helpers.measure._chase_kernel", "gate")
+
+
+def _gate() -> None:
+    """Queue GATE_NS of GPU sleep ahead of the next start event (see the module docstring). Numba's
+    simulator has no nanosleep and no launch queue to get ahead of: nothing to gate there."""
+    if not config.numba_simulator_on():
+        _gate_kernel[1, 1](GATE_NS)
+
+
 def empty_launch_ms(buf) -> float:
-    """One event-timed launch of the same grid that reads nothing: what each of nvbandwidth's timed
-    launches adds besides its reads (the course's own chase cancels it)."""
+    """One event-timed launch of the same grid that reads nothing, queued behind the gate: what
+    each timed launch adds besides its reads on the GPU's side (the course's own chase cancels it)."""
     sms = gpu_chase.sm_count()
     out = cuda.mapped_array(1, dtype=np.uint64)
     begin, end = cuda.event(), cuda.event()
+    _gate()
     begin.record()
     gpu_chase.chase[sms, 1](buf, np.uint64(0), 0, out, 0)
     end.record()
