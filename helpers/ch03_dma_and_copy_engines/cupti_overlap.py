@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 
+from helpers.ch03_dma_and_copy_engines.copy_engines import Gate
 from helpers.core import gpu
 from helpers.core.errors import InputError, SkipExperiment
 from helpers.core.evidence import Evidence
@@ -23,42 +24,55 @@ from helpers.measure.transfers import wait_event
 from helpers.presentation import beside, channel_lanes, figures
 
 TIMEOUT_S = 30.0
+GATE_TIMEOUT_S = 5.0  # the gate opens by itself after this (and the run is refused: Gate.check)
 MiB = 1 << 20
 
 
-def both_directions_under_cupti(streams, host_in, dev_in, dev_out, host_out) -> list[dict]:
-    """An h2d copy on one stream and a d2h copy on another, issued together, while CUPTI
-    records which channel ran each and when."""
+def both_directions_under_cupti(gate, streams, host_in, dev_in, dev_out, host_out) -> list[dict]:
+    """An h2d copy on one stream and a d2h copy on another, both held behind one gate and released
+    together, while CUPTI records which channel ran each and when. Without the gate the second copy
+    would start a Python call later (hundreds of µs, measured on the H100), and the overlap would
+    measure the interpreter as much as the link."""
     up, down = streams
     with cupti_trace.trace(kinds=["memcpy"]) as tr:
+        gate.block(up)                              # both streams wait on one flag in host memory
+        gate.block(down)
         dev_in.set(host_in, stream=up)              # host -> device on stream `up`
         dev_out.get(stream=down, out=host_out)      # device -> host on stream `down`
+        gate.release()                              # ... and both copies start together
         for s in streams:                           # wait (with a timeout) before the trace closes
             done = cp.cuda.Event()
             done.record(s)
             wait_event(done, TIMEOUT_S, "the traced copies")
+    gate.check()                                    # the gate was opened by us, not by its timeout
     return tr.records
 
 
 def run_repeats(code, nbytes: int, repeats: int) -> list[dict]:
-    """Buffers and two non-blocking streams, one untraced warm-up pair, then `repeats` traced pairs."""
+    """Buffers, two non-blocking streams and a gate, one untraced warm-up pair (which also loads the
+    gate's kernel: a kernel loaded while a stream spins behind the gate could wait for it), then
+    `repeats` traced pairs."""
     gpu.cupy()  # NoGPUError here, before any buffer, when there is no GPU
     n = nbytes // 4
     streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
     host_in, host_out = (cupyx.empty_pinned(n, dtype="float32") for _ in range(2))
     dev_in, dev_out = (cp.ones(n, dtype="float32") for _ in range(2))
     host_in[:] = 1.0
-    dev_in.set(host_in, stream=streams[0])
-    dev_out.get(stream=streams[1], out=host_out)
-    for s in streams:
-        s.synchronize()
-    return [{"records": code(streams, host_in, dev_in, dev_out, host_out)} for _ in range(repeats)]
+    with Gate(timeout_s=GATE_TIMEOUT_S) as gate:
+        for s in streams:
+            gate.block(s)
+        gate.release()
+        dev_in.set(host_in, stream=streams[0])
+        dev_out.get(stream=streams[1], out=host_out)
+        for s in streams:
+            s.synchronize()
+        return [{"records": code(gate, streams, host_in, dev_in, dev_out, host_out)} for _ in range(repeats)]
 
 
 @experiment("copy_engines.cupti_bidirectional", chapter=3, needs=(GPU,),
             title="CUPTI activity records of an h2d and a d2h copy issued together: channels and overlap")
 def record_cupti_bidirectional(quick: bool, code=both_directions_under_cupti) -> dict:
-    """Several repeats of one h2d and one d2h released together, each traced by CUPTI."""
+    """Several repeats of one h2d and one d2h held behind one gate and released together, each traced by CUPTI."""
     why = cupti_trace.unavailable_reason()
     if why is not None:
         raise SkipExperiment(f"CUPTI cannot trace here: {why}")

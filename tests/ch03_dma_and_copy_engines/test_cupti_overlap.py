@@ -104,8 +104,14 @@ def test_the_pages_code_issues_both_copies_inside_one_trace(monkeypatch):
         memcpy(MK.HTOD, 0, 100, stream=stream.ptr, channel=10, corr=1)))
     dev_out = types.SimpleNamespace(get=lambda stream, out: fake.pending.append(
         memcpy(MK.DTOH, 5, 95, stream=stream.ptr, channel=13, corr=2)))
-    recs = co.both_directions_under_cupti((up, down), None, dev_in, dev_out, None)
+    order = []
+    gate = types.SimpleNamespace(block=lambda s: order.append(("block", s.ptr)), release=lambda: order.append("release"),
+                                 check=lambda: order.append("check"))
+    dev_in.set, set_in = (lambda h, stream: (order.append(("h2d", stream.ptr)), set_in(h, stream))), dev_in.set
+    recs = co.both_directions_under_cupti(gate, (up, down), None, dev_in, dev_out, None)
     assert [(r["copy"], r["stream"]) for r in recs] == [("HtoD", 13), ("DtoH", 14)]
+    # both streams are shut before the first copy is queued, released after both, checked at the end
+    assert order == [("block", 13), ("block", 14), ("h2d", 13), "release", "check"]
     assert "enable MEMCPY" in fake.calls and not any("KERNEL" in c for c in fake.calls)
 
 
