@@ -7,7 +7,7 @@ environment (Numba's CUDA simulator when there is no GPU) is made by `course.sta
 |---|---|---|
 | COURSE_MODE | auto, live or replay | auto |
 | COURSE_REFERENCE | the reference machine replays use (a folder in data/reference, or a path) | h100-pcie |
-| COURSE_P2P_REFERENCE | the two-GPU reference machine Chapter 8 and Lab 5 replay | h100x2-nvlink |
+| COURSE_P2P_REFERENCE | the two-GPU reference machine Chapter 8 and Lab 5 replay | h200x2-nvlink |
 | COURSE_DATA_DIR | the folder of reference machines (tests point it elsewhere) | data/reference |
 | COURSE_STRACE | the strace binary Chapter 1 runs | `strace` on PATH |
 | BWCHECK | a built bwcheck binary (helpers/measure/bwcheck) for the C cross-check | built with nvcc into build/bwcheck on first use |
@@ -34,7 +34,7 @@ from helpers.core.errors import InputError
 
 MODES = ("auto", "live", "replay")
 DEFAULT_REFERENCE = "h100-pcie"  # the machine replays use unless COURSE_REFERENCE names another
-DEFAULT_P2P_REFERENCE = "h100x2-nvlink"  # Chapter 8's two-GPU recording
+DEFAULT_P2P_REFERENCE = "h200x2-nvlink"  # Chapter 8's two-GPU recording
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BWCHECK_BUILT = REPO_ROOT / "build" / "bwcheck" / "bwcheck"  # the C cross-check, as `make bwcheck` builds it
 

@@ -19,7 +19,7 @@ def replay():
 def test_speedup_expects_the_recorded_ratio_and_hints_at_slips(replay, capsys):
     mats = replay.get("p2p.matrices")
     r = views.peer_vs_staged(mats.data)
-    assert 10 < r < 20  # NVLink vs two PCIe legs on the two-GPU reference (NV18)
+    assert 10 < r < 20  # NVLink vs two PCIe legs on the H200 pair
     assert exercises.speedup(r, mats) is True
     assert exercises.speedup(1 / r, mats) is False
     assert "above 1" in capsys.readouterr().out
