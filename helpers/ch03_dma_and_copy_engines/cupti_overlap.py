@@ -38,7 +38,7 @@ def both_directions_under_cupti(gate, streams, host_in, dev_in, dev_out, host_ou
         gate.block(up)                              # both streams wait on one flag in host memory
         gate.block(down)
         dev_in.set(host_in, stream=up)              # host -> device on stream `up`
-        dev_out.get(stream=down, out=host_out)      # device -> host on stream `down`
+        dev_out.get(stream=down, out=host_out, blocking=False)  # device -> host on `down`, no wait here
         gate.release()                              # ... and both copies start together
         for s in streams:                           # wait (with a timeout) before the trace closes
             done = cp.cuda.Event()

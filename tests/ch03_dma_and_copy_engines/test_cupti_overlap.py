@@ -102,7 +102,7 @@ def test_the_pages_code_issues_both_copies_inside_one_trace(monkeypatch):
     up.ptr, down.ptr = 13, 14
     dev_in = types.SimpleNamespace(set=lambda h, stream: fake.pending.append(
         memcpy(MK.HTOD, 0, 100, stream=stream.ptr, channel=10, corr=1)))
-    dev_out = types.SimpleNamespace(get=lambda stream, out: fake.pending.append(
+    dev_out = types.SimpleNamespace(get=lambda stream, out, blocking=True: None if blocking else fake.pending.append(
         memcpy(MK.DTOH, 5, 95, stream=stream.ptr, channel=13, corr=2)))
     order = []
     gate = types.SimpleNamespace(block=lambda s: order.append(("block", s.ptr)), release=lambda: order.append("release"),
