@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from tools.bwcheck import nvbw_compare as nvbw
 
 REC = {"experiments": {
@@ -38,15 +41,29 @@ def test_several_nvbandwidth_runs_give_the_median_of_each_testcase():
     assert nvbw.nvbw_values(docs)["host_device_latency_sm"] == 1188.0
     assert nvbw.nvbw_runs(docs)["host_device_latency_sm"] == [1183.0, 1284.0, 1188.0]
     found = nvbw.rows([REC], docs)
-    assert found[0][3] == 1188.0 and found[0][6]  # 1206 vs 1188: 1.5% apart
+    assert found[0][3] == 1188.0 and not found[0][6]  # 1206 vs 1188: 1.5% apart, outside the latency's 1%
     assert found[0][4] == (1183.0, 1284.0, 3) and "3: 1,183.00-1,284.00" in nvbw.table(found)
 
 
 def test_several_recordings_give_the_median_of_each_figure_and_their_range():
     recs = [{"experiments": {"mmio.gpu_read_latency": {"data": {"host_median_ns": 1300.0, "nvbw": {"host_median_ns": v}}}}}
             for v in (1252.0, 1210.0, 1215.0)]
-    found = nvbw.rows(recs, [_doc(host_device_latency_sm=1200.0)])
-    assert found[0][1] == 1215.0 and found[0][2] == (1210.0, 1252.0, 3) and found[0][6]  # the median: +1.25%
+    found = nvbw.rows(recs, [_doc(host_device_latency_sm=1205.0)])
+    assert found[0][1] == 1215.0 and found[0][2] == (1210.0, 1252.0, 3) and found[0][6]  # the median: +0.83%
     assert not nvbw.rows(recs, [_doc(host_device_latency_sm=1190.0)])[0][6]  # 1215 vs 1190: +2.1%
 
 
+def test_on_a_two_gpu_machine_the_host_rows_read_gpu_0_not_the_sum_of_both():
+    """Real nvbandwidth v0.8 -j output of the two-H200 machine (2026-11-28): host_device_latency_sm has one
+    entry per GPU and a 'sum' of both; the course measures GPU 0, so its entry is the figure."""
+    doc = json.loads((Path(__file__).parent / "fixtures" / "nvbw_2xh200_peer_run1.json").read_text())
+    tc = next(t for t in doc["nvbandwidth"]["testcases"] if t["name"] == "host_device_latency_sm")
+    assert len(tc["bandwidth_matrix"][0]) == 2 and tc["sum"] > 2000
+    assert nvbw.nvbw_runs([doc])["host_device_latency_sm"] == [float(tc["bandwidth_matrix"][0][0])]
+
+
+def test_the_host_latency_is_held_to_one_percent_the_copies_to_two():
+    assert nvbw.bar(LAT) == 0.01 and nvbw.bar("CE copy h2d, 256 MiB (GB/s)") == 0.02
+    rec = {"experiments": {"mmio.gpu_read_latency": {"data": {"host_median_ns": 1240.0, "nvbw": {"host_median_ns": 1218.0}}}}}
+    (row,) = nvbw.rows([rec], [_doc(host_device_latency_sm=1200.0)])  # +1.5%: inside 2%, outside 1%
+    assert row[0] == LAT and row[-1] is False
