@@ -10,7 +10,7 @@ it. This experiment runs the same designs at the same load as `radar.timeline` w
 the two timelines describe the same frames, and then runs each design again with and without
 CUPTI to measure what tracing costs.
 
-    ev = cupti_timeline.evidence(ctx, code=traced_run)     # live, the recording, or why neither
+    ev = ctx.get("radar.cupti_timeline", code=traced_run)   # live with CUPTI, else the recording
     cupti_timeline.beside_figure(ev, "pipelined")           # events above, CUPTI's channels below
     cupti_timeline.difference_lines(ev)                     # what differs, computed from the frames
     cupti_timeline.overhead_lines(ev)                       # latency with and without CUPTI
@@ -26,10 +26,9 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.ch09_radar_pipeline.pipeline_runs import TIMELINE_DESIGNS, TIMELINE_POINT
-from helpers.core.errors import NoGPUError, ReferenceDataError, SkipExperiment
+from helpers.core.errors import NoGPUError, SkipExperiment
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
-from helpers.core.mode import Mode
 from helpers.measure import cupti_trace
 from helpers.models.radar import pipeline
 from helpers.models.radar.designs import RadarInputError
@@ -246,22 +245,6 @@ def _run_of(ev: Evidence, design: str) -> dict:
 
 
 # -- the page: the Evidence, sentences and tables from it -----------------------------------------
-def evidence(ctx, code=None) -> Evidence:
-    """ctx.get(EXPERIMENT_ID, code=code). Where it can neither run live nor replay because the reference
-    machine has no recording of it (the file is absent, or the recorder skipped it there: CUPTI could not
-    run), an Evidence with no data whose `missing` says so; a damaged recording still raises."""
-    try:
-        return ctx.get(EXPERIMENT_ID, code=code)
-    except ReferenceDataError as exc:
-        ref = ctx.reference()
-        if ref.file(EXPERIMENT_ID).exists() and ref.recording(EXPERIMENT_ID).skipped is None:
-            raise
-        here = cupti_trace.unavailable_reason() if ctx.live else None
-        why = f"CUPTI cannot trace here: {here}" if here else ctx.reason
-        return Evidence(EXPERIMENT_ID, None, Mode.REPLAY, ref.label, why=why,
-                        missing=f"There is no CUPTI timeline to show: {why}; and {exc}")
-
-
 def _channels(pairs: list) -> str:
     return ", ".join(channel_lanes.lane_label(t, c) for t, c in pairs) or "none"
 

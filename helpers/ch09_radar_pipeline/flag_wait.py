@@ -63,20 +63,6 @@ def flag_wait_experiment(quick: bool, frames: int = RECORDED_FRAMES, repeats: in
     return {"runs": runs, "frames": frames, "repeats": repeats, "depth": depth, "support": support}
 
 
-def measure(ctx, code=queue_frame, **params) -> Evidence | None:
-    """ctx.get("radar.flag_wait", ...), or None, saying why, when the reference machine has no recording of it
-    yet (the recorder has not run this experiment on it); any other failure raises as usual."""
-    from helpers.core.errors import ReferenceDataError
-
-    try:
-        return ctx.get("radar.flag_wait", code=code, **params)
-    except ReferenceDataError as exc:
-        if "has no recording of" not in str(exc):
-            raise
-        print(f"Not shown: {exc}")
-        return None
-
-
 # -- views ----------------------------------------------------------------------------------------
 def run_stats(r: dict) -> dict:
     """One run's latency summary (ms), jitter (p99 - p50, ms) and CPU time per processed frame (µs)."""
@@ -158,12 +144,13 @@ def _compare(a: tuple, b: tuple, what: str, unit: str, fmt: str) -> str:
             f"repeats ({fmt.format(a[1])}–{fmt.format(a[2])} vs {fmt.format(b[1])}–{fmt.format(b[2])}): not ranked")
 
 
-def show(ev: Evidence | None) -> list:
-    """What section 11 displays: the table, the figure and the verdicts against registered and pipelined."""
+def show(ev: Evidence) -> list:
+    """What section 11 displays: the table, the figure and the verdicts against registered and pipelined
+    (or, for an Evidence without data, the line that says why)."""
     from helpers.presentation import figures
 
-    if ev is None:
-        return ["(no runs of radar.flag_wait to show: see the line above)"]
+    if not ev.ok:
+        return [str(ev.missing or ev.why)]
     data = ev.require()
     table = figures.Table(flag_rows(ev), FLAG_HEADERS, caption=ev.caption(
         f"Each design {data['repeats']} times, {data['frames']:,} frames a run: median over the repeats "

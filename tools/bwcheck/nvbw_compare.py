@@ -72,11 +72,15 @@ def _gpu0(tc: dict) -> float:
     """A host<->device testcase's value for GPU 0, the GPU the course measures: the first entry of its
     matrix (one CPU row, one column per GPU). Its 'sum' adds every GPU's column, so it is GPU 0's
     value only on a one-GPU machine (on two H200s host_device_latency_sm read 1195.81 and 1201.08 ns,
-    'sum' 2396.9); a testcase without a matrix falls back to 'sum'."""
+    'sum' 2396.9). With one GPU 'sum' is that entry at full precision (the matrix's strings are rounded to
+    two decimals), so it is used whenever the matrix has one entry or cannot be read."""
     try:
-        return float(tc["bandwidth_matrix"][0][0])
+        matrix = tc["bandwidth_matrix"]
+        if sum(len(row) for row in matrix) > 1:
+            return float(matrix[0][0])
     except (KeyError, IndexError, TypeError, ValueError):
-        return float(tc["sum"])
+        pass
+    return float(tc["sum"])
 
 
 def nvbw_values(docs: list[dict]) -> dict[str, float]:
