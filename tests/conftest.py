@@ -219,3 +219,16 @@ def stand_in_recorder(monkeypatch):
         monkeypatch.setattr(experiments, "discover", lambda: dict(experiments._REGISTRY))
 
     return use
+
+
+@pytest.fixture
+def fake_cupy_gpu(monkeypatch):
+    """helpers.core.gpu.cupy() answers with tests/fake_cupy's stand-in, with 16 GiB of device memory free."""
+    import fake_cupy
+
+    from helpers.core import gpu
+
+    cp = fake_cupy.make()
+    monkeypatch.setattr(gpu, "cupy", lambda: cp)
+    monkeypatch.setattr(gpu, "free_device_bytes", lambda: 1 << 34)
+    return cp

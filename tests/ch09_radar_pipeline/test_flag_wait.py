@@ -64,70 +64,58 @@ class FakeMemOps:
         return True
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    import fake_cupy
-
-    from helpers.core import gpu
-
-    cp = fake_cupy.make()
-    monkeypatch.setattr(gpu, "cupy", lambda: cp)
-    monkeypatch.setattr(gpu, "free_device_bytes", lambda: 1 << 34)
-    return cp
-
-
 def _launchers() -> list:
     return [t for t in threading.enumerate() if t.name == "flag-launcher"]
 
 
 @pytest.mark.parametrize("depth", [1, 3])
-def test_flag_design_processes_every_frame_from_the_right_slot(fake_gpu, depth):
+def test_flag_design_processes_every_frame_from_the_right_slot(fake_cupy_gpu, depth):
     ops = FakeMemOps()
     r = flagwait.run_flag_pipeline(flagwait.FlagConfig(frame_bytes=1 << 20, period_s=30e-3, frames=20, depth=depth,
                                                        check_every=3, memops=ops))
     assert len(r.seq) + r.dropped == 20 and r.seq == sorted(r.seq)
     assert r.checked >= 5 and r.max_error < 1e-4
     assert r.design == "flag" and r.extra["depth"] == depth and r.extra["queued"] == 20
-    assert fake_gpu.registered == {} and ops.freed == ops.allocated == 1
+    assert fake_cupy_gpu.registered == {} and ops.freed == ops.allocated == 1
     assert ops.writes == list(range(1, 21))  # one completion per frame, in order
     assert not _launchers()
 
 
-def test_a_wait_that_does_not_wait_is_caught_by_the_map_check(fake_gpu):
+def test_a_wait_that_does_not_wait_is_caught_by_the_map_check(fake_cupy_gpu):
     # queued ahead without the flag, a frame's copy reads its slot before the card has written it
     r = flagwait.run_flag_pipeline(flagwait.FlagConfig(frame_bytes=1 << 20, period_s=30e-3, frames=12, depth=3,
                                                        slots=3, check_every=1, memops=FakeMemOps(wait=False)))
     assert r.max_error > 1e-2
 
 
-def test_a_gpu_that_never_completes_times_out_and_frees_everything(fake_gpu):
+def test_a_gpu_that_never_completes_times_out_and_frees_everything(fake_cupy_gpu):
     ops = FakeMemOps(write=False)
     t0 = time.monotonic()
     with pytest.raises(DeviceTimeoutError, match="no progress"):
         flagwait.run_flag_pipeline(flagwait.FlagConfig(frame_bytes=1 << 20, period_s=10e-3, frames=30, depth=2,
                                                        timeout_s=0.5, check_every=0, memops=ops))
     assert time.monotonic() - t0 < 15
-    assert ops.freed == ops.allocated == 1 and fake_gpu.registered == {}
+    assert ops.freed == ops.allocated == 1 and fake_cupy_gpu.registered == {}
     assert not _launchers()
 
 
-def test_teardown_releases_a_wait_for_a_frame_that_never_came(fake_gpu, monkeypatch):
+def test_teardown_releases_a_wait_for_a_frame_that_never_came(fake_cupy_gpu, monkeypatch):
     # the capture side fails right after frame 0 while the launcher is blocked in frame 1's wait (frames come
     # every 100 ms): teardown must set READY past it, else the launcher never stops and the run times out
     def failing(a, b):
         raise RuntimeError("event failed")
 
-    monkeypatch.setattr(fake_gpu.cuda, "get_elapsed_time", failing)
+    monkeypatch.setattr(fake_cupy_gpu.cuda, "get_elapsed_time", failing)
     ops = FakeMemOps()
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="event failed"):
         flagwait.run_flag_pipeline(flagwait.FlagConfig(frame_bytes=1 << 20, period_s=0.1, frames=30, depth=2,
                                                        check_every=0, timeout_s=3.0, memops=ops))
     assert time.monotonic() - t0 < 2.5
-    assert not _launchers() and ops.freed == 1 and fake_gpu.registered == {}
+    assert not _launchers() and ops.freed == 1 and fake_cupy_gpu.registered == {}
 
 
-def test_a_failing_launch_stops_the_run(fake_gpu):
+def test_a_failing_launch_stops_the_run(fake_cupy_gpu):
     class Failing(FakeMemOps):
         def write(self, stream_ptr, addr, value):
             super().write(stream_ptr, addr, value)
@@ -138,10 +126,10 @@ def test_a_failing_launch_stops_the_run(fake_gpu):
     with pytest.raises(RuntimeError, match="launch failed"):
         flagwait.run_flag_pipeline(flagwait.FlagConfig(frame_bytes=1 << 20, period_s=20e-3, frames=30, depth=2,
                                                        check_every=0, memops=ops))
-    assert not _launchers() and ops.freed == 1 and fake_gpu.registered == {}
+    assert not _launchers() and ops.freed == 1 and fake_cupy_gpu.registered == {}
 
 
-def test_a_launcher_that_fails_to_start_is_an_error_not_a_wait(fake_gpu):
+def test_a_launcher_that_fails_to_start_is_an_error_not_a_wait(fake_cupy_gpu):
     class NoContext(FakeMemOps):
         def context(self):
             raise RuntimeError("no context in this thread")
@@ -150,10 +138,10 @@ def test_a_launcher_that_fails_to_start_is_an_error_not_a_wait(fake_gpu):
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="no context"):
         flagwait.run_flag_pipeline(flagwait.FlagConfig(frame_bytes=1 << 20, frames=10, check_every=0, memops=ops))
-    assert time.monotonic() - t0 < 10 and ops.freed == 1 and fake_gpu.registered == {}
+    assert time.monotonic() - t0 < 10 and ops.freed == 1 and fake_cupy_gpu.registered == {}
 
 
-def test_unsupported_memory_operations_skip_with_the_reason(fake_gpu):
+def test_unsupported_memory_operations_skip_with_the_reason(fake_cupy_gpu):
     with pytest.raises(SkipExperiment, match="cannot map pinned host memory"):
         flagwait.run_flag_pipeline(flagwait.FlagConfig(
             frames=10, memops=FakeMemOps(problem=driver_api.memop_unsupported(

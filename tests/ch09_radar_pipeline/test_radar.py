@@ -488,31 +488,19 @@ def test_live_pipeline_with_a_wrong_process_step_fails_the_check():
 
 # ---------------------------------------------------------------- the consumer loop on a fake GPU
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    import fake_cupy
-
-    from helpers.core import gpu
-
-    cp = fake_cupy.make()
-    monkeypatch.setattr(gpu, "cupy", lambda: cp)
-    monkeypatch.setattr(gpu, "free_device_bytes", lambda: 1 << 34)
-    return cp
-
-
 @pytest.mark.parametrize("design", designs.DESIGNS)
-def test_consumer_loop_bookkeeping_on_a_fake_gpu(fake_gpu, design):
+def test_consumer_loop_bookkeeping_on_a_fake_gpu(fake_cupy_gpu, design):
     # NumPy stands in for the GPU (tests/fake_cupy.py): every frame must be taken, processed
     # from the right slot, checked against the reference and released; the ring unregistered
     r = pipeline.run_pipeline(pipeline.PipelineConfig(design=design, frame_bytes=1 << 20, period_s=40e-3,
                                                       frames=24, check_every=4))
     assert len(r.seq) + r.dropped == 24
     assert r.checked >= 3 and r.max_error < 1e-4
-    assert fake_gpu.registered == {}
+    assert fake_cupy_gpu.registered == {}
     assert (r.memcpy_us_p50 is not None) == (design == "staged")
 
 
-def test_consumer_loop_detects_a_wrong_processing_step(fake_gpu):
+def test_consumer_loop_detects_a_wrong_processing_step(fake_cupy_gpu):
     def wrong(xp, frame, mf):
         return dsp.doppler_map(xp, frame[::-1], mf)
 
@@ -521,7 +509,7 @@ def test_consumer_loop_detects_a_wrong_processing_step(fake_gpu):
     assert r.max_error > 1e-2
 
 
-def test_correctness_check_runs_after_the_timed_loop(fake_gpu, monkeypatch):
+def test_correctness_check_runs_after_the_timed_loop(fake_cupy_gpu, monkeypatch):
     # comparing a map inside the loop stalls it (the first H100 recording showed misses right
     # after every checked frame); every comparison must wait until the card has finished
     cards, during_run = [], []
@@ -689,7 +677,7 @@ def test_a_closed_card_leaves_the_process_without_children():
 
 # ---------------------------------------------------------------- the page's step, waits, timeline, breaking points
 
-def test_the_shown_step_is_the_loops_and_a_changed_step_runs(fake_gpu):
+def test_the_shown_step_is_the_loops_and_a_changed_step_runs(fake_cupy_gpu):
     seen = []
 
     def my_step(xp, src_ptr, dst, mf, stream, process):
@@ -702,7 +690,7 @@ def test_the_shown_step_is_the_loops_and_a_changed_step_runs(fake_gpu):
 
 
 @pytest.mark.parametrize("sync", pipeline.SYNC_MODES)
-def test_every_wait_mode_runs_the_pipeline_and_is_recorded(fake_gpu, sync):
+def test_every_wait_mode_runs_the_pipeline_and_is_recorded(fake_cupy_gpu, sync):
     waits = []
 
     def waiter(event, mode, timeout_s):
@@ -723,13 +711,13 @@ def test_a_wait_that_never_ends_times_out():
         pipeline.wait_done(Never(), "poll", 0.01)
 
 
-def test_bad_sync_mode_is_refused(fake_gpu):
+def test_bad_sync_mode_is_refused(fake_cupy_gpu):
     with pytest.raises(InputError):
         pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=20e-3,
                                                       frames=4, sync="sleepy"))
 
 
-def test_realtime_records_what_was_granted_and_restores_the_thread(fake_gpu):
+def test_realtime_records_what_was_granted_and_restores_the_thread(fake_cupy_gpu):
     before = os.sched_getaffinity(0), os.sched_getscheduler(0)
     r = pipeline.run_pipeline(pipeline.PipelineConfig(design="registered", frame_bytes=1 << 20, period_s=20e-3,
                                                       frames=6, check_every=0, realtime=True))
@@ -739,7 +727,7 @@ def test_realtime_records_what_was_granted_and_restores_the_thread(fake_gpu):
     assert (os.sched_getaffinity(0), os.sched_getscheduler(0)) == before
 
 
-def test_timeline_puts_copy_before_kernels_on_one_clock(fake_gpu):
+def test_timeline_puts_copy_before_kernels_on_one_clock(fake_cupy_gpu):
     r = pipeline.run_pipeline(pipeline.PipelineConfig(design="pipelined", frame_bytes=1 << 20, period_s=20e-3,
                                                       frames=6, check_every=0, timeline=True)).to_dict()
     tl = r["extra"]["timeline"]
