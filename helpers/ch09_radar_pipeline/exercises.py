@@ -181,9 +181,10 @@ DEPTH_WHY = {
          "ring of work the GPU fetches from), and that room is bounded.",
     "b": "Right. A launch that finds the queue full blocks until the GPU consumes work, and the GPU consumes nothing "
          "while it waits on a flag: if the thread that would write the flag is the one blocked, no one releases it "
-         "(the driver API's documentation warns that these calls can deadlock an application). A probe of this "
-         "design that queued 200 frames before writing any flag hung. Queueing a few frames, refilled as DONE "
-         "advances, keeps every launch short of the limit.",
+         "(the driver API's documentation warns that these calls can deadlock an application). Queueing a few "
+         "frames, refilled as DONE advances, keeps every launch short of the limit. (The course did not run a deep "
+         "queue of warmed-up frames to watch this happen: its own probe hung earlier, at one frame, on a kernel "
+         "loaded for the first time behind the wait; section 11 says why.)",
     "c": "A stream can hold many waits in order; the flag design queues several, one per frame.",
     "d": "A stream wait has no timeout of its own: it waits until the condition holds. That is why the course's "
          "teardown writes READY past every queued frame, and why the CPU side polls DONE with a deadline.",

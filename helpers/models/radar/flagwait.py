@@ -8,9 +8,11 @@ DONE on one stream, each as `queue_frame`: wait until READY >= k + 1 (cuStreamWa
 slot and process it (`process_frame`, as the other designs do), write DONE = k + 1 (cuStreamWriteValue32).
 The capture side's work per frame is one store; it learns that a frame is done by reading DONE.
 
-The queue ahead is bounded (a probe that queued 200 frames behind one unwritten flag hung the process:
-launches block once the GPU's queue is full, and the flag was never written), every host-side wait has a
-deadline, and teardown sets READY past every queued frame, so a frame that never comes (dropped by the
+Every kernel the queued work uses runs once (the launcher's warm-up) before any wait is queued: on the
+H100 a probe hung with one frame queued, because the frame's kernel had never run and its first launch, a
+lazy module load, waited for the context, i.e. for the stream held by the unwritten flag (CUDA Programming
+Guide, Lazy Loading). The queue ahead is bounded (launches block once the channel's queue is full, and
+nothing drains it while every queued frame waits on a flag), every host-side wait has a deadline, and teardown sets READY past every queued frame, so a frame that never comes (dropped by the
 card, or a run stopped early) releases its wait instead of holding the stream forever.
 """
 
