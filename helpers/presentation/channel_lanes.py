@@ -66,6 +66,8 @@ def lanes_figure(records, parts, title: str, names: dict[int, str] | None = None
                       xaxis_title="device time from the first record (µs, CUPTI timestamps)",
                       yaxis={"title": "hardware channel", "categoryorder": "array",
                              "categoryarray": order[::-1]},
-                      height=height or max(280, 60 + 45 * len(order)),
+                      # at least 360 px: with the title, the x title and the legend below, a two-lane chart at
+                      # 280 px left under 120 px of plot for the vertical "hardware channel" (sitecheck caught it)
+                      height=height or max(360, 60 + 45 * len(order)),
                       legend={"orientation": "h", "y": -0.25})
     return figures.CourseFigure(fig, parts)
