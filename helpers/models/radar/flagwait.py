@@ -37,7 +37,7 @@ from helpers.models.radar.designs import (
 )
 from helpers.models.radar.dsp import map_error, reference_cached
 from helpers.models.radar.metrics import RunResult
-from helpers.models.radar.pipeline import MAX_KEPT, _Device, _warm_up, process_frame
+from helpers.models.radar.pipeline import _Device, _warm_up, process_frame, record_frame
 from helpers.models.radar.ring import CaptureCard, CardHost
 
 READY, DONE = 0, 1  # the two flag words (queue_frame: READY at the flags' address, DONE 4 bytes on)
@@ -178,13 +178,9 @@ def _finish(t: _Taken, launcher: _Launcher, c: CaptureCard, cp, cfg: FlagConfig,
     busy = False
     while t.pending and done >= t.pending[0][0] + 1 and t.pending[0][0] in launcher.outs:
         k, q, stamp = t.pending.popleft()  # (the GPU may finish a frame before its launcher has filed it)
-        t.lat.append((time.monotonic_ns() - stamp) // 1000)
-        t.seqs.append(q)
-        out, (e0, e1, e2) = launcher.outs.pop(k)
-        t.copy_t.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3)
-        t.kern_t.append(cp.cuda.get_elapsed_time(e1, e2) * 1e3)
-        if cfg.check_every and q % cfg.check_every == 0 and len(t.kept) < MAX_KEPT:
-            t.kept.append((q, out))
+        latency_ns = time.monotonic_ns() - stamp
+        out, events = launcher.outs.pop(k)
+        record_frame(t, cp, q, latency_ns, events, out, cfg.check_every)
         c.release()
         launcher.done_seen = k + 1
         busy = True

@@ -269,6 +269,20 @@ def _warm_up(cp, cfg: PipelineConfig) -> None:
     cp.cuda.runtime.deviceSynchronize()
 
 
+def record_frame(log, cp, q: int, latency_ns: int, events: tuple, out, check_every: int) -> None:
+    """One finished frame into a run's log (any object with lat, seqs, copy_t, kern_t and kept lists): its
+    latency in µs, its sequence number, its copy and kernel times (µs) from its three events, and its map
+    when it is one of those kept for the check after the run (a check here would stall the loop). The
+    CPU-launched designs and the flag design (flagwait) log their frames alike through this."""
+    e0, e1, e2 = events
+    log.lat.append(latency_ns // 1000)
+    log.seqs.append(q)
+    log.copy_t.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3)
+    log.kern_t.append(cp.cuda.get_elapsed_time(e1, e2) * 1e3)
+    if check_every and q % check_every == 0 and len(log.kept) < MAX_KEPT:
+        log.kept.append((q, out))
+
+
 def _collect_done(run: _Run, cp, dev: _Device, cfg: PipelineConfig, clock: tuple, bar) -> bool:
     """Take every frame whose map is complete off the in-flight queue, with its latency and event times."""
     origin, host0 = clock
@@ -276,17 +290,12 @@ def _collect_done(run: _Run, cp, dev: _Device, cfg: PipelineConfig, clock: tuple
     while run.inflight and run.inflight[0][5].done:
         b, q, stamp, e0, e1, e2 = run.inflight.popleft()
         now = time.monotonic_ns()
-        run.lat.append((now - stamp) // 1000)
-        run.seqs.append(q)
-        run.copy_t.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3)
-        run.kern_t.append(cp.cuda.get_elapsed_time(e1, e2) * 1e3)
+        record_frame(run, cp, q, now - stamp, (e0, e1, e2), dev.out[b], cfg.check_every)
         if cfg.timeline:
             run.timeline.append({"seq": q, "buffer": b, "ready_ms": (stamp - host0) / 1e6,
                                  "copy_ms": [cp.cuda.get_elapsed_time(origin, e) for e in (e0, e1)],
                                  "kernels_ms": [cp.cuda.get_elapsed_time(origin, e) for e in (e1, e2)],
                                  "seen_ms": (now - host0) / 1e6})
-        if cfg.check_every and q % cfg.check_every == 0 and len(run.kept) < MAX_KEPT:
-            run.kept.append((q, dev.out[b]))  # compared after the run: a check here would stall the loop
         dev.out[b] = None
         run.free.append(b)
         busy = True
