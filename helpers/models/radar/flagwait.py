@@ -37,7 +37,7 @@ from helpers.models.radar.designs import (
 )
 from helpers.models.radar.dsp import map_error, reference_cached
 from helpers.models.radar.metrics import RunResult
-from helpers.models.radar.pipeline import _Device, _warm_up, process_frame, record_frame
+from helpers.models.radar.pipeline import FrameLog, _Device, _warm_up, process_frame, record_frame
 from helpers.models.radar.ring import CaptureCard, CardHost
 
 READY, DONE = 0, 1  # the two flag words (queue_frame: READY at the flags' address, DONE 4 bytes on)
@@ -162,14 +162,9 @@ class _Launcher(threading.Thread):
 
 
 @dataclass(kw_only=True)
-class _Taken:
-    """What the capture side collects."""
+class _Taken(FrameLog):
+    """What the capture side collects: its FrameLog and the frames it has flagged and not yet seen done."""
 
-    lat: list = field(default_factory=list)
-    seqs: list = field(default_factory=list)
-    copy_t: list = field(default_factory=list)
-    kern_t: list = field(default_factory=list)
-    kept: list = field(default_factory=list)
     pending: deque = field(default_factory=deque)
 
 

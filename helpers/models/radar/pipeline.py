@@ -235,18 +235,25 @@ class PipelineConfig:
 
 
 @dataclass(kw_only=True)
-class _Run:
-    """What one run collects while it goes: per-frame times, the maps kept for the check, and the queues
-    of frames in flight (buffer, seq, stamp, three events) and of copied frames whose slot is not yet
-    released (their copy events, in order; None for a staged frame, free once the CPU copy is done)."""
+class FrameLog:
+    """Every finished frame of a run (record_frame fills it): latency (µs), sequence number, copy and
+    kernel times (µs), and the maps kept for the check after the run."""
 
-    free: deque
     lat: list = field(default_factory=list)
     seqs: list = field(default_factory=list)
     copy_t: list = field(default_factory=list)
     kern_t: list = field(default_factory=list)
-    memcpy_t: list = field(default_factory=list)
     kept: list = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class _Run(FrameLog):
+    """What one run of a CPU-launched design collects while it goes: its FrameLog, the CPU copies' times,
+    and the queues of frames in flight (buffer, seq, stamp, three events) and of copied frames whose slot
+    is not yet released (their copy events, in order; None for a staged frame, free once the CPU copy is done)."""
+
+    free: deque
+    memcpy_t: list = field(default_factory=list)
     timeline: list = field(default_factory=list)
     inflight: deque = field(default_factory=deque)
     unreleased: deque = field(default_factory=deque)
@@ -269,8 +276,8 @@ def _warm_up(cp, cfg: PipelineConfig) -> None:
     cp.cuda.runtime.deviceSynchronize()
 
 
-def record_frame(log, cp, q: int, latency_ns: int, events: tuple, out, check_every: int) -> None:
-    """One finished frame into a run's log (any object with lat, seqs, copy_t, kern_t and kept lists): its
+def record_frame(log: FrameLog, cp, q: int, latency_ns: int, events: tuple, out, check_every: int) -> None:
+    """One finished frame into a run's FrameLog: its
     latency in µs, its sequence number, its copy and kernel times (µs) from its three events, and its map
     when it is one of those kept for the check after the run (a check here would stall the loop). The
     CPU-launched designs and the flag design (flagwait) log their frames alike through this."""
