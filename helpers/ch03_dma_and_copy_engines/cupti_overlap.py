@@ -15,7 +15,7 @@ import statistics
 
 from helpers.ch03_dma_and_copy_engines.copy_engines import Gate
 from helpers.core import gpu
-from helpers.core.errors import InputError, SkipExperiment
+from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
 from helpers.core.gpu import cp, cupyx
@@ -73,9 +73,7 @@ def run_repeats(code, nbytes: int, repeats: int) -> list[dict]:
             title="CUPTI activity records of an h2d and a d2h copy issued together: channels and overlap")
 def record_cupti_bidirectional(quick: bool, code=both_directions_under_cupti) -> dict:
     """Several repeats of one h2d and one d2h held behind one gate and released together, each traced by CUPTI."""
-    why = cupti_trace.unavailable_reason()
-    if why is not None:
-        raise SkipExperiment(f"CUPTI cannot trace here: {why}")
+    cupti_trace.skip_unless_available()
     nbytes = (16 if quick else 64) * MiB
     return {"nbytes": nbytes, "repeats": run_repeats(code, nbytes, 3 if quick else 10)}
 

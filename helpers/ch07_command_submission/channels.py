@@ -17,7 +17,7 @@ with `cupti_trace.unavailable_reason()`, and the page replays the recording.
 from __future__ import annotations
 
 from helpers.core import gpu
-from helpers.core.errors import InputError, SkipExperiment
+from helpers.core.errors import InputError
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
 from helpers.core.gpu import cp, cupyx
@@ -68,9 +68,7 @@ def run_case(code, n_streams: int, nbytes: int) -> dict:
             title="CUPTI activity records: the hardware channel of each stream's copies and kernels")
 def record_channels(quick: bool, code=streams_on_channels) -> dict:
     """Two streams with big buffers, then more streams than the default connection pool."""
-    why = cupti_trace.unavailable_reason()
-    if why is not None:
-        raise SkipExperiment(f"CUPTI cannot trace here: {why}")
+    cupti_trace.skip_unless_available()
     two = run_case(code, 2, (16 if quick else 64) * MiB)
     many = run_case(code, 4 if quick else 16, 4 * MiB)
     return {"two": two, "many": many}

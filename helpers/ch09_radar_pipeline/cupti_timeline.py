@@ -64,9 +64,7 @@ def cupti_timeline_experiment(quick: bool, code=traced_run) -> dict:
     """Each design of radar.timeline at its load with events and CUPTI on (the frames matched to their
     CUPTI records), then OVERHEAD_REPEATS runs per design with CUPTI on and as many with it off, in
     alternating order, summarised by their latency. SkipExperiment with the reason where CUPTI cannot run."""
-    reason = cupti_trace.unavailable_reason()
-    if reason is not None:
-        raise SkipExperiment(f"CUPTI cannot trace here: {reason}")
+    cupti_trace.skip_unless_available()
     frame_bytes, period_s = TIMELINE_POINT
     frames = QUICK_TIMELINE_FRAMES if quick else TIMELINE_FRAMES
     each = QUICK_OVERHEAD_FRAMES if quick else OVERHEAD_FRAMES

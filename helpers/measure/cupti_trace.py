@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from helpers.core.errors import CourseError, InputError, NoGPUError
+from helpers.core.errors import CourseError, InputError, NoGPUError, SkipExperiment
 
 KINDS = ("memcpy", "kernel", "memset")
 COPY_KINDS = ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "")
@@ -223,6 +223,14 @@ def _kind_enums(cupti: ModuleType, kinds: Sequence[str]) -> list:
         raise InputError(f"unknown activity kind(s) {bad}: choose from {KINDS}")
     names = {"memcpy": "MEMCPY", "kernel": "CONCURRENT_KERNEL", "memset": "MEMSET"}
     return [getattr(cupti.ActivityKind, names[k]) for k in dict.fromkeys(kinds)]
+
+
+def skip_unless_available() -> None:
+    """For an experiment that needs CUPTI: SkipExperiment with unavailable_reason()'s sentence where CUPTI
+    cannot trace (the recorder writes the skip, a page replays and says why); nothing where it can."""
+    reason = unavailable_reason()
+    if reason is not None:
+        raise SkipExperiment(f"CUPTI cannot trace here: {reason}")
 
 
 @contextlib.contextmanager
