@@ -382,3 +382,13 @@ def test_live_quick_run_matches_every_frame_to_its_cupti_records():
         assert {t for t, _ in d["channels"]} >= {"async_memcpy", "compute"}
     assert len(data["overhead"]["runs"]) == 2 * 2 * ct.QUICK_OVERHEAD_REPEATS
     assert ct.difference_lines(ev) and ct.overhead_lines(ev)
+
+
+def test_exercise_9_6_cannot_read_the_expected_value_from_the_checkers_frame():
+    """A learner function that looks up the checker's local `want` (sys._getframe) finds nothing to copy."""
+    import sys
+
+    def peeks(records):
+        return sys._getframe(1).f_locals.get("want", 0)
+
+    assert exercises.copy_kernel_overlap(peeks) is False
