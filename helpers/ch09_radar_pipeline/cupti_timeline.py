@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.ch09_radar_pipeline.pipeline_runs import TIMELINE_DESIGNS, TIMELINE_POINT
+from helpers.core import validate
 from helpers.core.errors import NoGPUError, SkipExperiment
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import GPU, experiment
@@ -57,17 +58,19 @@ def traced_run(cfg, cupti: bool = True):
 
 
 # -- the experiment -------------------------------------------------------------------------------
-@experiment(EXPERIMENT_ID, chapter=9, needs=(GPU,),
+@experiment(EXPERIMENT_ID, chapter=9, needs=(GPU,), params={"overhead_frames": validate.count(20, 1000)},
             title="Radar pipeline timeline from CUPTI activity records beside the one from CUDA events, same "
                   "frames (registered, pipelined), and the pipeline's latency with and without CUPTI")
-def cupti_timeline_experiment(quick: bool, code=traced_run) -> dict:
+def cupti_timeline_experiment(quick: bool, overhead_frames: int = OVERHEAD_FRAMES, code=traced_run) -> dict:
     """Each design of radar.timeline at its load with events and CUPTI on (the frames matched to their
     CUPTI records), then OVERHEAD_REPEATS runs per design with CUPTI on and as many with it off, in
-    alternating order, summarised by their latency. SkipExperiment with the reason where CUPTI cannot run."""
+    alternating order, `overhead_frames` frames each (a page's live run may ask for fewer than the
+    recorder's OVERHEAD_FRAMES: every frame costs a period of wall time), summarised by their latency.
+    SkipExperiment with the reason where CUPTI cannot run."""
     cupti_trace.skip_unless_available()
     frame_bytes, period_s = TIMELINE_POINT
     frames = QUICK_TIMELINE_FRAMES if quick else TIMELINE_FRAMES
-    each = QUICK_OVERHEAD_FRAMES if quick else OVERHEAD_FRAMES
+    each = min(overhead_frames, QUICK_OVERHEAD_FRAMES) if quick else overhead_frames
     repeats = QUICK_OVERHEAD_REPEATS if quick else OVERHEAD_REPEATS
     with CardHost() as host:
         def cfg(design: str, n: int) -> PipelineConfig:

@@ -117,15 +117,15 @@ def _climb(run, ladder, repeats: int, budget_s: float, t0: float) -> tuple[list,
     return sweep, truncated
 
 
-@experiment("radar.breaking_point", chapter=9, needs=(GPU,),
+@experiment("radar.breaking_point", chapter=9, needs=(GPU,), params={"repeats": validate.count(2, bp.REPEATS)},
             title="Radar pipeline: each design's breaking point (repeated runs), and spin/poll/blocking waits "
                   "and SCHED_FIFO + CPU pinning")
-def breaking_point_experiment(quick: bool, code=wait_done) -> dict:
+def breaking_point_experiment(quick: bool, repeats: int = bp.REPEATS, code=wait_done) -> dict:
     """First RT_CONFIGS on 'registered' at RT_POINT (short, so the real-time measures are never cut),
-    then climb LADDER with every design, REPEATS runs a point (one when its first run is `clear`),
-    until the design breaks (then stop climbing it). The whole run is bounded by a time budget;
-    what was cut is said (`truncated`)."""
-    ladder, repeats = (bp.QUICK_LADDER, bp.QUICK_REPEATS) if quick else (bp.LADDER, bp.REPEATS)
+    then climb LADDER with every design, `repeats` runs a point (one when its first run is `clear`;
+    the recorder's REPEATS, fewer where a page runs it live), until the design breaks (then stop
+    climbing it). The whole run is bounded by a time budget; what was cut is said (`truncated`)."""
+    ladder, repeats = (bp.QUICK_LADDER, min(repeats, bp.QUICK_REPEATS)) if quick else (bp.LADDER, repeats)
     budget = bp.QUICK_BUDGET_S if quick else bp.SWEEP_BUDGET_S
     t0 = time.monotonic()
     rt = []

@@ -7,6 +7,7 @@ the page says 'not recorded' only when the recording is truly absent, and Exerci
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 
 import numpy as np
@@ -253,6 +254,19 @@ def test_the_experiment_runs_both_designs_traced_then_alternates_cupti_on_and_of
     assert len(over) == 2 * 2 * ct.QUICK_OVERHEAD_REPEATS
     assert [c[2] for c in calls[2:6]] == [True, False, True, False] and [c[2] for c in calls[6:10]] == [False, True] * 2
     assert {r["records"] > 0 for r in over if r["cupti"]} == {True} and {r["records"] for r in over if not r["cupti"]} == {0}
+
+
+def test_a_live_page_can_ask_for_shorter_overhead_runs(stand_in_cupti):
+    """overhead_frames sets the frames of every run with and without CUPTI (not the traced timeline's);
+    the recorder's default stays OVERHEAD_FRAMES, and a length outside 20..1000 is refused."""
+    code, calls = stand_in_cupti
+    data = experiments.get(ct.EXPERIMENT_ID).run(False, overhead_frames=40, code=code)
+    assert data["overhead"]["frames"] == 40 and data["frames"] == ct.TIMELINE_FRAMES
+    assert {c[1] for c in calls[2:]} == {40} and len(calls[2:]) == 2 * 2 * ct.OVERHEAD_REPEATS
+    assert inspect.signature(ct.cupti_timeline_experiment).parameters["overhead_frames"].default == ct.OVERHEAD_FRAMES
+    for bad in (19, 1001, 2.5):
+        with pytest.raises((errors.InputError, errors.InputTypeError), match="overhead_frames"):
+            experiments.get(ct.EXPERIMENT_ID).check_params({"overhead_frames": bad})
 
 
 def test_the_experiment_skips_with_cuptis_reason(monkeypatch):

@@ -779,6 +779,28 @@ def test_breaking_points_and_separation_from_repeated_runs():
     assert rt[0][0] == "spin" and "EPERM" in rt[0][1]
 
 
+def test_breaking_point_runs_a_point_that_is_not_clear_the_asked_number_of_times(monkeypatch):
+    """repeats (a page's live run asks for fewer than the recorder's REPEATS) sets the runs of every rung
+    that is not clear; the real-time runs keep RT_REPEATS."""
+    calls = []
+
+    def fake(cfg):
+        calls.append((cfg.design, cfg.frame_bytes, cfg.period_s, cfg.sync))
+        lat = [int(cfg.period_s * 0.7e6)] * cfg.frames  # never clear, never late: every rung repeated
+        return metrics.RunResult(design=cfg.design, frame_bytes=cfg.frame_bytes, period_s=cfg.period_s, slots=4,
+                                 buffers=1, frames=cfg.frames, latency_us=lat, seq=list(range(cfg.frames)), dropped=0,
+                                 cpu_s=0.1, wall_s=1.0, extra={"sync": cfg.sync or "poll-loop"})
+
+    monkeypatch.setattr(pipeline_runs, "run_pipeline", fake)
+    monkeypatch.setattr(breaking, "frames_for", lambda period, quick: 20)
+    out = experiments.get("radar.breaking_point").run(False, repeats=3)
+    assert out["repeats"] == 3 and out["truncated"] == []
+    assert len([c for c in calls if c[3] is None]) == len(designs.DESIGNS) * len(breaking.LADDER) * 3
+    assert len(out["realtime"]) == len(breaking.RT_CONFIGS) * breaking.RT_REPEATS
+    with pytest.raises(errors.InputError):
+        experiments.get("radar.breaking_point").check_params({"repeats": 1})
+
+
 def test_breaking_point_experiment_is_bounded_and_stops_climbing_a_broken_design(monkeypatch):
     calls = []
     share = {"pageable": 2.0, "staged": 0.7, "registered": 0.1, "pipelined": 0.1}  # slowest frame / period
