@@ -161,6 +161,7 @@ def reap_orphans(grace_s: float = 2.0) -> list[dict]:
             os.kill(c["pid"], signal.SIGKILL)
         except ProcessLookupError:
             pass
+    _await_exit([c["pid"] for c in found], grace_s)  # SIGKILL is delivered, not yet finished
     while True:  # collect the zombies
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -169,6 +170,23 @@ def reap_orphans(grace_s: float = 2.0) -> list[dict]:
         if pid == 0:
             break
     return found
+
+
+def _await_exit(pids: list[int], wait_s: float) -> None:
+    """Reap each of `pids` (children of this subreaper) once it has exited, waiting at most `wait_s`
+    in all: a killed process can still be running its exit when kill() returns."""
+    deadline = time.monotonic() + wait_s
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not (or no longer) our child: reaped elsewhere
+                done = pid
+            if done:
+                left.discard(pid)
+        if left:
+            time.sleep(0.01)
 
 
 # --- one notebook -----------------------------------------------------------------------
