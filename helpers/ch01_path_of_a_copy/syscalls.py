@@ -20,11 +20,8 @@ a GPU the census replays the recording and says why, and how to install strace.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -43,6 +40,7 @@ from helpers.core.errors import (
     SkipExperiment,
 )
 from helpers.core.experiments import GPU, STRACE, experiment
+from helpers.core.process_group import kill_group
 from helpers.presentation.figures import CourseFigure
 
 WORKLOAD = Path(__file__).resolve().parent / "_copy_workload.py"
@@ -130,12 +128,11 @@ def run_child(cmd: list[str], timeout_s: float, what: str = "child process") -> 
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid)
         proc.communicate()
         raise ChildTimeoutError(f"{what} did not finish within {timeout_s:g} s and was killed") from None
     except BaseException:  # KeyboardInterrupt (a kernel interrupt): strace and its tracee go too
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid)
         proc.wait()
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from helpers.core import validate
 from helpers.core.errors import ReferenceDataError
+from helpers.core.process_group import kill_group
 
 RESULT_PREFIX = "RESULT:"
 MAX_TIMEOUT_S = 600.0
@@ -115,11 +116,11 @@ def run_python(code: str, timeout_s: float = 60.0, *, env: dict | None = None) -
         out, err = proc.communicate(timeout=t)
         timed_out = False
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc.pid)
         out, err = proc.communicate()
         timed_out = True
     except BaseException:  # KeyboardInterrupt (a kernel interrupt): take the child down too
-        _kill_group(proc)
+        kill_group(proc.pid)
         proc.wait()
         raise
     dt = time.monotonic() - t0
@@ -129,45 +130,6 @@ def run_python(code: str, timeout_s: float = 60.0, *, env: dict | None = None) -
     return Outcome(status=status, returncode=None if timed_out else rc, signal_number=signum,
                    signal_name=signal_name(signum), duration_s=round(dt, 3), timeout_s=t,
                    results=parse_results(out), stdout_tail=out[-TAIL_CHARS:], stderr_tail=err[-TAIL_CHARS:])
-
-
-GROUP_EXIT_WAIT_S = 5.0
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the child's process group, then wait (bounded) until none of it still runs.
-
-    SIGKILL is only delivered, not finished, when `killpg` returns: on a busy machine a
-    grandchild can still be exiting (state R) after the child is reaped. The sandbox promises
-    that nothing it started outlives the timeout, so it waits for that too.
-    """
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the child's own session: only what it started
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + GROUP_EXIT_WAIT_S
-    while _group_still_running(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
-def _group_still_running(pgid: int) -> bool:
-    """Whether any process of group `pgid` is still alive (zombies count as gone: they run
-    nothing). Reads /proc where there is one; elsewhere asks the kernel with signal 0."""
-    proc_root = Path("/proc")
-    if not (proc_root / "self" / "stat").exists():
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    for stat in proc_root.glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # exited while we looked
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-            return True
-    return False
 
 
 def signal_name(signum: int | None) -> str | None:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from helpers.core.process_group import kill_group
 from helpers.labs.grading import wire
 from tools.grader import memcap, sandbox
 
@@ -89,10 +90,7 @@ class Session:
             except OSError:
                 pass
         self.alive = False
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_group(self.proc.pid)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

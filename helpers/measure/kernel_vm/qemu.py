@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from helpers.core import config
 from helpers.core.errors import DeviceTimeoutError, InputError, SkipExperiment
+from helpers.core.process_group import kill_group
 from helpers.measure.kernel_vm import machines
 
 BEGIN, END = "KERNEL-LAB-BEGIN", "KERNEL-LAB-END"
@@ -212,10 +212,7 @@ def _run_to_end(cmd: list[str], timeout_s: float, watch: Path | None = None) -> 
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    kill_group(proc.pid)
     try:
         proc.communicate(timeout=10)
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not fail
