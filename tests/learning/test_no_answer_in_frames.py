@@ -33,6 +33,7 @@ from helpers.ch09_radar_pipeline import exercises as ex9
 from helpers.core import transcript
 from helpers.core.evidence import Evidence
 from helpers.core.mode import Mode
+from helpers.learning import checks
 from tests.ch01_path_of_a_copy.test_page_code import copy_loop_pinned
 from tests.ch09_radar_pipeline.test_cupti_timeline import right_overlap
 from tests.learning.answer_spy import Spy
@@ -185,6 +186,8 @@ def test_every_exercise_has_one_way_to_run_here():
 
 @pytest.mark.parametrize("exercise", sorted(EXERCISES))
 def test_no_frame_holds_the_answer_while_the_learners_code_runs(exercise, request, no_gpu, capsys):
+    if exercise == "6.5" and not hasattr(os, "memfd_create"):
+        pytest.skip("describe_fd's check needs Linux memfd and /proc")
     if exercise in SIMULATED:
         seen = request.getfixturevalue("simulated")[exercise]
     else:
@@ -198,6 +201,35 @@ def test_no_frame_holds_the_answer_while_the_learners_code_runs(exercise, reques
         assert seen["blind"] == seen["calls"], f"{exercise}: {NOTHING_TO_HIDE[exercise]}, yet: {seen}"
     else:
         assert seen["blind"] < seen["calls"], f"{exercise}: the answer was always an input, nothing was judged: {seen}"
+
+
+def test_the_spy_finds_an_answer_a_trial_computed_first(capsys):
+    """The spy itself can fail a trial: one that works out `want` before the learner's call (a
+    number; a true-or-false answer over cases), and not the same trial with the order reversed."""
+    def want_first(fn):
+        for n in (3, 10):
+            want = sum(range(n))
+            if fn(n) != want:
+                return ["wrong"]
+        return []
+
+    def bits_first(fn):
+        for n in (3, 4, 7, 8):
+            waited = n % 2 == 1
+            if fn(n) != waited:
+                return ["wrong"]
+        return []
+
+    def learner_first(fn):
+        return checks.learner_first((3, 10), fn, lambda n, got: [] if got == sum(range(n)) else ["wrong"])
+
+    for trial, solution, leak in ((want_first, lambda n: sum(range(n)), "want"),
+                                  (bits_first, lambda n: n % 2 == 1, "waited"), (learner_first, lambda n: sum(range(n)), None)):
+        spy = Spy()
+        assert checks.code("toy", spy.function(solution), trial) is True
+        found = spy.report()["leaks"]
+        assert found == ([f"{trial.__qualname__}: {leak}"] if leak else []), (trial.__name__, found)
+    capsys.readouterr()
 
 
 def _calls_of_checks_code(path: Path) -> list[str]:
