@@ -96,33 +96,40 @@ ROUND_TRIP_SIZES = (1, 300, 1000)
 
 
 def _round_trip_problems(fn) -> list[str]:
-    problems = []
-    for n in ROUND_TRIP_SIZES:
-        host = (np.arange(n) % 256).astype(np.uint8)
-        before = host.copy()
+    """Run the learner's round_trip(host) on arrays the check makes; each result is judged after the
+    function returned, against (input + 1) computed then (checks.learner_first)."""
+    def arrays():
+        for n in ROUND_TRIP_SIZES:
+            host = (np.arange(n) % 256).astype(np.uint8)
+            yield host, host.copy()
+
+    def run(case):
         with np.errstate(over="ignore"), warnings.catch_warnings():  # 255 + 1 wraps in uint8: intended
             warnings.simplefilter("ignore", RuntimeWarning)
-            out = fn(host)
-        if not isinstance(out, np.ndarray):
-            problems.append(f"round_trip of {n} bytes returned {type(out).__name__}, not a NumPy array "
-                            "(use .copy_to_host() on the device array).")
-            break
-        want = (before + 1).astype(np.uint8)  # uint8 wraps: 255 + 1 = 0
-        if out.shape != want.shape:
-            problems.append(f"round_trip of {n} bytes gave {out.shape[0] if out.ndim else 0} elements: launch "
-                            "enough threads to cover every element, and bound-check i < a.size.")
-            break
-        bad = np.flatnonzero(out != want)
-        if bad.size:
-            i = int(bad[0])
-            problems.append(f"with {n} bytes, element {i} came back {int(out[i])}, expected {int(want[i])} "
-                            f"({bad.size} wrong). Is every element covered by a thread (blocks = ceil(n / threads))?")
-            break
-        if not np.array_equal(host, before):
-            problems.append("your function changed the caller's host array; a round trip copies to the device "
-                            "and back, leaving the input as it was.")
-            break
-    return problems
+            return fn(case[0])
+
+    return checks.learner_first(arrays(), run, _judge_round_trip)
+
+
+def _judge_round_trip(case: tuple[np.ndarray, np.ndarray], out) -> list[str]:
+    host, before = case
+    n = host.size
+    if not isinstance(out, np.ndarray):
+        return [f"round_trip of {n} bytes returned {type(out).__name__}, not a NumPy array "
+                "(use .copy_to_host() on the device array)."]
+    want = (before + 1).astype(np.uint8)  # uint8 wraps: 255 + 1 = 0
+    if out.shape != want.shape:
+        return [f"round_trip of {n} bytes gave {out.shape[0] if out.ndim else 0} elements: launch "
+                "enough threads to cover every element, and bound-check i < a.size."]
+    bad = np.flatnonzero(out != want)
+    if bad.size:
+        i = int(bad[0])
+        return [f"with {n} bytes, element {i} came back {int(out[i])}, expected {int(want[i])} "
+                f"({bad.size} wrong). Is every element covered by a thread (blocks = ceil(n / threads))?"]
+    if not np.array_equal(host, before):
+        return ["your function changed the caller's host array; a round trip copies to the device "
+                "and back, leaving the input as it was."]
+    return []
 
 
 def round_trip_exercise(fn) -> bool | None:

@@ -75,37 +75,39 @@ PINNED_TRIALS = ((0, 4096), (3, 4096), (2, 1 << 20))
 
 def _standin_problems(fn) -> list[str]:
     """Run the loop on the stand-in CuPy (copy_standin) and judge what it did: every copy's
-    host side pinned, both copies and a kernel in every round, 8s back."""
-    for rounds, n in PINNED_TRIALS:
-        got, log = copy_standin.run(fn, rounds, n)
-        h2d = [c for c in log.copies if c.kind == copy_standin.H2D]
-        d2h = [c for c in log.copies if c.kind == copy_standin.D2H]
-        if rounds and (len(h2d) < rounds or len(d2h) < rounds):
-            return [f"with rounds={rounds} your loop made {len(h2d)} host->device and {len(d2h)} device->host "
-                    "copies: keep both copies (rt.memcpy in and out) in every round."]
-        unpinned = [c for c in log.copies if not c.host_pinned]
-        if unpinned:
-            which = "host->device" if unpinned[0].kind == copy_standin.H2D else "device->host"
-            return [f"{len(unpinned)} of {len(log.copies)} copies (the first a {which} copy) used pageable host "
-                    "memory: allocate both host buffers with cupyx.empty_pinned (then fill the input with 7)."]
-        if rounds and log.launches < rounds:
-            return [f"with rounds={rounds} the kernel ran {log.launches} times: keep dev += 1 in the loop."]
-        if got is not True:
-            return [f"copy_loop_pinned({rounds}, {n}) returned {got!r}, not True: did the input hold 7, and did "
-                    "the kernel run between the copies?"]
-    return []
+    host side pinned, both copies and a kernel in every round, 8s back. Each case is judged
+    after the loop ran, in a call of its own (checks.learner_first)."""
+    return checks.learner_first(PINNED_TRIALS, lambda case: copy_standin.run(fn, *case), _judge_standin)
+
+
+def _judge_standin(case: tuple[int, int], ran: tuple[object, copy_standin.Log]) -> list[str]:
+    (rounds, n), (got, log) = case, ran
+    h2d = [c for c in log.copies if c.kind == copy_standin.H2D]
+    d2h = [c for c in log.copies if c.kind == copy_standin.D2H]
+    if rounds and (len(h2d) < rounds or len(d2h) < rounds):
+        return [f"with rounds={rounds} your loop made {len(h2d)} host->device and {len(d2h)} device->host "
+                "copies: keep both copies (rt.memcpy in and out) in every round."]
+    unpinned = [c for c in log.copies if not c.host_pinned]
+    if unpinned:
+        which = "host->device" if unpinned[0].kind == copy_standin.H2D else "device->host"
+        return [f"{len(unpinned)} of {len(log.copies)} copies (the first a {which} copy) used pageable host "
+                "memory: allocate both host buffers with cupyx.empty_pinned (then fill the input with 7)."]
+    if rounds and log.launches < rounds:
+        return [f"with rounds={rounds} the kernel ran {log.launches} times: keep dev += 1 in the loop."]
+    return _not_true(got, rounds, n, "")
+
+
+def _not_true(got, rounds: int, n: int, where: str) -> list[str]:
+    return [] if got is True else [f"{where}copy_loop_pinned({rounds}, {n}) returned {got!r}, not True: did the "
+                                   "input hold 7, and did the kernel run between the copies?"]
 
 
 def _gpu_problems(fn) -> list[str]:
     try:
-        for rounds, n in PINNED_TRIALS:
-            got = fn(rounds, n)
-            if got is not True:
-                return [f"on the GPU, copy_loop_pinned({rounds}, {n}) returned {got!r}, not True: did the input "
-                        "hold 7, and did the kernel run between the copies?"]
+        return checks.learner_first(PINNED_TRIALS, lambda case: fn(*case),
+                                    lambda case, got: _not_true(got, *case, "on the GPU, "))
     finally:
         gpu.release_pools()
-    return []
 
 
 def _pinned_loop_problems(fn) -> list[str]:

@@ -80,22 +80,25 @@ def _follow(chain: np.ndarray, start: int, steps: int) -> int:
 
 def chase_trial(fn) -> list[str]:
     """Run the learner's `follow(chain, start, steps) -> int` (a Numba kernel inside) on chains
-    the check builds, against following them by hand. Runs on the CUDA simulator without a GPU."""
+    the check builds, then follow them by hand. Runs on the CUDA simulator without a GPU."""
     from helpers.measure.gpu_chase import make_chain
 
-    problems = []
-    for seed, steps in ((3, 5), (11, 17)):
-        chain, start = make_chain(256 * 24, seed=seed)
-        want = _follow(chain, start, steps)
-        got = fn(chain, start, steps)
+    def chains():
+        for seed, steps in ((3, 5), (11, 17)):
+            yield (*make_chain(256 * 24, seed=seed), steps)
+
+    def judge(case, got) -> list[str]:
+        chain, start, steps = case
         if got is not None and int(got) == -1:
             raise checks.NotAnswered("out[0] still holds the starter's -1: your kernel has not written it yet")
+        want = _follow(chain, start, steps)
         if got is None or int(got) != want:
-            problems.append(f"on a 24-slot chain from index {start}, {steps} steps should end at index {want}, "
-                            f"your function returned {got!r}. Does each step read nxt[j] and make that the new j, "
-                            "and does the kernel write the last j to out[0]?")
-            break
-    return problems
+            return [f"on a 24-slot chain from index {start}, {steps} steps should end at index {want}, "
+                    f"your function returned {got!r}. Does each step read nxt[j] and make that the new j, "
+                    "and does the kernel write the last j to out[0]?"]
+        return []
+
+    return checks.learner_first(chains(), lambda case: fn(*case), judge)
 
 
 def ex_2_5_write_a_chase(fn) -> bool | None:

@@ -28,21 +28,24 @@ def factorial13_answer(answer, ev: Evidence) -> bool | None:
 
 
 def decode_bar_trial(fn, ev: Evidence) -> list[str]:
-    """Run a learner's decode_bar(raw) on the recorded BARs and on drawn ones; the problems found."""
-    problems = []
+    """Run a learner's decode_bar(raw) on the recorded BARs and on drawn ones, each decoded by the
+    course only after the learner's answer (checks.learner_first); the problems found."""
+    def judge(raw: int, got) -> list[str]:
+        return [] if tuple(got) == _decode(raw) else [f"decode_bar({raw:#010x}) gave {tuple(got)}, expected a "
+                                                      "different answer"]
+
+    return checks.learner_first(_bar_cases(ev), fn, judge)
+
+
+def _bar_cases(ev: Evidence) -> list[int]:
+    """The recorded BARs' raw values, then drawn memory and I/O BARs."""
     cases = [b["raw"] for b in ev.require()["config"]["bars"]]
     rng = random.Random(2)
     for _ in range(20):
         base = rng.randrange(0, 1 << 20) << 12
         cases.append(base | rng.choice([0, 8]) | rng.choice([0, 4]))
         cases.append((rng.randrange(0, 1 << 14) << 2) | 1)
-    for raw in cases:
-        want = _decode(raw)
-        got = fn(raw)
-        if tuple(got) != want:
-            problems.append(f"decode_bar({raw:#010x}) gave {tuple(got)}, expected a different answer")
-            break
-    return problems
+    return cases
 
 
 def _decode(raw: int) -> tuple[str, int, bool]:

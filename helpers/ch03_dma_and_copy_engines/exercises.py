@@ -123,7 +123,8 @@ def _starter_check(dst: np.ndarray, src: np.ndarray, threads: int) -> None:
 def copy_trial(fn, synchronize=None) -> list[str]:
     """Run the learner's Numba kernel `copy(dst, src)` on arrays larger than its grid, the way the
     check launches it (2 blocks of 32 threads): a kernel without a grid-stride loop misses elements.
-    `synchronize` waits for the launch (numba.cuda.synchronize unless given)."""
+    `synchronize` waits for the launch (numba.cuda.synchronize unless given). The expected
+    output is the input `src` itself (a copy), so the trial computes nothing a frame could leak."""
     if synchronize is None:
         from helpers.core.gpu import cuda
 

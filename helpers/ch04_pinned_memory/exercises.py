@@ -102,45 +102,45 @@ def wc_why(answer) -> bool | None:
     return checks.explain("4.3 why write-combining may not bite in a VM", answer, WC_MODEL, WC_POINTS)
 
 
-def _gather_inputs(n: int, m: int, seed: int = 7):
-    rng = np.random.default_rng(seed)
-    values = (np.arange(n) % 7).astype(np.float32)
-    idx = rng.integers(0, n, m, dtype=np.int64)
-    return values, idx, float(values[idx].astype(np.float64).sum())
-
-
 def gather_trial(kernel, *, n: int = 4096, m: int = 300) -> list[str]:
     """Run the learner's `gather_sum[blocks, threads](x, idx, out)` with x in mapped pinned memory
-    (Numba's simulator without a GPU): it must add x[idx[i]] for every i into out[0]."""
+    (Numba's simulator without a GPU): it must add x[idx[i]] for every i into out[0]. The expected
+    sum is computed after each launch (checks.learner_first): the inputs are all a frame holds."""
     from numba import cuda
 
     if not hasattr(kernel, "__getitem__"):
         return ["decorate your function with @cuda.jit, so it can be launched as gather_sum[blocks, threads](...)"]
-    values, idx, want = _gather_inputs(n, m)
+    rng = np.random.default_rng(7)
+    values = (np.arange(n) % 7).astype(np.float32)
+    idx = rng.integers(0, n, m, dtype=np.int64)
     x = cuda.mapped_array(n, dtype=np.float32)
     x[:] = values
     d_idx = cuda.to_device(idx)
-    problems = []
-    sim = getattr(cuda, "simulator_enabled", False)
-    for blocks, threads in ((1, 32), (3, 64)) if sim else ((1, 32), (64, 256)):
+
+    def launch(grid: tuple[int, int]) -> float:
         out = cuda.to_device(np.zeros(1, dtype=np.float64))
-        kernel[blocks, threads](x, d_idx, out)
+        kernel[grid](x, d_idx, out)
         cuda.synchronize()
-        got = float(out.copy_to_host()[0])
+        return float(out.copy_to_host()[0])
+
+    def judge(grid: tuple[int, int], got: float) -> list[str]:
+        blocks, threads = grid
         if got == 0.0:
             raise checks.NotAnswered("your kernel added nothing to out[0] yet")
-        first = float(values[idx[:blocks * threads]].astype(np.float64).sum())
-        if got != want and got == first:
+        want = float(values[idx].astype(np.float64).sum())
+        if got != want and got == float(values[idx[:blocks * threads]].astype(np.float64).sum()):
             raise checks.NotAnswered(f"the kernel still adds one element per thread, as the starter does (the "
                                      f"first {blocks * threads} of {m} indices with {blocks}x{threads} threads)")
-        if got != want:
-            whole = float(values.astype(np.float64).sum())
-            hint = (" It looks like you summed the whole array, not the gathered elements x[idx[i]]." if got == whole
-                    else " Use a grid-stride loop over idx (start = cuda.grid(1), stride = cuda.gridsize(1)) so "
-                         "each i is added exactly once, whatever the grid.")
-            problems.append(f"with {blocks} block(s) of {threads} threads the sum was {got:g}, expected {want:g}.{hint}")
-            break
-    return problems
+        if got == want:
+            return []
+        whole = float(values.astype(np.float64).sum())
+        hint = (" It looks like you summed the whole array, not the gathered elements x[idx[i]]." if got == whole
+                else " Use a grid-stride loop over idx (start = cuda.grid(1), stride = cuda.gridsize(1)) so "
+                     "each i is added exactly once, whatever the grid.")
+        return [f"with {blocks} block(s) of {threads} threads the sum was {got:g}, expected {want:g}.{hint}"]
+
+    grids = ((1, 32), (3, 64)) if getattr(cuda, "simulator_enabled", False) else ((1, 32), (64, 256))
+    return checks.learner_first(grids, launch, judge)
 
 
 def gather_kernel(kernel) -> bool | None:

@@ -36,20 +36,32 @@ def above_mask_answer(answer, ev: Evidence) -> bool | None:
                             "device's DMA mask (dma_set_mask in a kernel driver)")
 
 
-def pages_charged_trial(fn, ev: Evidence) -> list[str]:
-    """Run pages_charged(offset, size) on the recorded maps and on drawn cases."""
+RECORDED_MAPS = ((0, 3 * PAGE), (0, 1 << 20))  # (offset, size) of the MAP_DMAs the transcript records
+
+
+def _recorded_pages(ev: Evidence) -> dict[tuple[int, int], int]:
+    """The pages the kernel charged (locked_vm) for each recorded map."""
     f = real_vfio_dma.facts(ev)
     rk = f["root_vmlck"]
-    cases = [(0, 3 * PAGE, f["vmlck_map_kib"] // 4), (0, 1 << 20, (rk["vmlck_mapped_kib"] - rk["vmlck_before_kib"]) // 4)]
+    return dict(zip(RECORDED_MAPS, (f["vmlck_map_kib"] // 4, (rk["vmlck_mapped_kib"] - rk["vmlck_before_kib"]) // 4),
+                    strict=True))
+
+
+def pages_charged_trial(fn, ev: Evidence) -> list[str]:
+    """Run pages_charged(offset, size) on the recorded maps and on drawn cases. The expected count
+    is read from the recording (what the kernel charged) or computed only after the learner's answer
+    (checks.learner_first). The recording is reachable from this frame: it is the learner's anyway
+    (the notebook hands it to this check), and it holds KiB, not a page count."""
     rng = random.Random(3)
-    for _ in range(30):
-        off, size = rng.randrange(PAGE), rng.randrange(1, 1 << 16)
-        cases.append((off, size, (off + size + PAGE - 1) // PAGE))
-    for off, size, want in cases:
-        got = fn(off, size)
-        if got != want:
-            return [f"pages_charged({off}, {size}) gave {got}; the kernel would lock a different number of pages"]
-    return []
+    cases = [*RECORDED_MAPS, *((rng.randrange(PAGE), rng.randrange(1, 1 << 16)) for _ in range(30))]
+
+    def judge(case: tuple[int, int], got) -> list[str]:
+        off, size = case
+        want = _recorded_pages(ev).get(case, (off + size + PAGE - 1) // PAGE)
+        return [] if got == want else [f"pages_charged({off}, {size}) gave {got}; the kernel would lock a "
+                                       "different number of pages"]
+
+    return checks.learner_first(cases, lambda case: fn(*case), judge)
 
 
 def pages_charged_answer(fn, ev: Evidence) -> bool | None:

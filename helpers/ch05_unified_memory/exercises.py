@@ -139,7 +139,8 @@ def example2_trial(fn, *, n: int = 1000) -> list[str]:
     """Run the learner's `example2_done_right(n)` and judge what it did: the array it returns must
     hold (i % 256) + 1, be memory it allocated with managed_array or mapped_array (so the CPU's
     fill and the GPU's kernel touched the same bytes), and no device-only array (to_device,
-    device_array) may have been made, so no explicit copy was possible."""
+    device_array) may have been made, so no explicit copy was possible. The expected array is made
+    only after the learner's function returned, so no frame it can reach holds it."""
     got, rec = _run_recorded(fn, n)
     explicit = sorted({c for c in rec.calls if c in EXPLICIT})
     if explicit and not rec.shared:

@@ -3,6 +3,7 @@ recordings, never on the page; each check explains its answer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sys
@@ -108,43 +109,60 @@ def ex64_what_the_fd_is(answer) -> bool | None:
     return checks.choice("6.4 what the fd is", answer, FD_OPTIONS, "a", FD_WHY)
 
 
-def _describe_trial(fn) -> list[str]:
-    """Run the learner's describe_fd on file descriptors the check makes: memory files of random
-    sizes and a temporary file. It must give the size and the /proc link, and leave the fd open."""
-    if not sys.platform.startswith("linux") or not hasattr(os, "memfd_create"):
-        return []  # the trial needs Linux's memfd and /proc: it cannot check anything here
-    problems = []
-    rng = random.Random()
-    for _ in range(3):
-        size = rng.randrange(1, 64) * 4096
-        fd = os.memfd_create(f"trial-{size}")
-        try:
-            os.ftruncate(fd, size)
-            link = os.readlink(f"/proc/self/fd/{fd}")
-            got = fn(fd)
-            try:
-                os.fstat(fd)
-            except OSError:
-                fd = -1
-                return ["your function closed the fd: it belongs to the caller."]
-            if not isinstance(got, dict):
-                return [f"describe_fd should return a dict, got {type(got).__name__}."]
-            if got.get("size") != size:
-                problems.append(f"for a {size}-byte memory file your 'size' was {got.get('size')!r}.")
-            if got.get("link") != link:
-                problems.append(f"'link' should be what /proc/self/fd/N points to ({link!r}), got {got.get('link')!r}.")
-        finally:
-            if fd >= 0:
-                os.close(fd)
-    if problems:
-        return problems[:3]
+def _sealed_memfd() -> int:
+    """A memory file of a drawn size (whole pages), sealed so that nobody can change that size."""
+    import fcntl  # Linux (the trial runs only there)
+
+    fd = os.memfd_create("course-trial", os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, random.SystemRandom().randrange(1, 64) * 4096)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+    return fd
+
+
+def _temporary_file() -> int:
+    """An fd of a deleted temporary file holding 12345 bytes: a regular file, not a memory file."""
     with tempfile.TemporaryFile() as f:
         f.write(b"x" * 12345)
         f.flush()
-        got = fn(f.fileno())
-        if isinstance(got, dict) and got.get("size") != 12345:
-            problems.append(f"for a 12345-byte file your 'size' was {got.get('size')!r}.")
-    return problems[:3]
+        return os.dup(f.fileno())
+
+
+def _trial_fds():
+    """The fds the trial hands out, each open only while its case runs."""
+    for make in (_sealed_memfd, _sealed_memfd, _sealed_memfd, _temporary_file):
+        fd = make()
+        try:
+            yield fd
+        finally:
+            with contextlib.suppress(OSError):  # the learner's function may have closed it (a problem judged)
+                os.close(fd)
+
+
+def _judge_description(fd: int, got) -> list[str]:
+    try:
+        size = os.fstat(fd).st_size
+    except OSError:
+        return ["your function closed the fd: it belongs to the caller."]
+    if not isinstance(got, dict):
+        return [f"describe_fd should return a dict, got {type(got).__name__}."]
+    link = os.readlink(f"/proc/self/fd/{fd}")
+    what = "memory file" if link.startswith("/memfd:") else "file"
+    problems = [] if got.get("size") == size else [f"for a {size}-byte {what} your 'size' was {got.get('size')!r}."]
+    if got.get("link") != link:
+        problems.append(f"'link' should be what /proc/self/fd/N points to ({link!r}), got {got.get('link')!r}.")
+    return problems
+
+
+def _describe_trial(fn) -> list[str]:
+    """Run the learner's describe_fd on file descriptors the check makes: memory files of drawn
+    sizes, then a temporary file. It must give the size and the /proc link, and leave the fd open.
+    The size must exist before the function runs (it builds the input), so no frame holds it: it
+    is drawn in _sealed_memfd, and the judge reads size and link from the fd only after the
+    function returned; the memory files are sealed (F_SEAL_GROW, F_SEAL_SHRINK), so the function
+    cannot change the size it is asked for."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "memfd_create"):
+        return []  # the trial needs Linux's memfd and /proc: it cannot check anything here
+    return checks.learner_first(_trial_fds(), fn, _judge_description)
 
 
 def ex65_describe_fd(fn) -> bool | None:

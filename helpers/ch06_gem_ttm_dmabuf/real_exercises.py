@@ -3,8 +3,11 @@ transcripts, never from the page."""
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
+
 from helpers.ch06_gem_ttm_dmabuf import real_drm, real_fences, real_ttm
-from helpers.core.errors import InputError
+from helpers.core.errors import InputError, InputTypeError
 from helpers.core.evidence import Evidence
 from helpers.learning import checks
 
@@ -96,6 +99,38 @@ def never_signalled_seconds(answer, fences: Evidence) -> bool | None:
                             "forgotten fence cannot hang its waiters; a real GPU driver has a job timeout instead")
 
 
+def check_rule(rule: Callable[[list[tuple[str, bool]], str], bool], data: dict, *, shuffled_seed: int = 0) -> list[str]:
+    """Where `rule(fences, access) -> must wait?` disagrees with the kernel: the recorded cases,
+    then the same cases with extra signalled fences and the fence list in a seeded random order
+    (a rule that learnt the recorded answers by heart fails those). Empty: it agrees.
+
+    Each question is put to the rule before the kernel's answer to it is looked up
+    (checks.learner_first), so no frame the rule can reach holds that answer; the recording
+    (`data`) is reachable, but it is the learner's anyway (the notebook hands it to the check)."""
+    def judge(question: tuple[int, list[tuple[str, bool]], str], got) -> list[str]:
+        case, fs, access = question
+        if not isinstance(got, bool):
+            raise InputTypeError(f"the rule must return True or False, got {got!r}")
+        waited = real_fences.observed_cases(data)[case][2]
+        return [] if got == waited else [f"fences {fs}, {access}: you say {'wait' if got else 'go'}, the kernel "
+                                         f"{'waited' if waited else 'did not wait'}"]
+
+    return checks.learner_first(_questions(data, shuffled_seed), lambda q: rule(list(q[1]), q[2]), judge,
+                                first_only=False)
+
+
+def _questions(data: dict, shuffled_seed: int) -> list[tuple[int, list[tuple[str, bool]], str]]:
+    """(recorded case, fences, access): each recorded poll as it was, then with 1-3 extra signalled
+    fences, shuffled; the kernel's answers left out."""
+    rng = random.Random(f"fences:{shuffled_seed}")
+    out = []
+    for case, (fences, access, _) in enumerate(real_fences.observed_cases(data)):
+        extra = fences + [(rng.choice(("read", "write")), True) for _ in range(rng.randrange(1, 4))]
+        rng.shuffle(extra)
+        out += [(case, fences, access), (case, extra, access)]
+    return out
+
+
 def who_waits(rule, fences: Evidence) -> bool | None:
     """Coding: rule(fences, access) -> must wait?, checked against every poll the kernel answered
     and against the same cases with extra signalled fences in a shuffled order."""
@@ -103,7 +138,7 @@ def who_waits(rule, fences: Evidence) -> bool | None:
         probe = fn([], "read")
         if probe is None:
             raise NotImplementedError  # the stub: not answered yet
-        problems = real_fences.check_rule(fn, fences.require(), shuffled_seed=5)
+        problems = check_rule(fn, fences.require(), shuffled_seed=5)
         return [f"{len(problems)} cases differ from the kernel, first: {problems[0]}"] if problems else []
 
     return checks.code("who waits for whom", rule, trial,

@@ -35,10 +35,9 @@ ttm_bo_wait_ctx, ttm_bo_evict (drivers/gpu/drm/ttm/ttm_bo.c).
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable
 
 from helpers.core import transcript, validate
-from helpers.core.errors import InputTypeError, SkipExperiment
+from helpers.core.errors import SkipExperiment
 from helpers.core.evidence import Evidence
 from helpers.core.experiments import KERNEL_LAB_REFERENCE, QEMU, experiment
 from helpers.measure import kernel_vm
@@ -160,31 +159,9 @@ def observed_cases(data: dict) -> list[tuple[list[tuple[str, bool]], str, bool]]
     return cases
 
 
-def check_rule(rule: Callable[[list[tuple[str, bool]], str], bool], data: dict, *, shuffled_seed: int = 0) -> list[str]:
-    """Where `rule(fences, access) -> must wait?` disagrees with the kernel: the recorded cases,
-    then the same cases with extra signalled fences and the fence list in a seeded random order
-    (a rule that learnt the recorded answers by heart fails those). Empty: it agrees."""
-    import random
-
-    rng = random.Random(f"fences:{shuffled_seed}")
-    problems = []
-    cases = observed_cases(data)
-    for fences, access, waited in cases:
-        extra = fences + [(rng.choice(("read", "write")), True) for _ in range(rng.randrange(1, 4))]
-        rng.shuffle(extra)
-        for fs in (fences, extra):
-            got = rule(list(fs), access)
-            if not isinstance(got, bool):
-                raise InputTypeError(f"the rule must return True or False, got {got!r}")
-            if got != waited:
-                problems.append(f"fences {fs}, {access}: you say {'wait' if got else 'go'}, the kernel "
-                                f"{'waited' if waited else 'did not wait'}")
-    return problems
-
-
 def kernel_rule(fences: list[tuple[str, bool]], access: str) -> bool:
     """The kernel's rule (dma_resv_usage_rw): a reader waits for unsignalled writers, a writer
-    for every unsignalled fence. Used by the tests to prove check_rule can pass."""
+    for every unsignalled fence. Used by the tests to prove real_exercises.check_rule can pass."""
     return any(not signalled and (access == "write" or usage == "write") for usage, signalled in fences)
 
 

@@ -267,6 +267,11 @@ def check_policy(policy: ttm.Policy, *, run: dict | None = None, relabel_seed: i
     candidates reach the policy in a seeded random order instead of TTM's walk order, so the
     policy must choose from the BOs' own fields (``last_use``, ``priority``, ``size``).
     Each entry: {"step", "show", "kernel": [victims], "yours": [victims]}.
+
+    The kernel's victims are worked out (timeline) only after the policy has made every choice,
+    so no frame the policy can reach holds them; `run` and the relabelling are reachable, but
+    the recording is the learner's anyway (the notebook hands it to the check) and the
+    relabelling builds the input.
     """
     if not callable(policy):
         raise InputTypeError(f"policy must be a function (candidates, needed, model) -> victim, got {policy!r}")

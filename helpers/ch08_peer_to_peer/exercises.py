@@ -72,7 +72,8 @@ def nvlink_judges_pcie(answer) -> bool | None:
 
 def _copy_trial(fn) -> list[str]:
     """Run the learner's kernel with a grid far smaller than the data (a grid-stride loop is needed)
-    and with a size that is not a multiple of anything (bounds are needed)."""
+    and with a size that is not a multiple of anything (bounds are needed). The expected output is
+    the input `src` itself (a copy), so the trial computes nothing a frame could leak."""
     from helpers.core.gpu import cuda
 
     problems = []

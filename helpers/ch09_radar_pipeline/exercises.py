@@ -106,24 +106,28 @@ def _pairwise_ns(records: list[dict]) -> int:
 
 
 def _overlap_trial(fn) -> list[str]:
-    """Run the learner's overlap function on the cases, each on a fresh copy, against the course's union
-    of the copies' intervals intersected with the kernels' (cupti_trace.set_overlap)."""
+    """Run the learner's overlap function on the cases, each on a fresh copy, then judge it against the
+    course's union of the copies' intervals intersected with the kernels' (cupti_trace.set_overlap),
+    computed only after the learner's function returned (checks.learner_first)."""
     import copy
 
+    return checks.learner_first(_overlap_cases(), lambda case: fn(copy.deepcopy(case[1])), _judge_overlap)
+
+
+def _judge_overlap(case: tuple[str, list[dict]], got) -> list[str]:
     from helpers.measure import cupti_trace
 
-    for name, records in _overlap_cases():
-        got = fn(copy.deepcopy(records))  # before the expected value exists: no frame of ours holds it yet
-        want = cupti_trace.set_overlap([r for r in records if r["kind"] == "memcpy"],
-                                       [r for r in records if r["kind"] != "memcpy"])["ns"]
-        if isinstance(got, bool) or not isinstance(got, int | float | np.integer | np.floating):
-            return [f"on '{name}' your function returned {got!r}, not a number of nanoseconds"]
-        if got != want:
-            slip = (" — that is every (copy, kernel) pair summed: time under two kernels at once was counted twice; "
-                    "merge the copies' intervals and the kernels' intervals first"
-                    if got == _pairwise_ns(records) != want else "")
-            return [f"on '{name}' ({len(records)} records) you got {got} ns, expected {want} ns{slip}"]
-    return []
+    name, records = case
+    if isinstance(got, bool) or not isinstance(got, int | float | np.integer | np.floating):
+        return [f"on '{name}' your function returned {got!r}, not a number of nanoseconds"]
+    want = cupti_trace.set_overlap([r for r in records if r["kind"] == "memcpy"],
+                                   [r for r in records if r["kind"] != "memcpy"])["ns"]
+    if got == want:
+        return []
+    slip = (" — that is every (copy, kernel) pair summed: time under two kernels at once was counted twice; "
+            "merge the copies' intervals and the kernels' intervals first"
+            if got == _pairwise_ns(records) != want else "")
+    return [f"on '{name}' ({len(records)} records) you got {got} ns, expected {want} ns{slip}"]
 
 
 def copy_kernel_overlap(fn) -> bool | None:
@@ -135,29 +139,40 @@ def copy_kernel_overlap(fn) -> bool | None:
 
 
 def _detect_trial(fn) -> list[str]:
-    """Run the learner's kernel on maps whose shapes are not multiples of the block, against NumPy."""
+    """Run the learner's kernel on maps whose shapes are not multiples of the block, then judge each
+    map against NumPy's, computed after the launch (checks.learner_first)."""
     from helpers.core.gpu import cuda
 
-    rng = np.random.default_rng(3)
-    for shape, block in (((19, 23), (8, 8)), ((7, 40), (4, 16))):
-        power = rng.exponential(1.0, shape).astype(np.float32)
-        thr = float(np.quantile(power, 0.9))
-        out = np.full((shape[0] + 2, shape[1] + 2), 7, dtype=np.int8)  # a frame of guard cells
-        d_out = cuda.to_device(out)
-        grid = (-(-shape[0] // block[0]), -(-shape[1] // block[1]))
-        fn[grid, block](cuda.to_device(power), np.float32(thr), d_out[1:-1, 1:-1])
-        got = d_out.copy_to_host()
-        if np.all(got == 7):
-            raise checks.NotAnswered("your kernel wrote nothing to out yet")
-        want = (power > thr).astype(np.int8)
-        if not np.array_equal(got[1:-1, 1:-1], want):
-            wrong = np.argwhere(got[1:-1, 1:-1] != want)[0]
-            return [f"on a {shape[0]}x{shape[1]} map, cell {tuple(int(x) for x in wrong)} is wrong (1 where the "
-                    "power exceeds the threshold, else 0; are rows and columns the right way round?)"]
-        inner = got.copy()
-        inner[1:-1, 1:-1] = 7
-        if np.any(inner != 7):
-            return [f"on a {shape[0]}x{shape[1]} map, a thread wrote outside the map (check both bounds)"]
+    def maps():
+        rng = np.random.default_rng(3)
+        for shape, block in (((19, 23), (8, 8)), ((7, 40), (4, 16))):
+            power = rng.exponential(1.0, shape).astype(np.float32)
+            yield power, np.float32(np.quantile(power, 0.9)), block
+
+    def launch(case) -> np.ndarray:
+        power, thr, block = case
+        d_out = cuda.to_device(np.full((power.shape[0] + 2, power.shape[1] + 2), 7, dtype=np.int8))  # guard cells
+        grid = (-(-power.shape[0] // block[0]), -(-power.shape[1] // block[1]))
+        fn[grid, block](cuda.to_device(power), thr, d_out[1:-1, 1:-1])
+        return d_out.copy_to_host()
+
+    return checks.learner_first(maps(), launch, _judge_detection)
+
+
+def _judge_detection(case, got: np.ndarray) -> list[str]:
+    power, thr, _ = case
+    rows, cols = power.shape
+    if np.all(got == 7):
+        raise checks.NotAnswered("your kernel wrote nothing to out yet")
+    want = (power > thr).astype(np.int8)
+    if not np.array_equal(got[1:-1, 1:-1], want):
+        wrong = np.argwhere(got[1:-1, 1:-1] != want)[0]
+        return [f"on a {rows}x{cols} map, cell {tuple(int(x) for x in wrong)} is wrong (1 where the power exceeds "
+                "the threshold, else 0; are rows and columns the right way round?)"]
+    inner = got.copy()
+    inner[1:-1, 1:-1] = 7
+    if np.any(inner != 7):
+        return [f"on a {rows}x{cols} map, a thread wrote outside the map (check both bounds)"]
     return []
 
 

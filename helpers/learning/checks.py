@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import math
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from helpers.core import gpu
 from helpers.core.errors import CourseError
 
+C = TypeVar("C")  # one case of a trial: the inputs the learner's code is given
+R = TypeVar("R")  # what the learner's code gave for it
 
 @dataclass(frozen=True)
 class Hint:
@@ -134,7 +137,15 @@ def code(name: str, fn, trial: Callable[[Callable], list[str]], *, why: str = ""
     """Run the learner's function through `trial(fn) -> problems` (empty: it works) and report.
 
     The trial chooses its own inputs; an unfinished function (still None or raising
-    NotImplementedError) is 'not answered', a crash is reported with its line, never raised."""
+    NotImplementedError) is 'not answered', a crash is reported with its line, never raised.
+
+    The learner's code runs in this process, so it can read every frame above it (this one, the
+    trial's, `sys._getframe(1).f_locals`). Hence the rule for trials: the trial computes the
+    expected result only after the learner's code has run, so no frame the learner's code can
+    reach holds it (nor an earlier case's result or expectation: `learner_first` runs each case
+    that way). Where the expected value must exist first (it builds the input), the trial's
+    docstring says so and what its frames hold is the input, not the answer.
+    tests/learning/test_no_answer_in_frames.py holds every code exercise to this."""
     if fn is None:
         return verdict(name, None, todo=CODE_TODO)
     if not callable(fn):
@@ -152,6 +163,22 @@ def code(name: str, fn, trial: Callable[[Callable], list[str]], *, why: str = ""
     if ok and why:
         print(f"  why: {why}")
     return ok
+
+
+def learner_first(cases: Iterable[C], run: Callable[[C], R], judge: Callable[[C, R], list[str]], *,
+                  first_only: bool = True) -> list[str]:
+    """The problems a trial finds over `cases`: each case is run by the learner's code first
+    (`run(case)`), then judged (`judge(case, result)`, which computes what is expected), in a
+    call of its own. So while the learner's code runs, no frame it can reach holds the expected
+    result, nor an earlier case's result or expectation (a trial's own loop would keep those
+    in its locals). `cases` holds inputs only (a generator builds them as they are needed);
+    stops at the first case with problems unless `first_only` is False."""
+    problems: list[str] = []
+    for case in cases:
+        problems += judge(case, run(case))
+        if problems and first_only:
+            break
+    return problems
 
 
 #: names from Numba's CUDA simulator that mean nothing to a learner, and what they stand for

@@ -75,12 +75,12 @@ def test_a_damaged_transcript_is_refused(tmp_path):
 
 
 def test_the_kernels_rule_passes_and_wrong_or_memorised_rules_fail(ev):
-    assert real_fences.check_rule(real_fences.kernel_rule, ev.data) == []
+    assert real_exercises.check_rule(real_fences.kernel_rule, ev.data) == []
     # "wait for every pending fence" is the writer's rule applied to readers too
-    assert real_fences.check_rule(lambda fences, access: any(not s for _, s in fences), ev.data)
+    assert real_exercises.check_rule(lambda fences, access: any(not s for _, s in fences), ev.data)
     # the recorded answers learnt by heart: the shuffled cases with extra signalled fences catch it
     table = {(tuple(f), a): w for f, a, w in real_fences.observed_cases(ev.data)}
-    memorised = real_fences.check_rule(lambda fences, access: table.get((tuple(fences), access), False), ev.data)
+    memorised = real_exercises.check_rule(lambda fences, access: table.get((tuple(fences), access), False), ev.data)
     assert memorised and all("you say go" in p for p in memorised)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.ch06_gem_ttm_dmabuf import real_drm, real_fences, real_ttm
+from helpers.ch06_gem_ttm_dmabuf import real_drm, real_exercises, real_fences, real_ttm
 from helpers.core import config
 
 pytestmark = pytest.mark.kernel_vm
@@ -47,4 +47,4 @@ def test_fences_block_until_signalled_live():
     assert not f["read_fence_blocks_readers"] and f["read_fence_blocks_writers"]
     assert f["after_read_ready"] and f["after_write_ready"] and f["import_ready_after_signal"]
     assert all(w["woke"] for w in f["wakeups"]) and f["syncobj_create"] == "EOPNOTSUPP"
-    assert real_fences.check_rule(real_fences.kernel_rule, data) == []
+    assert real_exercises.check_rule(real_fences.kernel_rule, data) == []
