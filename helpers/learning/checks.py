@@ -74,6 +74,9 @@ def close(name: str, answer, expected: float, rel_tol: float = 0.02, hint: str =
     gets the first matching hint, else `hint`; a right one gets `why` (the reasoning)."""
     if answer is None:
         return verdict(name, None)
+    answer = _one_value(answer)
+    if isinstance(answer, bool):
+        return verdict(name, False, f"expected a number, got {answer!r} (a yes/no, not a quantity). {hint}")
     try:
         value = float(answer)
     except (TypeError, ValueError):
@@ -90,11 +93,66 @@ def close(name: str, answer, expected: float, rel_tol: float = 0.02, hint: str =
     return verdict(name, False, f"{value:g} is not within {rel_tol:.0%} of what the data gives. {specific}")
 
 
+def _one_value(answer):
+    """A numpy scalar or 0-d array as the plain Python value it holds; anything else unchanged."""
+    if getattr(answer, "ndim", None) == 0 and hasattr(answer, "item"):
+        return answer.item()
+    return answer
+
+
+def _as_kind_of(answer, expected) -> tuple[object, str]:
+    """`answer` in the type of `expected` where it plainly means the same (whole numbers, names),
+    and '' or what is wrong with it."""
+    answer = _one_value(answer)
+    if isinstance(expected, (list, tuple)):
+        return (answer.tolist() if hasattr(answer, "tolist") else answer), ""
+    if getattr(answer, "ndim", 0) or isinstance(answer, (list, tuple)):
+        return answer, f"expected one value, got {type(answer).__name__} of {len(answer)}."
+    if isinstance(expected, bool):
+        return answer, "" if isinstance(answer, bool) else f"expected True or False, got {answer!r}."
+    if isinstance(expected, int):
+        return _whole_number(answer)
+    if isinstance(expected, str) and isinstance(answer, str):
+        return str(answer).strip(), ""
+    return answer, ""
+
+
+def _whole_number(answer) -> tuple[object, str]:
+    """A count given as an int, an integral float or a string of digits, as an int (exactly: a large
+    int never goes through float)."""
+    wrong = f"expected a whole number, got {answer!r}."
+    if isinstance(answer, bool):
+        return answer, f"{wrong[:-1]} (a yes/no, not a count)."
+    if isinstance(answer, int):
+        return answer, ""
+    text = answer.strip().replace("_", "") if isinstance(answer, str) else None
+    try:
+        return int(text), ""
+    except (TypeError, ValueError):
+        pass
+    try:
+        value = float(answer if text is None else text)
+    except (TypeError, ValueError):
+        return answer, wrong
+    return (int(value), "") if math.isfinite(value) and value == int(value) else (answer, wrong)
+
+
 def equal(name: str, answer, expected, hint: str = "", why: str = "") -> bool | None:
-    """Check an exact answer (a size, a name, a count)."""
+    """Check an exact answer (a size, a name, a count).
+
+    A right answer in another type counts (a count as 4096.0, "4096" or np.int64(4096), a name with
+    spaces around it); a yes/no for a count, a list for one value, or 4096.5 does not, and an
+    answer that cannot be compared is a ✘ that says why, never an exception."""
     if answer is None:
         return verdict(name, None)
-    ok = verdict(name, answer == expected, hint)
+    given, problem = _as_kind_of(answer, expected)
+    if problem:
+        return verdict(name, False, f"{problem} {hint}".strip())
+    try:
+        same = bool(given == expected)
+    except (TypeError, ValueError):  # e.g. an array against a list: elementwise, no single truth
+        same = False
+    ok = verdict(name, same, hint)
     if ok and why:
         print(f"  why: {why}")
     return ok

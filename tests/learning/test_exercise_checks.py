@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from helpers.learning import checks
 
 
@@ -95,3 +98,37 @@ def test_a_crash_names_the_learners_line_never_the_simulators_internals(capsys):
     out = capsys.readouterr().out
     assert "in mine, line" in out and "__getitem__" not in out
     assert "FakeCUDAArray" not in out and "device array" in out
+
+
+# -- a right answer in another type counts; a wrong one never crashes the check ----------------------
+RIGHT_IN_ANOTHER_TYPE = [(4096.0, 4096), ("4096", 4096), (" 4_096 ", 4096), ("4096.0", 4096), (np.int64(4096), 4096),
+                         (np.array(4096), 4096), (2**60 + 1, 2**60 + 1), (" fb1 ", "fb1"), (np.str_("fb1"), "fb1"),
+                         (np.bool_(True), True), (np.array([[14, 1], [13, 0]]), [[14, 1], [13, 0]])]
+NOT_THE_ANSWER = [(True, 1, "yes/no"), (1, True, "True or False"), (4096.5, 4096, "whole number"),
+                  ("4096.5", 4096, "whole number"), (float("nan"), 4096, "whole number"), ("four", 4096, "whole number"),
+                  (np.array([4096, 4096]), 4096, "one value"), ([4096], 4096, "one value"),
+                  (float(2**60), 2**60 + 1, ""), ("FB1", "fb1", ""), (np.array([[1, 0]]), [(1, 0)], "")]
+
+
+@pytest.mark.parametrize("answer,expected", RIGHT_IN_ANOTHER_TYPE, ids=repr)
+def test_equal_ticks_a_right_answer_in_another_type(answer, expected, capsys):
+    assert checks.equal("e", answer, expected) is True
+    assert "✔" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("answer,expected,says", NOT_THE_ANSWER, ids=repr)
+def test_equal_refuses_a_wrong_answer_and_says_why_without_raising(answer, expected, says, capsys):
+    assert checks.equal("e", answer, expected, hint="h") is False
+    out = capsys.readouterr().out
+    assert "✘" in out and says in out and "✔" not in out
+
+
+@pytest.mark.parametrize("answer", [True, np.bool_(True)], ids=repr)
+def test_close_refuses_a_yes_no_for_a_quantity(answer, capsys):
+    assert checks.close("c", answer, 1.0) is False
+    assert "yes/no" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("answer", [np.float32(2.0), np.array(2.0), "2", 2], ids=repr)
+def test_close_ticks_a_number_in_another_type(answer, capsys):
+    assert checks.close("c", answer, 2.0) is True
