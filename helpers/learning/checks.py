@@ -68,21 +68,31 @@ def verdict(name: str, ok: bool | None, hint: str = "", todo: str = ANSWER_TODO)
     return ok
 
 
+def quantity(answer) -> tuple[float | None, str]:
+    """A learner's number as a finite float, and '' or what is wrong with it: a number in any
+    numeric type (numpy's and 0-d arrays included) or a string of one counts; True/False, a
+    list, an array of several, nan and inf do not. Used by the chapters' checks and the labs'."""
+    answer = _one_value(answer)
+    if isinstance(answer, bool):
+        return None, f"expected a number, got {answer!r} (a yes/no, not a quantity)."
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        return None, f"expected a number, got {answer!r}."
+    if not math.isfinite(value):
+        return None, f"{value} is not a finite number."
+    return value, ""
+
+
 def close(name: str, answer, expected: float, rel_tol: float = 0.02, hint: str = "",
           hints: Sequence[Hint] = (), why: str = "") -> bool | None:
     """Check a numeric answer against `expected` within a relative tolerance. A wrong answer
     gets the first matching hint, else `hint`; a right one gets `why` (the reasoning)."""
     if answer is None:
         return verdict(name, None)
-    answer = _one_value(answer)
-    if isinstance(answer, bool):
-        return verdict(name, False, f"expected a number, got {answer!r} (a yes/no, not a quantity). {hint}")
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        return verdict(name, False, f"expected a number, got {answer!r}. {hint}")
-    if not math.isfinite(value):
-        return verdict(name, False, f"{value} is not a finite number. {hint}")
+    value, problem = quantity(answer)
+    if problem:
+        return verdict(name, False, f"{problem} {hint}")
     ok = math.isclose(value, expected, rel_tol=rel_tol)
     if ok:
         verdict(name, True)

@@ -2,6 +2,7 @@
 
 import warnings
 
+import numpy as np
 import pytest
 
 from helpers.core.errors import CourseError, InputError, InputTypeError
@@ -73,11 +74,20 @@ def test_close_reports_value_expected_and_factor(capsys):
     assert "bandwidth is 30, expected 10 within 5% (off by a factor 3). units?" in out
 
 
-@pytest.mark.parametrize("value", [None, "fast", float("nan")])
+@pytest.mark.parametrize("value", [None, "fast", float("nan"), True, np.bool_(True), [1.0], np.array([1.0, 1.0])],
+                         ids=repr)
 def test_close_rejects_non_numbers(value, capsys):
     with grading.check("num") as c:
         c.close("t0", value, 1.0, 0.1)
     assert "FAIL" in capsys.readouterr().out
+    assert not grading.results["num"].passed
+
+
+@pytest.mark.parametrize("value", [np.float32(1.0), np.array(1.0), "1.0", 1], ids=repr)
+def test_close_accepts_a_number_in_another_type(value):
+    with grading.check("num") as c:
+        assert c.close("t0", value, 1.0, 0.05) == pytest.approx(1.0)
+    assert grading.results["num"].passed
 
 
 def test_close_accepts_within_tolerance():

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from helpers.core import config, validate
 from helpers.core.errors import CourseError, SkipExperiment
+from helpers.learning import checks
 
 PASS_MARK, FAIL_MARK = "✔", "✘"
 
@@ -108,12 +109,9 @@ class check:  # noqa: N801 - used as a context manager, reads like a statement
 
     def close(self, what: str, value, expected: float, rel_tol: float, hint: str = "") -> float:
         """Require `value` (a number) within rel_tol of `expected`; returns it as a float."""
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            raise CheckFailed(f"{what} should be a number, got {value!r}") from None
-        if not math.isfinite(v):
-            raise CheckFailed(f"{what} is {v}, not a finite number. {hint}".rstrip())
+        v, problem = checks.quantity(value)
+        if problem:
+            raise CheckFailed(f"{what}: {problem} {hint}".rstrip())
         if not math.isclose(v, expected, rel_tol=rel_tol):
             raise CheckFailed(f"{what} is {v:.4g}, expected {expected:.4g} within {rel_tol:.0%} "
                               f"(off by a factor {v / expected if expected else float('inf'):.3g}). "
