@@ -174,7 +174,7 @@ def choice(name: str, answer, options: Mapping[str, str], correct: str, explanat
         listing = "; ".join(f"{k}) {v}" for k, v in options.items())
         print(f"… {name}: not answered yet — set the answer to one of {', '.join(options)} ({listing})")
         return None
-    key = str(answer).strip().lower().rstrip(")")
+    key = str(answer).strip().lower().strip("()[]. ")  # b, B, (b), b), b. all name option b
     if key not in options:
         return verdict(name, False, f"{answer!r} is not one of the options {', '.join(options)}")
     verdict(name, key == correct, "")

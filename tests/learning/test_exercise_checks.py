@@ -132,3 +132,16 @@ def test_close_refuses_a_yes_no_for_a_quantity(answer, capsys):
 @pytest.mark.parametrize("answer", [np.float32(2.0), np.array(2.0), "2", 2], ids=repr)
 def test_close_ticks_a_number_in_another_type(answer, capsys):
     assert checks.close("c", answer, 2.0) is True
+
+
+@pytest.mark.parametrize("answer", ["b", "B", " b ", "(b)", "b)", "b.", "[b]"])
+def test_choice_takes_an_option_written_the_usual_ways(answer, capsys):
+    opts, why = {"a": "x", "b": "y"}, {"a": "no", "b": "yes"}
+    assert checks.choice("q", answer, opts, "b", why) is True
+
+
+@pytest.mark.parametrize("answer", ["ab", "b, a", "y", "", ["b"], True, 1])
+def test_choice_refuses_what_names_no_single_option(answer, capsys):
+    opts, why = {"a": "x", "b": "y"}, {"a": "no", "b": "yes"}
+    assert checks.choice("q", answer, opts, "b", why) is False
+    assert "✔" not in capsys.readouterr().out
