@@ -4,6 +4,7 @@ recordings, never on the page; each check explains its answer."""
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import random
 import sys
@@ -22,11 +23,25 @@ def buddy_blocks(total_chunks: int, request_chunks: int, chunk: int = 4096) -> l
     return [(b.offset // chunk, b.order) for b in a.alloc(request_chunks * chunk)]
 
 
+def _pairs(answer) -> list[tuple[int, int]]:
+    """The learner's blocks as (offset, order) pairs of ints; [] when the answer is not a list of pairs."""
+    try:
+        pairs = [tuple(x) for x in answer]
+    except TypeError:
+        return []
+    ok = pairs and all(len(p) == 2 and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in p)
+                       for p in pairs)
+    return [(int(a), int(b)) for a, b in pairs] if ok else []
+
+
 def ex61_buddy(answer) -> bool | None:
     """6.1: a fresh 16-chunk allocator, a request for 3 chunks: which blocks, where?"""
     expected = buddy_blocks(16, 3)
     lowest = [(0, 1), (2, 0)]
-    got = None if answer is None else [tuple(x) for x in answer]
+    got = None if answer is None else _pairs(answer)
+    if got == []:
+        return checks.verdict("6.1 buddy blocks", False, f"expected a list of (offset, order) pairs, e.g. "
+                                                          f"[(8, 3)] for one 8-chunk block at 8, got {answer!r}.")
     if got is not None and sorted(got) == sorted(expected) and got != expected:
         hint = "the right blocks, in the wrong order: the kernel allocates the largest power of two first."
     elif got == lowest:
