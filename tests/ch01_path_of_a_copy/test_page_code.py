@@ -83,6 +83,12 @@ def test_extra_ioctls_exercise(capsys):
     assert exercises.extra_ioctls(3000, census) is False
     assert "3 per round trip" in capsys.readouterr().out
     assert exercises.extra_ioctls(None, census) is None
+    assert exercises.extra_ioctls("0", census) is True and exercises.extra_ioctls(0.4, census) is True  # rounded
+    capsys.readouterr()
+    for odd in (float("inf"), float("nan"), "x", [0]):  # inf raised OverflowError out of the check
+        assert exercises.extra_ioctls(odd, census) is False
+    assert exercises.extra_ioctls(False, census) is False  # a yes/no is not a count of 0
+    assert "yes/no" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("pick, ok", [("b", True), ("a", False), ("d", False)])
