@@ -12,8 +12,11 @@ from helpers.learning.checks import factor_hint
 def extra_ioctls(answer, census_data: dict) -> bool | None:
     """1.1: how many more ioctl calls 1000 round trips make than none, by the fitted slope."""
     expected = round(syscalls.growth(census_data, "ioctl").per_round * 1000)
-    value, problem = (None, "") if answer is None else checks.quantity(answer)
-    given = answer if problem else None if value is None else round(value)  # the fit's slope x 1000, to a count
+    given = answer
+    if answer is not None:
+        value, problem = checks.quantity(answer)
+        if not problem:
+            given = round(value)  # the fit's slope x 1000, to a count; a non-number goes on for equal's ✘
     return checks.equal("1.1 extra ioctls for 1000 round trips", given, expected,
                         hint="Take the fitted 'calls per round trip' of the ioctl row and multiply by 1000. If every "
                              "copy and launch entered the driver, it would be 3 per round trip: 3000.",

@@ -41,7 +41,7 @@ def group_running(pgid: int) -> bool:
         except ProcessLookupError:
             return False
         except PermissionError:
-            return True
+            pass  # it exists; it is only not ours to signal
         return True
     for stat in _PROC.glob("[0-9]*/stat"):
         try:

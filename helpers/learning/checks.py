@@ -34,6 +34,7 @@ from helpers.core.errors import CourseError
 C = TypeVar("C")  # one case of a trial: the inputs the learner's code is given
 R = TypeVar("R")  # what the learner's code gave for it
 
+
 @dataclass(frozen=True)
 class Hint:
     """Feedback for a recognisable wrong answer: `applies(answer, expected)` → show `text`."""
@@ -123,7 +124,7 @@ def _as_kind_of(answer, expected) -> tuple[object, str]:
     if isinstance(expected, int):
         return _whole_number(answer)
     if isinstance(expected, str) and isinstance(answer, str):
-        return str(answer).strip(), ""
+        return answer.strip(), ""
     return answer, ""
 
 
